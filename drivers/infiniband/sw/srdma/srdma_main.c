@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * srdma device and link setup: module init and exit, `rdma link add/delete`,
+ * and following the bound netdev's life through the netdev notifier.
+ */
+#include <linux/module.h>
+#include <linux/if_arp.h>
+#include <rdma/rdma_netlink.h>
+
+#include "srdma.h"
+
+MODULE_AUTHOR("The srdma authors");
+MODULE_DESCRIPTION("Software RDMA device (RoCEv2) over any Ethernet netdev");
+MODULE_LICENSE("Dual BSD/GPL");
+
+/*
+ * Guards srdma_dev_list and the ndev_gone/registered flags of every device.
+ * Never held across ib_register_device() or ib_unregister_device(): those
+ * take rtnl, and the netdev notifier takes this mutex under rtnl.
+ */
+static DEFINE_MUTEX(srdma_dev_mutex);
+static LIST_HEAD(srdma_dev_list);
+
+static struct srdma_dev *srdma_find_by_ndev(struct net_device *ndev)
+{
+	struct srdma_dev *sdev;
+
+	lockdep_assert_held(&srdma_dev_mutex);
+	list_for_each_entry(sdev, &srdma_dev_list, list)
+		if (sdev->ndev == ndev)
+			return sdev;
+	return NULL;
+}
+
+/*
+ * ib_device_ops.dealloc_driver: the device is unregistered, or its
+ * registration failed; release what newlink took. Runs for partially set up
+ * devices too, via ib_dealloc_device().
+ */
+void srdma_dealloc_driver(struct ib_device *ibdev)
+{
+	struct srdma_dev *sdev = to_sdev(ibdev);
+
+	mutex_lock(&srdma_dev_mutex);
+	list_del_init(&sdev->list);
+	mutex_unlock(&srdma_dev_mutex);
+
+	if (sdev->sockset)
+		srdma_sockset_put(sdev->sockset);
+	if (sdev->ndev)
+		netdev_put(sdev->ndev, &sdev->ndev_tracker);
+}
+
+static int srdma_newlink(const char *ibdev_name, struct net_device *ndev)
+{
+	struct srdma_sockset *ss;
+	struct srdma_dev *sdev;
+	bool gone;
+	int err;
+
+	if (ndev->type != ARPHRD_ETHER || (ndev->flags & IFF_LOOPBACK)) {
+		pr_err("srdma: %s: %s is not an Ethernet device\n",
+		       ibdev_name, ndev->name);
+		return -EINVAL;
+	}
+
+	sdev = ib_alloc_device(srdma_dev, ibdev);
+	if (!sdev)
+		return -ENOMEM;
+	INIT_LIST_HEAD(&sdev->list);
+	srdma_init_device(sdev);
+
+	mutex_lock(&srdma_dev_mutex);
+	if (srdma_find_by_ndev(ndev)) {
+		mutex_unlock(&srdma_dev_mutex);
+		pr_err("srdma: %s: %s already has an srdma device\n",
+		       ibdev_name, ndev->name);
+		err = -EEXIST;
+		goto err_dealloc_device;
+	}
+	if (ndev->reg_state != NETREG_REGISTERED) {
+		mutex_unlock(&srdma_dev_mutex);
+		pr_err("srdma: %s: %s is going away\n", ibdev_name, ndev->name);
+		err = -ENODEV;
+		goto err_dealloc_device;
+	}
+	sdev->ndev = ndev;
+	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
+	list_add_tail(&sdev->list, &srdma_dev_list);
+	mutex_unlock(&srdma_dev_mutex);
+
+	ss = srdma_sockset_get(dev_net(ndev));
+	if (IS_ERR(ss)) {
+		err = PTR_ERR(ss);
+		pr_err("srdma: %s: no UDP socket on %s: %d\n", ibdev_name,
+		       ndev->name, err);
+		goto err_dealloc_device;
+	}
+	sdev->sockset = ss;
+
+	err = srdma_register_device(sdev, ibdev_name);
+	if (err) {
+		pr_err("srdma: %s: registering on %s failed: %d\n",
+		       ibdev_name, ndev->name, err);
+		goto err_dealloc_device;
+	}
+
+	mutex_lock(&srdma_dev_mutex);
+	sdev->registered = true;
+	gone = sdev->ndev_gone;
+	mutex_unlock(&srdma_dev_mutex);
+	/* The netdev started unregistering while we registered. */
+	if (gone)
+		ib_unregister_device_queued(&sdev->ibdev);
+	else
+		ibdev_info(&sdev->ibdev, "bound to %s\n", ndev->name);
+	return 0;
+
+err_dealloc_device:
+	/* Calls srdma_dealloc_driver(), which undoes the rest. */
+	ib_dealloc_device(&sdev->ibdev);
+	return err;
+}
+
+static struct rdma_link_ops srdma_link_ops = {
+	.type = "srdma",
+	.newlink = srdma_newlink,
+};
+
+static void srdma_port_event(struct srdma_dev *sdev, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = &sdev->ibdev,
+		.element.port_num = 1,
+		.event = type,
+	};
+
+	ib_dispatch_event(&ev);
+}
+
+static int srdma_netdev_event(struct notifier_block *nb, unsigned long event,
+			      void *ptr)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
+	struct srdma_dev *sdev;
+
+	mutex_lock(&srdma_dev_mutex);
+	sdev = srdma_find_by_ndev(ndev);
+	if (!sdev || !sdev->registered) {
+		if (sdev && event == NETDEV_UNREGISTER)
+			sdev->ndev_gone = true;
+		goto out_unlock;
+	}
+
+	switch (event) {
+	case NETDEV_UNREGISTER:
+		if (!sdev->ndev_gone) {
+			sdev->ndev_gone = true;
+			ibdev_info(&sdev->ibdev, "%s is going away\n",
+				   ndev->name);
+			ib_unregister_device_queued(&sdev->ibdev);
+		}
+		break;
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+		srdma_port_event(sdev,
+				 srdma_port_state(sdev) == IB_PORT_ACTIVE ?
+				 IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
+		break;
+	default:
+		break;
+	}
+out_unlock:
+	mutex_unlock(&srdma_dev_mutex);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block srdma_netdev_nb = {
+	.notifier_call = srdma_netdev_event,
+};
+
+/*
+ * Unregister every device we still have, waiting for any unregistration
+ * already queued by the notifier or by `rdma link delete`.
+ */
+static void srdma_remove_all(void)
+{
+	struct srdma_dev *sdev;
+
+	for (;;) {
+		mutex_lock(&srdma_dev_mutex);
+		sdev = list_first_entry_or_null(&srdma_dev_list,
+						struct srdma_dev, list);
+		if (sdev)
+			get_device(&sdev->ibdev.dev);
+		mutex_unlock(&srdma_dev_mutex);
+		if (!sdev)
+			break;
+		/* Returns once dealloc_driver has taken it off the list. */
+		ib_unregister_device(&sdev->ibdev);
+		put_device(&sdev->ibdev.dev);
+	}
+}
+
+static int __init srdma_init(void)
+{
+	int err;
+
+	err = srdma_net_init();
+	if (err)
+		return err;
+
+	err = register_netdevice_notifier(&srdma_netdev_nb);
+	if (err)
+		goto err_net_exit;
+
+	rdma_link_register(&srdma_link_ops);
+	pr_info("srdma: loaded\n");
+	return 0;
+
+err_net_exit:
+	srdma_net_exit();
+	return err;
+}
+
+static void __exit srdma_exit(void)
+{
+	rdma_link_unregister(&srdma_link_ops);
+	srdma_remove_all();
+	unregister_netdevice_notifier(&srdma_netdev_nb);
+	srdma_net_exit();
+	pr_info("srdma: unloaded\n");
+}
+
+module_init(srdma_init);
+module_exit(srdma_exit);
+MODULE_ALIAS_RDMA_LINK("srdma");
