@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# srdma top-level Makefile.
+#   make            build the module, the provider and the selftests
+#   make check      install what is missing, build, run every test
+#   make demo       install what is missing, build, show srdma0 in a test VM
+#   make lint       checkpatch --strict and sparse on the driver
+#   make install    install the module and the provider on this machine
+
+ROOT     := $(CURDIR)
+BUILD    := $(ROOT)/build
+KVER     = $(shell $(ROOT)/scripts/kver 2>/dev/null)
+KDIR     ?= $(shell if [ -d /lib/modules/$$(uname -r)/build ]; then \
+		echo /lib/modules/$$(uname -r)/build; \
+	    else ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | \
+		sort -V | tail -1; fi)
+KSRC_TAR ?= $(lastword $(sort $(wildcard /usr/src/linux-source-*.tar.xz)))
+
+CC       ?= gcc
+USER_CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE
+
+DRV      := drivers/infiniband/sw/srdma
+PROV_SO  := $(BUILD)/provider/libsrdma-rdmav34.so
+KSELFTEST := $(BUILD)/kselftest/kselftest_harness.h
+CHECKPATCH := $(BUILD)/checkpatch/checkpatch.pl
+
+# kselftest_harness.h's macros trip these -Wextra checks in every test.
+HARNESS_CFLAGS := -Wno-sign-compare -Wno-unused-parameter \
+		  -Wno-misleading-indentation
+
+SELFTEST_BINS := $(BUILD)/selftests/srdma_verbs_test \
+		 $(BUILD)/selftests/srdma_hold
+
+.PHONY: all module provider selftests check demo lint install clean deps
+
+all: module provider selftests
+
+deps:
+	@$(ROOT)/scripts/install-deps
+
+module:
+	@test -n "$(KDIR)" || { echo "no kernel headers: run scripts/install-deps" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(ROOT) modules
+
+provider: $(PROV_SO) $(BUILD)/provider/srdma.driver
+
+$(BUILD)/provider/check-pabi:
+	@mkdir -p $(dir $@)
+	@lib=$$(ldconfig -p | awk '/libibverbs.so.1 / {print $$NF; exit}'); \
+	if ! objdump -T "$$lib" 2>/dev/null | grep -q 'IBVERBS_PRIVATE_34'; then \
+		echo "error: $$lib does not export IBVERBS_PRIVATE_34;" \
+		     "libsrdma needs rdma-core 44 (Debian 12's libibverbs1)" >&2; \
+		exit 1; \
+	fi; touch $@
+
+$(PROV_SO): tools/provider/srdma.c tools/provider/verbs_private.h \
+	    include/uapi/rdma/srdma-abi.h $(BUILD)/provider/check-pabi
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIC -shared -Wl,-soname,libsrdma-rdmav34.so \
+		-o $@ tools/provider/srdma.c -libverbs
+
+$(BUILD)/provider/srdma.driver:
+	@mkdir -p $(dir $@)
+	echo "driver srdma" > $@
+
+# kselftest headers and checkpatch come from Debian's linux-source package
+# at build time; they are never committed.
+$(KSELFTEST):
+	@test -n "$(KSRC_TAR)" || { echo "linux-source missing: run scripts/install-deps" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	tar -xJf $(KSRC_TAR) -C $(dir $@) --strip-components=4 --wildcards \
+		'*/tools/testing/selftests/kselftest*.h'
+	@touch $@
+
+$(CHECKPATCH):
+	@mkdir -p $(dir $@)
+	tar -xJf $(KSRC_TAR) -C $(dir $@) --strip-components=2 \
+		--wildcards '*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
+		'*/scripts/const_structs.checkpatch'
+	@touch $@
+
+selftests: $(SELFTEST_BINS)
+
+$(BUILD)/selftests/%: selftests/%.c selftests/srdma_test.h $(KSELFTEST)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) -isystem $(BUILD)/kselftest \
+		-Iinclude/uapi -o $@ $< \
+		-libverbs -lpthread
+
+lint: $(CHECKPATCH)
+	$(CHECKPATCH) --strict --no-tree --show-types --ignore FILE_PATH_CHANGES \
+		-f $(DRV)/*.c $(DRV)/*.h include/uapi/rdma/srdma-abi.h
+	@$(MAKE) -s -C $(KDIR) M=$(ROOT) clean >/dev/null
+	@$(MAKE) -C $(KDIR) M=$(ROOT) C=2 modules 2>&1 | tee $(BUILD)/sparse.log
+	@if grep -E '(warning|error):' $(BUILD)/sparse.log; then \
+		echo "sparse: not clean" >&2; exit 1; fi
+	@echo "lint: clean"
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	@$(ROOT)/scripts/run-tests
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@$(ROOT)/scripts/demo
+
+install: all
+	$(MAKE) -C $(KDIR) M=$(ROOT) modules_install
+	depmod -a $(notdir $(patsubst %/build,%,$(KDIR))) 2>/dev/null || depmod -a
+	install -D -m 0644 $(PROV_SO) \
+		$(DESTDIR)/usr/lib/$$(gcc -dumpmachine)/libibverbs/libsrdma-rdmav34.so
+	install -D -m 0644 $(BUILD)/provider/srdma.driver \
+		$(DESTDIR)/etc/libibverbs.d/srdma.driver
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(ROOT) clean
+	rm -rf $(BUILD)

@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Shell helpers for the srdma selftests (sourced inside the test VM).
+
+: "${SRDMA_ROOT:?SRDMA_ROOT must point at the source tree}"
+B=$SRDMA_ROOT/build
+KO=$SRDMA_ROOT/drivers/infiniband/sw/srdma/srdma.ko
+export RDMAV_DRIVERS=$B/provider/libsrdma
+export PATH=$B/selftests:$PATH
+
+# Kernel log lines that fail any test.
+DMESG_BAD='WARNING:|BUG:|Oops|general protection|KASAN|UBSAN|possible circular locking|possible recursive locking|INFO: task .* blocked|Call Trace|unreferenced object|refcount_t:|list_add corruption|list_del corruption|ib_query_port failed'
+
+fail() { echo "FAIL: $*"; return 1; }
+
+# Copy the module into the guest's (writable, throwaway) module tree so
+# that modprobe and `rdma link add ... type srdma` autoloading find it.
+srdma_install_module() {
+	local d=/lib/modules/$(uname -r)/extra
+	mkdir -p "$d" && cp "$KO" "$d/srdma.ko" && depmod -a
+}
+
+# expect_err ERRTEXT CMD...: CMD must fail and print ERRTEXT.
+expect_err() {
+	local want=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		fail "'$*' succeeded, expected '$want'"
+		return 1
+	fi
+	grep -q -- "$want" <<< "$out" ||
+		{ fail "'$*' said '$out', expected '$want'"; return 1; }
+}
+
+# wait_for SECS CMD...: poll CMD every 0.1 s until it succeeds.
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		n=$((n - 1))
+		[ $n -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+
+dev_exists() { [ -e "/sys/class/infiniband/$1" ]; }
+dev_absent() { [ ! -e "/sys/class/infiniband/$1" ]; }
+
+# A veth pair v0/v1 with 10.0.0.1/24 on v0, both up.
+veth_setup() {
+	ip link add v0 type veth peer name v1 || return 1
+	ip addr add 10.0.0.1/24 dev v0
+	ip link set v0 up && ip link set v1 up
+	wait_for 5 grep -q 1 /sys/class/net/v0/carrier
+}
+
+# Remove whatever a test left behind, and unload srdma.
+env_reset() {
+	local d ns
+	for d in /sys/class/infiniband/srdma*; do
+		[ -e "$d" ] && rdma link delete "$(basename "$d")" 2>/dev/null
+	done
+	ip link del v0 2>/dev/null
+	ip link del v2 2>/dev/null
+	ip tuntap del t0 mode tun 2>/dev/null
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+		ip netns del "$ns"
+	done
+	modprobe -r rdma_rxe 2>/dev/null
+	if lsmod | grep -q '^srdma '; then
+		rmmod srdma || echo "env_reset: rmmod srdma failed"
+	fi
+}

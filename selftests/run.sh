@@ -1,0 +1,101 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# srdma selftest runner, run inside the test VM (scripts/run-tests boots
+# it). Prints KTAP: one "ok"/"not ok" line per test, then a summary.
+# A test fails if it fails its assertions or if the kernel log gains a WARN,
+# BUG, oops or similar splat while it runs.
+#
+# usage: run.sh [PATTERN]   run only tests whose name matches PATTERN
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=selftests/lib.sh
+. "$here/lib.sh"
+pattern=${1:-.}
+
+n=0 pass=0 failed=0 skipped=0
+
+report() {	# report STATUS NAME [OUTPUT]
+	n=$((n + 1))
+	case $1 in
+	pass) pass=$((pass + 1)); echo "ok $n $2" ;;
+	skip) skipped=$((skipped + 1)); echo "ok $n $2 # SKIP" ;;
+	*) failed=$((failed + 1)); echo "not ok $n $2" ;;
+	esac
+	if [ "$1" != pass ] && [ -n "${3:-}" ]; then
+		sed 's/^/# /' <<< "$3"
+	fi
+}
+
+dmesg_new() { dmesg | tail -n +$((mark + 1)); }
+
+# run_shell NAME: run the shell function test_NAME in a subshell.
+run_shell() {
+	local name=$1 out rc bad
+	grep -qE -- "$pattern" <<< "$name" || return 0
+	mark=$(dmesg | wc -l)
+	out=$( (set -u; "test_$name") 2>&1 )
+	rc=$?
+	env_reset >/dev/null 2>&1
+	bad=$(dmesg_new | grep -E "$DMESG_BAD")
+	if [ $rc = 4 ]; then
+		report skip "$name" "$out"
+	elif [ $rc != 0 ]; then
+		report fail "$name" "$out"
+	elif [ -n "$bad" ]; then
+		report fail "$name" "$out
+dmesg: $bad"
+	else
+		report pass "$name"
+	fi
+}
+
+# run_harness BIN SETUP: run a kselftest_harness binary after the shell
+# function SETUP, and count each of its test cases as one test.
+run_harness() {
+	local bin=$1 setup=$2 out rc bad line name status
+	grep -qE -- "$pattern" <<< "$bin" || return 0
+	mark=$(dmesg | wc -l)
+	out=$("$setup" 2>&1) || { report fail "$bin.setup" "$out"; env_reset; return; }
+	out=$("$B/selftests/$bin" 2>&1)
+	rc=$?
+	env_reset >/dev/null 2>&1
+	bad=$(dmesg_new | grep -E "$DMESG_BAD")
+	local cases=0
+	while read -r line; do
+		case $line in
+		"ok "*"# SKIP"*) status=skip ;;
+		"ok "*) status=pass ;;
+		"not ok "*) status=fail ;;
+		*) continue ;;
+		esac
+		name=$(sed -E 's/^(not )?ok [0-9]+ //; s/ # .*//' <<< "$line")
+		[ -n "$bad" ] && [ "$status" = pass ] && status=fail
+		cases=$((cases + 1))
+		if [ "$status" = fail ]; then
+			report fail "$bin.$name" "$(grep -F -- "$name" <<< "$out")
+$bad"
+		else
+			report "$status" "$bin.$name"
+		fi
+	done < <(grep -E '^(not )?ok [0-9]+ ' <<< "$out")
+	if [ $cases = 0 ] || { [ $rc != 0 ] && [ $failed = 0 ]; }; then
+		report fail "$bin" "$out"
+	fi
+}
+
+echo "KTAP version 1"
+srdma_install_module || { echo "not ok 1 install-module"; exit 1; }
+modprobe ib_uverbs
+
+for f in "$here"/tests/*.sh; do
+	# shellcheck disable=SC1090
+	. "$f"
+done
+for t in $(declare -F | awk '$3 ~ /^test_/ { sub(/^test_/, "", $3); print $3 }'); do
+	run_shell "$t"
+done
+
+run_harness srdma_verbs_test setup_bound_veth
+
+echo "# srdma selftests: $pass passed, $failed failed, $skipped skipped"
+[ $failed = 0 ]

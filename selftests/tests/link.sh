@@ -1,0 +1,199 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Module load/unload and `rdma link` life cycle tests (sourced by run.sh).
+# Each test_* runs in a subshell; non-zero fails it, 4 skips it.
+
+setup_bound_veth() {
+	modprobe srdma && veth_setup && rdma link add srdma0 type srdma netdev v0
+}
+
+test_module_load_unload() {
+	modprobe srdma || fail "modprobe srdma"
+	lsmod | grep -q '^srdma ' || fail "srdma not in lsmod"
+	dmesg | tail -5 | grep -q 'srdma: loaded' || fail "no load message"
+	rmmod srdma || fail "rmmod srdma"
+	! lsmod | grep -q '^srdma ' || fail "srdma still loaded"
+	# Twice, to catch anything the first unload leaked.
+	modprobe srdma && rmmod srdma || fail "second load/unload"
+}
+
+test_link_autoload() {
+	veth_setup || fail "veth"
+	! lsmod | grep -q '^srdma ' || fail "srdma loaded too early"
+	rdma link add srdma0 type srdma netdev v0 || fail "link add"
+	lsmod | grep -q '^srdma ' || fail "rdma link add did not load srdma"
+}
+
+test_link_add_delete() {
+	setup_bound_veth || fail "link add"
+	dev_exists srdma0 || fail "no srdma0 in sysfs"
+	rdma link show srdma0/1 | grep -q 'state ACTIVE.*netdev v0' ||
+		fail "rdma link show: $(rdma link show)"
+	ls /sys/class/infiniband/srdma0/device 2>/dev/null
+	ls /sys/class/infiniband_verbs/ | grep -q uverbs || fail "no uverbs device"
+	[ -n "$(ls /dev/infiniband/uverbs* 2>/dev/null)" ] || fail "no /dev/infiniband/uverbs*"
+	rdma link delete srdma0 || fail "link delete"
+	wait_for 5 dev_absent srdma0 || fail "srdma0 still present after delete"
+	# And again on the same netdev.
+	rdma link add srdma0 type srdma netdev v0 || fail "re-add"
+	rdma link delete srdma0 || fail "second delete"
+	wait_for 5 dev_absent srdma0 || fail "srdma0 present after second delete"
+	dmesg | grep -q 'srdma0: bound to v0' || fail "no bind message"
+}
+
+test_link_double_add() {
+	setup_bound_veth || fail "link add"
+	expect_err "File exists" rdma link add srdma1 type srdma netdev v0 || return 1
+	dmesg | tail -3 | grep -q 'srdma1: v0 already has an srdma device' ||
+		fail "no message for double add"
+	dev_absent srdma1 || fail "srdma1 was created"
+	# The same name on another netdev is refused by the core.
+	ip link add v2 type veth peer name v3
+	if rdma link add srdma0 type srdma netdev v2 2>/dev/null; then
+		fail "duplicate device name accepted"
+	fi
+	dev_exists srdma0 || fail "srdma0 lost"
+	# Two devices on two netdevs share the namespace's socket.
+	rdma link add srdma2 type srdma netdev v2 || fail "second device"
+	rdma link delete srdma2 || fail "delete second device"
+	dev_exists srdma0 || fail "srdma0 lost after deleting srdma2"
+}
+
+test_link_bad_netdev() {
+	modprobe srdma || fail "modprobe"
+	expect_err "No such device" rdma link add srdma0 type srdma netdev nosuch || return 1
+	expect_err "Invalid argument" rdma link add srdma0 type srdma netdev lo || return 1
+	dmesg | tail -3 | grep -q 'lo is not an Ethernet device' || fail "no message for lo"
+	modprobe tun
+	ip tuntap add t0 mode tun || fail "tun"
+	expect_err "Invalid argument" rdma link add srdma0 type srdma netdev t0 || return 1
+	dev_absent srdma0 || fail "device created on a bad netdev"
+}
+
+test_netdev_removal() {
+	setup_bound_veth || fail "link add"
+	ip link del v0 || fail "ip link del"
+	wait_for 5 dev_absent srdma0 || fail "srdma0 survived its netdev"
+	dmesg | tail -5 | grep -q 'v0 is going away' || fail "no removal message"
+	rmmod srdma || fail "rmmod after netdev removal"
+}
+
+test_netdev_netns_move() {
+	setup_bound_veth || fail "link add"
+	ip netns add ns1 || fail "netns"
+	ip link set v0 netns ns1 || fail "move"
+	wait_for 5 dev_absent srdma0 || fail "srdma0 survived the move"
+	# Bind again inside the namespace: srdma gets a socket there.
+	ip netns exec ns1 ip link set v0 up
+	ip netns exec ns1 rdma link add srdma0 type srdma netdev v0 ||
+		fail "link add in ns1"
+	ip netns exec ns1 ss -uln | grep -q ':4791' || fail "no UDP 4791 socket in ns1"
+	# Deleting the namespace takes the netdev and then the device.
+	ip netns del ns1
+	wait_for 10 dev_absent srdma0 || fail "srdma0 survived its namespace"
+	rmmod srdma || fail "rmmod"
+}
+
+test_udp_socket_lifetime() {
+	setup_bound_veth || fail "link add"
+	ss -uln | grep -q ':4791 ' || fail "no UDP 4791 socket"
+	rdma link delete srdma0
+	wait_for 5 dev_absent srdma0
+	wait_for 5 sh -c "! ss -uln | grep -q ':4791 '" ||
+		fail "socket left after the last device went"
+}
+
+test_port_taken_by_rxe() {
+	modprobe rdma_rxe 2>/dev/null || return 4
+	veth_setup || fail "veth"
+	ss -uln | grep -q ':4791 ' || return 4	# this rxe binds lazily
+	expect_err "Address already in use" rdma link add srdma0 type srdma netdev v0 || return 1
+	dmesg | tail -3 | grep -q 'port taken' || fail "no message naming the port"
+	# In its own namespace srdma works next to rxe.
+	ip netns add ns1 && ip link set v1 netns ns1 || fail "netns"
+	ip netns exec ns1 rdma link add srdma1 type srdma netdev v1 ||
+		fail "link add in ns1 next to rxe"
+}
+
+test_port_state_follows_link() {
+	setup_bound_veth || fail "link add"
+	ip link set v0 down
+	wait_for 5 sh -c "rdma link show srdma0/1 | grep -q 'state DOWN'" ||
+		fail "port not DOWN: $(rdma link show srdma0/1)"
+	ip link set v0 up
+	wait_for 5 sh -c "rdma link show srdma0/1 | grep -q 'state ACTIVE'" ||
+		fail "port not ACTIVE: $(rdma link show srdma0/1)"
+}
+
+test_mtu_follows_netdev() {
+	setup_bound_veth || fail "link add"
+	ibv_devinfo -d srdma0 | grep -q 'active_mtu:.*1024' || fail "mtu 1500 -> 1024"
+	ip link set v0 mtu 9000 || fail "mtu 9000"
+	ibv_devinfo -d srdma0 | grep -q 'active_mtu:.*4096' || fail "mtu 9000 -> 4096"
+	ip link set v0 mtu 2200 || fail "mtu 2200"
+	ibv_devinfo -d srdma0 | grep -q 'active_mtu:.*2048' || fail "mtu 2200 -> 2048"
+}
+
+test_ibv_devices() {
+	setup_bound_veth || fail "link add"
+	out=$(ibv_devices 2>&1)
+	echo "$out"
+	grep -qE '^\s+srdma0\s+[0-9a-f]{16}' <<< "$out" || fail "srdma0 not listed"
+	! grep -qi 'warning\|fail' <<< "$out" || fail "ibv_devices complained"
+}
+
+test_ibv_devinfo() {
+	setup_bound_veth || fail "link add"
+	out=$(ibv_devinfo -v -d srdma0 2>&1) || fail "ibv_devinfo failed: $out"
+	echo "$out"
+	grep -q 'state:.*PORT_ACTIVE' <<< "$out" || fail "port not active"
+	grep -q 'link_layer:.*Ethernet' <<< "$out" || fail "link layer"
+	grep -q 'fw_ver:.*0.1.0' <<< "$out" || fail "fw_ver"
+	grep -qE 'GID\[ *[0-9]+\]:.*::ffff:10.0.0.1, RoCE v2' <<< "$out" ||
+		fail "no RoCEv2 GID for 10.0.0.1"
+	grep -qE 'GID\[ *[0-9]+\]:.*fe80::.*RoCE v2' <<< "$out" ||
+		fail "no RoCEv2 link-local GID"
+	grep -qE 'max_qp:\s+[1-9]' <<< "$out" || fail "max_qp"
+	grep -qE 'max_qp_rd_atom:\s+[1-9]' <<< "$out" || fail "max_qp_rd_atom"
+}
+
+test_ipv6_gid() {
+	setup_bound_veth || fail "link add"
+	ip addr add 2001:db8::1/64 dev v0 nodad || fail "ipv6 addr"
+	wait_for 5 sh -c "ibv_devinfo -v -d srdma0 | grep -q '2001:db8::1, RoCE v2'" ||
+		fail "no GID for 2001:db8::1"
+	ip addr del 2001:db8::1/64 dev v0
+	wait_for 5 sh -c "! ibv_devinfo -v -d srdma0 | grep -q '2001:db8::1'" ||
+		fail "GID not removed with the address"
+}
+
+# rmmod while a process holds the device open: srdma implements
+# disassociate_ucontext, so the unload goes ahead, the context is cut off,
+# and the process sees errors instead of hanging the unload.
+test_unload_while_open() {
+	setup_bound_veth || fail "link add"
+	coproc HOLD { srdma_hold 2>&1; }
+	hold_pid=$HOLD_PID
+	read -r -t 20 line <&"${HOLD[0]}" || fail "holder did not start"
+	[ "$line" = ready ] || fail "holder: $line"
+	timeout 30 rmmod srdma || fail "rmmod with the device open"
+	dev_absent srdma0 || fail "srdma0 still present"
+	echo go >&"${HOLD[1]}"
+	cat <&"${HOLD[0]}"
+	wait "$hold_pid" || fail "holder: query after unload did not fail"
+}
+
+test_link_delete_while_open() {
+	setup_bound_veth || fail "link add"
+	coproc HOLD { srdma_hold 2>&1; }
+	hold_pid=$HOLD_PID
+	read -r -t 20 line <&"${HOLD[0]}" || fail "holder did not start"
+	[ "$line" = ready ] || fail "holder: $line"
+	timeout 30 rdma link delete srdma0 || fail "link delete with the device open"
+	wait_for 5 dev_absent srdma0 || fail "srdma0 still present"
+	echo go >&"${HOLD[1]}"
+	cat <&"${HOLD[0]}"
+	wait "$hold_pid" || fail "holder: query after delete did not fail"
+	rmmod srdma || fail "rmmod after the holder exited"
+}

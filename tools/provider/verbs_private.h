@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * The parts of libibverbs' private provider interface (IBVERBS_PRIVATE_34,
+ * rdma-core 44) that the srdma provider uses. Debian ships no driver.h, so
+ * the layouts are declared here and pinned with static asserts; a mismatch
+ * fails the build instead of corrupting memory at run time.
+ */
+#ifndef SRDMA_VERBS_PRIVATE_H
+#define SRDMA_VERBS_PRIVATE_H
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
+
+#define SRDMA_PABI_VERSION 34
+
+struct verbs_sysfs_dev;			/* opaque to providers */
+
+struct verbs_match_ent {
+	void *driver_data;
+	union {
+		const char *modalias;
+		uint64_t driver_id;
+	} u;
+	uint16_t vendor;
+	uint16_t device;
+	uint8_t kind;
+};
+
+#define SRDMA_MATCH_MODALIAS 2
+
+struct verbs_device_ops {
+	const char *name;
+	uint32_t match_min_abi_version;
+	uint32_t match_max_abi_version;
+	const struct verbs_match_ent *match_table;
+	const struct verbs_device_ops **static_providers;
+	bool (*match_device)(struct verbs_sysfs_dev *sysfs_dev);
+	struct verbs_context *(*alloc_context)(struct ibv_device *device,
+					       int cmd_fd, void *private_data);
+	struct verbs_context *(*import_context)(struct ibv_device *device,
+						int cmd_fd);
+	struct verbs_device *(*alloc_device)(struct verbs_sysfs_dev *sysfs_dev);
+	void (*uninit_device)(struct verbs_device *device);
+};
+
+struct srdma_list_node {
+	struct srdma_list_node *next, *prev;
+};
+
+struct verbs_device {
+	struct ibv_device device;	/* must be first */
+	const struct verbs_device_ops *ops;
+	atomic_int refcount;
+	struct srdma_list_node entry;
+	struct verbs_sysfs_dev *sysfs;
+	uint64_t core_support;
+};
+
+struct verbs_mr {
+	struct ibv_mr ibv_mr;
+	int mr_type;
+	int access;
+};
+
+/*
+ * verbs_context_ops: 76 slots in rdma-core 44, sorted by name. Slots srdma
+ * fills are typed; the others are placeholders of the same size.
+ */
+struct verbs_context_ops {
+	void *advise_mr, *alloc_dm, *alloc_mw, *alloc_null_mr;
+	void *alloc_parent_domain;
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
+	void *alloc_td;
+	void (*async_event)(struct ibv_context *context,
+			    struct ibv_async_event *event);
+	void *attach_counters_point_flow, *attach_mcast, *bind_mw, *close_xrcd;
+	void (*cq_event)(struct ibv_cq *cq);
+	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
+				    struct ibv_ah_attr *attr);
+	void *create_counters;
+	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
+				    struct ibv_comp_channel *channel,
+				    int comp_vector);
+	void *create_cq_ex, *create_flow, *create_flow_action_esp;
+	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
+				    struct ibv_qp_init_attr *attr);
+	void *create_qp_ex, *create_rwq_ind_table, *create_srq;
+	void *create_srq_ex, *create_wq, *dealloc_mw;
+	int (*dealloc_pd)(struct ibv_pd *pd);
+	void *dealloc_td;
+	int (*dereg_mr)(struct verbs_mr *vmr);
+	int (*destroy_ah)(struct ibv_ah *ah);
+	void *destroy_counters;
+	int (*destroy_cq)(struct ibv_cq *cq);
+	void *destroy_flow, *destroy_flow_action;
+	int (*destroy_qp)(struct ibv_qp *qp);
+	void *destroy_rwq_ind_table, *destroy_srq, *destroy_wq, *detach_mcast;
+	void (*free_context)(struct ibv_context *context);
+	void *free_dm, *get_srq_num, *import_dm, *import_mr, *import_pd;
+	void *modify_cq, *modify_flow_action_esp;
+	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int attr_mask);
+	void *modify_qp_rate_limit, *modify_srq, *modify_wq, *open_qp;
+	void *open_xrcd;
+	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad_wr);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			 struct ibv_send_wr **bad_wr);
+	void *post_srq_ops, *post_srq_recv;
+	int (*query_device_ex)(struct ibv_context *context,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr,
+			       size_t attr_size);
+	void *query_ece;
+	int (*query_port)(struct ibv_context *context, uint8_t port_num,
+			  struct ibv_port_attr *port_attr);
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			int attr_mask, struct ibv_qp_init_attr *init_attr);
+	void *query_qp_data_in_order, *query_rt_values, *query_srq;
+	void *read_counters, *reg_dm_mr, *reg_dmabuf_mr;
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
+				 uint64_t hca_va, int access);
+	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+	void *rereg_mr, *resize_cq, *set_ece, *unimport_dm, *unimport_mr;
+	void *unimport_pd;
+};
+
+#define SRDMA_OPS_SLOT(name, idx)					\
+	static_assert(offsetof(struct verbs_context_ops, name) ==	\
+		      (idx) * sizeof(void *), "verbs_context_ops." #name)
+static_assert(sizeof(struct verbs_context_ops) == 76 * sizeof(void *),
+	      "verbs_context_ops must have 76 slots (rdma-core 44)");
+SRDMA_OPS_SLOT(alloc_pd, 5);
+SRDMA_OPS_SLOT(async_event, 7);
+SRDMA_OPS_SLOT(cq_event, 12);
+SRDMA_OPS_SLOT(create_ah, 13);
+SRDMA_OPS_SLOT(create_cq, 15);
+SRDMA_OPS_SLOT(create_qp, 19);
+SRDMA_OPS_SLOT(dealloc_pd, 26);
+SRDMA_OPS_SLOT(dereg_mr, 28);
+SRDMA_OPS_SLOT(destroy_ah, 29);
+SRDMA_OPS_SLOT(destroy_cq, 31);
+SRDMA_OPS_SLOT(destroy_qp, 34);
+SRDMA_OPS_SLOT(free_context, 39);
+SRDMA_OPS_SLOT(modify_qp, 47);
+SRDMA_OPS_SLOT(poll_cq, 53);
+SRDMA_OPS_SLOT(post_recv, 54);
+SRDMA_OPS_SLOT(post_send, 55);
+SRDMA_OPS_SLOT(query_device_ex, 58);
+SRDMA_OPS_SLOT(query_port, 60);
+SRDMA_OPS_SLOT(query_qp, 61);
+SRDMA_OPS_SLOT(reg_mr, 68);
+SRDMA_OPS_SLOT(req_notify_cq, 69);
+SRDMA_OPS_SLOT(unimport_pd, 75);
+
+static_assert(offsetof(struct verbs_device, ops) ==
+	      sizeof(struct ibv_device), "verbs_device layout");
+static_assert(sizeof(struct verbs_match_ent) == 24, "verbs_match_ent size");
+static_assert(sizeof(struct verbs_device_ops) == 72, "verbs_device_ops size");
+
+/* Command buffers of the write() ABI: header, then the kernel's struct. */
+struct ibv_get_context {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_get_context core_payload;
+};
+
+struct ibv_query_port {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_query_port core_payload;
+};
+
+/* Exported by libibverbs.so.1 under IBVERBS_PRIVATE_34. */
+void verbs_register_driver_34(const struct verbs_device_ops *ops);
+void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
+				    size_t alloc_size,
+				    struct verbs_context *context_offset,
+				    uint32_t driver_id);
+void verbs_uninit_context(struct verbs_context *context);
+void verbs_set_ops(struct verbs_context *vctx,
+		   const struct verbs_context_ops *ops);
+int ibv_cmd_get_context(struct verbs_context *context,
+			struct ibv_get_context *cmd, size_t cmd_size,
+			struct ib_uverbs_get_context_resp *resp,
+			size_t resp_size);
+int ibv_cmd_query_device_any(struct ibv_context *context,
+			     const struct ibv_query_device_ex_input *input,
+			     struct ibv_device_attr_ex *attr, size_t attr_size,
+			     struct ib_uverbs_ex_query_device_resp *resp,
+			     size_t *resp_size);
+int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
+		       struct ibv_port_attr *port_attr,
+		       struct ibv_query_port *cmd, size_t cmd_size);
+
+#endif /* SRDMA_VERBS_PRIVATE_H */
