@@ -28,6 +28,9 @@ CHECKPATCH := $(BUILD)/checkpatch/checkpatch.pl
 HARNESS_CFLAGS := -Wno-sign-compare -Wno-unused-parameter \
 		  -Wno-misleading-indentation
 
+LINT_FILES = $(filter-out %.mod.c,$(wildcard $(DRV)/*.c $(DRV)/*.h)) \
+	     include/uapi/rdma/srdma-abi.h
+
 SELFTEST_BINS := $(BUILD)/selftests/srdma_verbs_test \
 		 $(BUILD)/selftests/srdma_hold
 
@@ -41,6 +44,7 @@ deps:
 module:
 	@test -n "$(KDIR)" || { echo "no kernel headers: run scripts/install-deps" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(ROOT) modules
+	@$(ROOT)/scripts/mkmodroot
 
 provider: $(PROV_SO) $(BUILD)/provider/srdma.driver
 
@@ -88,8 +92,8 @@ $(BUILD)/selftests/%: selftests/%.c selftests/srdma_test.h $(KSELFTEST)
 		-libverbs -lpthread
 
 lint: $(CHECKPATCH)
-	$(CHECKPATCH) --strict --no-tree --show-types --ignore FILE_PATH_CHANGES \
-		-f $(DRV)/*.c $(DRV)/*.h include/uapi/rdma/srdma-abi.h
+	$(CHECKPATCH) --strict --no-tree --terse --show-types \
+		--ignore FILE_PATH_CHANGES -f $(LINT_FILES)
 	@$(MAKE) -s -C $(KDIR) M=$(ROOT) clean >/dev/null
 	@$(MAKE) -C $(KDIR) M=$(ROOT) C=2 modules 2>&1 | tee $(BUILD)/sparse.log
 	@if grep -E '(warning|error):' $(BUILD)/sparse.log; then \

@@ -17,8 +17,10 @@ fail() { echo "FAIL: $*"; return 1; }
 # Copy the module into the guest's (writable, throwaway) module tree so
 # that modprobe and `rdma link add ... type srdma` autoloading find it.
 srdma_install_module() {
-	local d=/lib/modules/$(uname -r)/extra
-	mkdir -p "$d" && cp "$KO" "$d/srdma.ko" && depmod -a
+	local d=/lib/modules/$(uname -r) m=$B/modroot/lib/modules/$(uname -r)
+	[ -f "$m/extra/srdma.ko" ] || { echo "no $m (run make)"; return 1; }
+	cmp -s "$m/extra/srdma.ko" "$KO" || { echo "$m is stale (run make)"; return 1; }
+	mkdir -p "$d/extra" && cp "$m"/modules.* "$d/" && cp "$KO" "$d/extra/"
 }
 
 # expect_err ERRTEXT CMD...: CMD must fail and print ERRTEXT.

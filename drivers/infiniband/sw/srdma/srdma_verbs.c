@@ -19,8 +19,8 @@
 #define SRDMA_MAX_MR		65536
 #define SRDMA_MAX_PD		4096
 #define SRDMA_MAX_RD_ATOM	128
-#define SRDMA_MAX_MR_SIZE	(1ULL << 40)
-#define SRDMA_MAX_MSG_SIZE	(1U << 31)
+#define SRDMA_MAX_MR_SIZE	BIT_ULL(40)
+#define SRDMA_MAX_MSG_SIZE	BIT(31)
 
 enum ib_port_state srdma_port_state(struct srdma_dev *sdev)
 {
