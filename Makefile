@@ -83,7 +83,15 @@ $(CHECKPATCH):
 		'*/scripts/const_structs.checkpatch'
 	@touch $@
 
-selftests: $(SELFTEST_BINS)
+selftests: $(SELFTEST_BINS) $(BUILD)/tools/wire_test
+
+# The wire-format unit, built for user space and unit-tested on the host.
+$(BUILD)/tools/wire_test: tools/wire-test/wire_test.c $(DRV)/srdma_wire.c \
+			  $(DRV)/srdma_wire.h tools/wire-test/wire_compat.h $(KSELFTEST)
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) -isystem $(BUILD)/kselftest \
+		-I$(DRV) -Itools/wire-test -o $@ tools/wire-test/wire_test.c \
+		$(DRV)/srdma_wire.c
 
 $(BUILD)/selftests/%: selftests/%.c selftests/srdma_test.h $(KSELFTEST)
 	@mkdir -p $(dir $@)

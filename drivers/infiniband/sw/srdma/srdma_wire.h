@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * srdma wire format: RoCEv2 transport headers (IBTA vol. 1 ch. 9, annex
+ * A17), their parsing and validation, PSN arithmetic and the ICRC.
+ *
+ * Plain C: this file and srdma_wire.c also build in user space
+ * (tools/wire-test), where they are unit-tested and fuzzed.
+ */
+#ifndef SRDMA_WIRE_H
+#define SRDMA_WIRE_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/errno.h>
+#include <linux/string.h>
+#else
+#include "wire_compat.h"
+#endif
+
+#define SRDMA_BTH_LEN		12
+#define SRDMA_RETH_LEN		16
+#define SRDMA_AETH_LEN		4
+#define SRDMA_IMM_LEN		4
+#define SRDMA_ICRC_LEN		4
+#define SRDMA_MAX_HDR_LEN	(SRDMA_BTH_LEN + SRDMA_RETH_LEN + SRDMA_IMM_LEN)
+
+#define SRDMA_PSN_MASK		0xffffffU
+#define SRDMA_QPN_MASK		0xffffffU
+#define SRDMA_MSN_MASK		0xffffffU
+#define SRDMA_DEFAULT_PKEY	0xffffU
+#define SRDMA_GSI_QPN		1
+
+/* RC opcodes (transport 000b) used by srdma. */
+enum srdma_opcode {
+	SRDMA_OP_SEND_FIRST		= 0x00,
+	SRDMA_OP_SEND_MIDDLE		= 0x01,
+	SRDMA_OP_SEND_LAST		= 0x02,
+	SRDMA_OP_SEND_LAST_IMM		= 0x03,
+	SRDMA_OP_SEND_ONLY		= 0x04,
+	SRDMA_OP_SEND_ONLY_IMM		= 0x05,
+	SRDMA_OP_WRITE_FIRST		= 0x06,
+	SRDMA_OP_WRITE_MIDDLE		= 0x07,
+	SRDMA_OP_WRITE_LAST		= 0x08,
+	SRDMA_OP_WRITE_LAST_IMM		= 0x09,
+	SRDMA_OP_WRITE_ONLY		= 0x0a,
+	SRDMA_OP_WRITE_ONLY_IMM		= 0x0b,
+	SRDMA_OP_READ_REQ		= 0x0c,
+	SRDMA_OP_READ_RESP_FIRST	= 0x0d,
+	SRDMA_OP_READ_RESP_MIDDLE	= 0x0e,
+	SRDMA_OP_READ_RESP_LAST		= 0x0f,
+	SRDMA_OP_READ_RESP_ONLY		= 0x10,
+	SRDMA_OP_ACK			= 0x11,
+};
+
+/* What an opcode carries and where it sits in a message. */
+enum srdma_opflags {
+	SRDMA_F_RETH	= 1 << 0,
+	SRDMA_F_AETH	= 1 << 1,
+	SRDMA_F_IMM	= 1 << 2,
+	SRDMA_F_PAYLOAD	= 1 << 3,	/* may carry payload */
+	SRDMA_F_FIRST	= 1 << 4,
+	SRDMA_F_MIDDLE	= 1 << 5,
+	SRDMA_F_LAST	= 1 << 6,
+	SRDMA_F_SEND	= 1 << 7,
+	SRDMA_F_WRITE	= 1 << 8,
+	SRDMA_F_READ	= 1 << 9,	/* READ request */
+	SRDMA_F_RRESP	= 1 << 10,	/* READ response */
+	SRDMA_F_ACK	= 1 << 11,
+	SRDMA_F_REQ	= SRDMA_F_SEND | SRDMA_F_WRITE | SRDMA_F_READ,
+	SRDMA_F_ONLY	= SRDMA_F_FIRST | SRDMA_F_LAST,
+};
+
+/* AETH syndromes (bits 7:5 the kind, 4:0 the value). */
+#define SRDMA_AETH_ACK		0x00
+#define SRDMA_AETH_RNR_NAK	0x20
+#define SRDMA_AETH_NAK		0x60
+#define SRDMA_AETH_KIND_MASK	0x60
+#define SRDMA_AETH_CREDIT_INVALID 0x1f
+#define SRDMA_NAK_PSN_SEQ	0
+#define SRDMA_NAK_INVALID_REQ	1
+#define SRDMA_NAK_REMOTE_ACCESS	2
+#define SRDMA_NAK_REMOTE_OP	3
+
+/* A parsed and validated transport header. */
+struct srdma_pkt {
+	u8 opcode;
+	u8 se;
+	u8 pad;
+	u8 ackreq;
+	u16 pkey;
+	u32 flags;		/* enum srdma_opflags */
+	u32 dqpn;
+	u32 psn;
+	u64 va;			/* RETH */
+	u32 rkey;
+	u32 dmalen;
+	u8 syndrome;		/* AETH */
+	u32 msn;
+	u32 imm;		/* ImmDt, kept in wire (big-endian) order */
+	u32 hdr_len;		/* BTH + extension headers */
+	u32 paylen;		/* payload bytes, without pad and ICRC */
+};
+
+u32 srdma_op_flags(u8 opcode);
+int srdma_parse(const u8 *hdr, u32 avail, u32 udp_paylen,
+		struct srdma_pkt *pkt);
+u32 srdma_hdr_len(u8 opcode);
+u32 srdma_build_hdr(u8 *buf, const struct srdma_pkt *pkt);
+
+/* 24-bit PSN arithmetic: signed distance a - b in (-2^23, 2^23]. */
+static inline int srdma_psn_diff(u32 a, u32 b)
+{
+	return (int)((a - b) << 8) >> 8;
+}
+
+static inline u32 srdma_psn_add(u32 psn, u32 n)
+{
+	return (psn + n) & SRDMA_PSN_MASK;
+}
+
+/* CRC-32 (IEEE, reflected), no pre- or post-inversion. */
+u32 srdma_crc32(u32 crc, const void *buf, u32 len);
+
+/* CRC state after the 8 bytes of 0xff that stand for the masked LRH. */
+#define SRDMA_ICRC_SEED		0xdebb20e3U
+
+/*
+ * ICRC over the invariant fields: the IP (4 or 6) and UDP headers with
+ * their variant fields masked to ones, then BTH with resv8a masked, then the
+ * rest of the packet (extension headers, payload, pad). @iphdr points at the
+ * IP header, followed by UDP and BTH; @hdrs_len covers IP + UDP + BTH.
+ * Returns the running CRC; the ICRC on the wire is its complement, stored
+ * little-endian (srdma_icrc_store()).
+ */
+u32 srdma_icrc_hdrs(const u8 *iphdr, u32 hdrs_len, bool ipv6);
+
+static inline void srdma_icrc_store(u8 *p, u32 crc)
+{
+	crc = ~crc;
+	p[0] = crc & 0xff;
+	p[1] = (crc >> 8) & 0xff;
+	p[2] = (crc >> 16) & 0xff;
+	p[3] = crc >> 24;
+}
+
+static inline u32 srdma_icrc_load(const u8 *p)
+{
+	return ~((u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 |
+		 (u32)p[3] << 24);
+}
+
+/* Big-endian field accessors on byte buffers. */
+static inline u32 srdma_get_be24(const u8 *p)
+{
+	return (u32)p[0] << 16 | (u32)p[1] << 8 | p[2];
+}
+
+static inline u32 srdma_get_be32(const u8 *p)
+{
+	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
+}
+
+static inline void srdma_put_be24(u8 *p, u32 v)
+{
+	p[0] = (v >> 16) & 0xff;
+	p[1] = (v >> 8) & 0xff;
+	p[2] = v & 0xff;
+}
+
+static inline void srdma_put_be32(u8 *p, u32 v)
+{
+	p[0] = v >> 24;
+	p[1] = (v >> 16) & 0xff;
+	p[2] = (v >> 8) & 0xff;
+	p[3] = v & 0xff;
+}
+
+#endif /* SRDMA_WIRE_H */

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * User-space unit tests of the srdma wire format (srdma_wire.c): parsing,
+ * validation, header building, PSN arithmetic and the ICRC. The packet
+ * vectors were built independently (Python's zlib.crc32 over the masked
+ * headers as IBTA annex A17 describes) and are also checked against
+ * rdma_rxe's packets on the wire by the interop selftests.
+ */
+#include <stdio.h>
+
+#include "kselftest_harness.h"
+#include "srdma_wire.h"
+
+static u32 crc_table[256];
+
+static void crc_init(void)
+{
+	u32 i, j, c;
+
+	for (i = 0; i < 256; i++) {
+		c = i;
+		for (j = 0; j < 8; j++)
+			c = c & 1 ? 0xedb88320U ^ (c >> 1) : c >> 1;
+		crc_table[i] = c;
+	}
+}
+
+u32 srdma_crc32(u32 crc, const void *buf, u32 len)
+{
+	const u8 *p = buf;
+
+	if (!crc_table[1])
+		crc_init();
+	while (len--)
+		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+
+/* IPv4, RDMA WRITE ONLY, dqpn 0x1234, psn 7, AckReq, 5 bytes + 3 pad. */
+static const u8 vec_ipv4_write_only[] = {
+	0x45, 0x02, 0x00, 0x44, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0xbe, 0xef,
+	0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00, 0x00, 0x02, 0xc1, 0x23, 0x12, 0xb7,
+	0x00, 0x30, 0x00, 0x00, 0x0a, 0xb0, 0xff, 0xff, 0x00, 0x00, 0x12, 0x34,
+	0x80, 0x00, 0x00, 0x07, 0x00, 0x00, 0x7f, 0x00, 0x12, 0x34, 0x56, 0x78,
+	0x00, 0xab, 0xcd, 0xef, 0x00, 0x00, 0x00, 0x05, 0x01, 0x02, 0x03, 0x04,
+	0x05, 0x00, 0x00, 0x00, 0xc4, 0x52, 0xd6, 0xa0,
+};
+
+/* IPv6, SEND ONLY with immediate, dqpn 0x11, psn 0xffffff, 8 bytes. */
+static const u8 vec_ipv6_send_only_imm[] = {
+	0x60, 0x20, 0x12, 0x34, 0x00, 0x24, 0x11, 0x40, 0x20, 0x01, 0x0d, 0xb8,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+	0x20, 0x01, 0x0d, 0xb8, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x02, 0xd0, 0x00, 0x12, 0xb7, 0x00, 0x24, 0x00, 0x00,
+	0x05, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11, 0x00, 0xff, 0xff, 0xff,
+	0xde, 0xad, 0xbe, 0xef, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48,
+	0xb7, 0xa4, 0xbb, 0x52,
+};
+
+static u32 icrc_of(const u8 *pkt, u32 len, bool ipv6)
+{
+	u32 iplen = ipv6 ? 40 : 20;
+	u32 hl = iplen + 8 + SRDMA_BTH_LEN;
+	u32 crc = srdma_icrc_hdrs(pkt, hl, ipv6);
+
+	return srdma_crc32(crc, pkt + hl, len - hl - SRDMA_ICRC_LEN);
+}
+
+TEST(crc32_check_value)
+{
+	/* The standard check value of CRC-32/IEEE. */
+	EXPECT_EQ(0xcbf43926U, ~srdma_crc32(~0U, "123456789", 9));
+}
+
+TEST(icrc_seed_is_masked_lrh)
+{
+	static const u8 lrh[8] = { 0xff, 0xff, 0xff, 0xff,
+				   0xff, 0xff, 0xff, 0xff };
+
+	EXPECT_EQ(SRDMA_ICRC_SEED, srdma_crc32(~0U, lrh, 8));
+}
+
+TEST(icrc_ipv4_vector)
+{
+	u32 len = sizeof(vec_ipv4_write_only);
+	u32 crc = icrc_of(vec_ipv4_write_only, len, false);
+
+	EXPECT_EQ(srdma_icrc_load(vec_ipv4_write_only + len - 4), crc);
+}
+
+TEST(icrc_ipv6_vector)
+{
+	u32 len = sizeof(vec_ipv6_send_only_imm);
+	u32 crc = icrc_of(vec_ipv6_send_only_imm, len, true);
+
+	EXPECT_EQ(srdma_icrc_load(vec_ipv6_send_only_imm + len - 4), crc);
+}
+
+/* Variant fields (TTL, TOS, checksums, resv8a) do not change the ICRC. */
+TEST(icrc_ignores_masked_fields)
+{
+	u8 p[sizeof(vec_ipv4_write_only)];
+	u32 len = sizeof(p);
+
+	memcpy(p, vec_ipv4_write_only, len);
+	p[1] = 0x00;	/* TOS */
+	p[8] = 1;	/* TTL */
+	p[10] = 0x12;	/* IP checksum */
+	p[26] = 0x55;	/* UDP checksum */
+	p[32] = 0x40;	/* BTH resv8a (F/B bits) */
+	EXPECT_EQ(srdma_icrc_load(p + len - 4), icrc_of(p, len, false));
+	/* ...but any covered bit does. */
+	p[12] ^= 1;	/* source address */
+	EXPECT_NE(srdma_icrc_load(p + len - 4), icrc_of(p, len, false));
+	p[12] ^= 1;
+	p[len - 6] ^= 0x80;	/* payload */
+	EXPECT_NE(srdma_icrc_load(p + len - 4), icrc_of(p, len, false));
+}
+
+TEST(icrc_store_load)
+{
+	u8 b[4];
+
+	srdma_icrc_store(b, 0x12345678);
+	EXPECT_EQ(0x87, b[0]);
+	EXPECT_EQ(0xed, b[3]);
+	EXPECT_EQ(0x12345678U, srdma_icrc_load(b));
+}
+
+TEST(parse_ipv4_write_only)
+{
+	const u8 *bth = vec_ipv4_write_only + 28;
+	u32 udp_paylen = sizeof(vec_ipv4_write_only) - 28;
+	struct srdma_pkt pkt;
+
+	ASSERT_EQ(0, srdma_parse(bth, udp_paylen, udp_paylen, &pkt));
+	EXPECT_EQ(SRDMA_OP_WRITE_ONLY, pkt.opcode);
+	EXPECT_EQ(1, pkt.se);
+	EXPECT_EQ(3, pkt.pad);
+	EXPECT_EQ(0xffff, pkt.pkey);
+	EXPECT_EQ(0x1234U, pkt.dqpn);
+	EXPECT_EQ(1, pkt.ackreq);
+	EXPECT_EQ(7U, pkt.psn);
+	EXPECT_EQ(0x00007f0012345678ULL, pkt.va);
+	EXPECT_EQ(0x00abcdefU, pkt.rkey);
+	EXPECT_EQ(5U, pkt.dmalen);
+	EXPECT_EQ(28U, pkt.hdr_len);
+	EXPECT_EQ(5U, pkt.paylen);
+	EXPECT_TRUE(pkt.flags & SRDMA_F_WRITE);
+	EXPECT_EQ(SRDMA_F_ONLY, pkt.flags & SRDMA_F_ONLY);
+}
+
+TEST(parse_ipv6_send_only_imm)
+{
+	const u8 *bth = vec_ipv6_send_only_imm + 48;
+	u32 udp_paylen = sizeof(vec_ipv6_send_only_imm) - 48;
+	struct srdma_pkt pkt;
+	const u8 *imm;
+
+	ASSERT_EQ(0, srdma_parse(bth, udp_paylen, udp_paylen, &pkt));
+	EXPECT_EQ(SRDMA_OP_SEND_ONLY_IMM, pkt.opcode);
+	EXPECT_EQ(0x11U, pkt.dqpn);
+	EXPECT_EQ(0xffffffU, pkt.psn);
+	EXPECT_EQ(8U, pkt.paylen);
+	imm = (const u8 *)&pkt.imm;
+	EXPECT_EQ(0xde, imm[0]);
+	EXPECT_EQ(0xef, imm[3]);
+}
+
+/* Every opcode survives build -> parse with its fields. */
+TEST(build_parse_roundtrip)
+{
+	u8 buf[SRDMA_MAX_HDR_LEN + 64 + SRDMA_ICRC_LEN];
+	struct srdma_pkt in, out;
+	u32 op, hl, pay;
+
+	for (op = 0; op <= SRDMA_OP_ACK; op++) {
+		memset(&in, 0, sizeof(in));
+		in.opcode = op;
+		in.flags = srdma_op_flags(op);
+		ASSERT_NE(0U, in.flags);
+		in.se = 1;
+		in.pkey = 0xffff;
+		in.dqpn = 0xabcdef;
+		in.psn = 0x123456;
+		in.ackreq = 1;
+		in.va = 0x1122334455667788ULL;
+		in.rkey = 0xdeadbeef;
+		in.dmalen = 4096;
+		in.syndrome = SRDMA_AETH_NAK | SRDMA_NAK_REMOTE_ACCESS;
+		in.msn = 0x654321;
+		in.imm = 0x01020304;
+		pay = in.flags & SRDMA_F_PAYLOAD ? 64 : 0;
+		hl = srdma_build_hdr(buf, &in);
+		EXPECT_EQ(srdma_hdr_len(op), hl);
+		ASSERT_EQ(0, srdma_parse(buf, hl, hl + pay + SRDMA_ICRC_LEN,
+					 &out));
+		EXPECT_EQ(op, out.opcode);
+		EXPECT_EQ(in.dqpn, out.dqpn);
+		EXPECT_EQ(in.psn, out.psn);
+		EXPECT_EQ(1, out.ackreq);
+		EXPECT_EQ(1, out.se);
+		EXPECT_EQ(pay, out.paylen);
+		if (in.flags & SRDMA_F_RETH) {
+			EXPECT_EQ(in.va, out.va);
+			EXPECT_EQ(in.rkey, out.rkey);
+			EXPECT_EQ(in.dmalen, out.dmalen);
+		}
+		if (in.flags & SRDMA_F_AETH) {
+			EXPECT_EQ(in.syndrome, out.syndrome);
+			EXPECT_EQ(in.msn, out.msn);
+		}
+		if (in.flags & SRDMA_F_IMM)
+			EXPECT_EQ(in.imm, out.imm);
+	}
+}
+
+TEST(parse_rejects_malformed)
+{
+	u8 buf[64];
+	struct srdma_pkt in = { .opcode = SRDMA_OP_SEND_ONLY, .pkey = 0xffff };
+	struct srdma_pkt out;
+	u32 hl;
+
+	hl = srdma_build_hdr(buf, &in);
+	/* too short for a BTH */
+	EXPECT_EQ(-EINVAL, srdma_parse(buf, 8, 8, &out));
+	/* no room for the ICRC */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, hl, hl + 2, &out));
+	/* more bytes available than the datagram holds */
+	EXPECT_EQ(-EINVAL, srdma_parse(buf, hl + 8, hl + 4, &out));
+	/* unknown and unsupported opcodes (UC, UD, atomics, CNP) */
+	buf[0] = 0x13;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
+	buf[0] = 0x64;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
+	buf[0] = 0x81;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
+	buf[0] = SRDMA_OP_SEND_ONLY;
+	/* transport version 1 */
+	buf[1] |= 1;
+	EXPECT_EQ(-EPROTO, srdma_parse(buf, hl, hl + 4, &out));
+	buf[1] &= ~1;
+	/* pad larger than the payload */
+	buf[1] |= 3 << 4;
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, hl, hl + 2 + 4, &out));
+	/* payload + pad not a multiple of 4 */
+	EXPECT_EQ(-EPROTO, srdma_parse(buf, hl, hl + 5 + 4, &out));
+	buf[1] &= ~(3 << 4);
+	/* pad on a middle packet */
+	buf[0] = SRDMA_OP_SEND_MIDDLE;
+	buf[1] |= 1 << 4;
+	EXPECT_EQ(-EPROTO, srdma_parse(buf, hl, hl + 8 + 4, &out));
+	buf[1] &= ~(3 << 4);
+	/* empty middle packet */
+	EXPECT_EQ(-EPROTO, srdma_parse(buf, hl, hl + 4, &out));
+	/* READ request with payload */
+	in.opcode = SRDMA_OP_READ_REQ;
+	hl = srdma_build_hdr(buf, &in);
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, hl, hl + 4 + 4, &out));
+	EXPECT_EQ(0, srdma_parse(buf, hl, hl + 4, &out));
+	/* ACK cut inside its AETH */
+	in.opcode = SRDMA_OP_ACK;
+	hl = srdma_build_hdr(buf, &in);
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, hl - 1, hl - 1, &out));
+}
+
+TEST(psn_arithmetic)
+{
+	EXPECT_EQ(0, srdma_psn_diff(5, 5));
+	EXPECT_EQ(1, srdma_psn_diff(0, 0xffffff));
+	EXPECT_EQ(-1, srdma_psn_diff(0xffffff, 0));
+	EXPECT_EQ(0x7fffff, srdma_psn_diff(0x7fffff, 0));
+	EXPECT_EQ(-0x800000, srdma_psn_diff(0x800000, 0));
+	EXPECT_EQ(2U, srdma_psn_add(0xffffff, 3));
+	EXPECT_EQ(0U, srdma_psn_add(0xfffffe, 2));
+}
+
+TEST_HARNESS_MAIN
