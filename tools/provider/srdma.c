@@ -72,10 +72,159 @@ static void srdma_free_context(struct ibv_context *ibctx)
 	free(ctx);
 }
 
+static struct ibv_pd *srdma_alloc_pd(struct ibv_context *ctx)
+{
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ibv_alloc_pd cmd;
+	struct ibv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	ret = ibv_cmd_alloc_pd(ctx, pd, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	return pd;
+}
+
+static int srdma_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret = ibv_cmd_dealloc_pd(pd);
+
+	if (!ret)
+		free(pd);
+	return ret;
+}
+
+static struct ibv_mr *srdma_reg_mr(struct ibv_pd *pd, void *addr,
+				   size_t length, uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static int srdma_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret = ibv_cmd_dereg_mr(vmr);
+
+	if (!ret)
+		free(vmr);
+	return ret;
+}
+
+static struct ibv_cq *srdma_create_cq(struct ibv_context *ctx, int cqe,
+				      struct ibv_comp_channel *channel,
+				      int comp_vector)
+{
+	struct ib_uverbs_create_cq_resp resp;
+	struct ibv_create_cq cmd;
+	struct ibv_cq *cq;
+	int ret;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, cq, &cmd,
+				sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(cq);
+		errno = ret;
+		return NULL;
+	}
+	return cq;
+}
+
+static int srdma_destroy_cq(struct ibv_cq *cq)
+{
+	int ret = ibv_cmd_destroy_cq(cq);
+
+	if (!ret)
+		free(cq);
+	return ret;
+}
+
+static struct ibv_qp *srdma_create_qp(struct ibv_pd *pd,
+				      struct ibv_qp_init_attr *attr)
+{
+	struct ib_uverbs_create_qp_resp resp;
+	struct ibv_create_qp cmd;
+	struct ibv_qp *qp;
+	int ret;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	ret = ibv_cmd_create_qp(pd, qp, attr, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+	if (ret) {
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+	return qp;
+}
+
+static int srdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			  int mask, struct ibv_qp_init_attr *init)
+{
+	struct ibv_query_qp cmd;
+
+	return ibv_cmd_query_qp(qp, attr, mask, init, &cmd, sizeof(cmd));
+}
+
+static int srdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			   int mask)
+{
+	struct ibv_modify_qp cmd;
+
+	return ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
+}
+
+static int srdma_destroy_qp(struct ibv_qp *qp)
+{
+	int ret = ibv_cmd_destroy_qp(qp);
+
+	if (!ret)
+		free(qp);
+	return ret;
+}
+
 static const struct verbs_context_ops srdma_ctx_ops = {
+	.alloc_pd = srdma_alloc_pd,
+	.create_cq = srdma_create_cq,
+	.create_qp = srdma_create_qp,
+	.dealloc_pd = srdma_dealloc_pd,
+	.dereg_mr = srdma_dereg_mr,
+	.destroy_cq = srdma_destroy_cq,
+	.destroy_qp = srdma_destroy_qp,
 	.free_context = srdma_free_context,
+	.modify_qp = srdma_modify_qp,
+	.poll_cq = ibv_cmd_poll_cq,
+	.post_recv = ibv_cmd_post_recv,
+	.post_send = ibv_cmd_post_send,
 	.query_device_ex = srdma_query_device_ex,
 	.query_port = srdma_query_port,
+	.query_qp = srdma_query_qp,
+	.reg_mr = srdma_reg_mr,
+	.req_notify_cq = ibv_cmd_req_notify_cq,
 };
 
 static struct verbs_context *srdma_alloc_context(struct ibv_device *ibdev,

@@ -175,7 +175,52 @@ struct ibv_query_port {
 	struct ib_uverbs_query_port core_payload;
 };
 
+#define SRDMA_DECLARE_CMD(name, kstruct)				\
+	struct name {							\
+		struct ib_uverbs_cmd_hdr hdr;				\
+		struct kstruct core_payload;				\
+	}
+
+SRDMA_DECLARE_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd);
+SRDMA_DECLARE_CMD(ibv_reg_mr, ib_uverbs_reg_mr);
+SRDMA_DECLARE_CMD(ibv_create_cq, ib_uverbs_create_cq);
+SRDMA_DECLARE_CMD(ibv_create_qp, ib_uverbs_create_qp);
+SRDMA_DECLARE_CMD(ibv_modify_qp, ib_uverbs_modify_qp);
+SRDMA_DECLARE_CMD(ibv_query_qp, ib_uverbs_query_qp);
+
 /* Exported by libibverbs.so.1 under IBVERBS_PRIVATE_34. */
+int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
+		     struct ibv_alloc_pd *cmd, size_t cmd_size,
+		     struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
+int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+		   uint64_t hca_va, int access, struct verbs_mr *vmr,
+		   struct ibv_reg_mr *cmd, size_t cmd_size,
+		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
+int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
+		      struct ibv_comp_channel *channel, int comp_vector,
+		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
+		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
+		      size_t resp_size);
+int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+int ibv_cmd_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
+		      struct ibv_qp_init_attr *attr, struct ibv_create_qp *cmd,
+		      size_t cmd_size, struct ib_uverbs_create_qp_resp *resp,
+		      size_t resp_size);
+int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
+		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
+		     struct ibv_query_qp *cmd, size_t cmd_size);
+int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		      int attr_mask, struct ibv_modify_qp *cmd,
+		      size_t cmd_size);
+int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		      struct ibv_send_wr **bad_wr);
+int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
 void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
 				    size_t alloc_size,

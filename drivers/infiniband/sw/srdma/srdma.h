@@ -13,12 +13,37 @@
 #include <linux/refcount.h>
 #include <linux/atomic.h>
 #include <net/net_namespace.h>
+#include <linux/timer.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <net/dst.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/srdma-abi.h>
+
+#include "srdma_wire.h"
 
 #define SRDMA_UDP_PORT		4791
 #define SRDMA_GID_TBL_LEN	128
 #define SRDMA_FW_VER		((u64)0 << 32 | 1 << 16 | 0)
+
+/* Limits reported by query_device and enforced by the verbs. */
+#define SRDMA_MAX_QP		4096
+#define SRDMA_MAX_QP_WR		16384
+#define SRDMA_MAX_SGE		32
+#define SRDMA_MAX_CQ		8192
+#define SRDMA_MAX_CQE		65536
+#define SRDMA_MAX_MR		65536
+#define SRDMA_MAX_PD		4096
+#define SRDMA_MAX_RD_ATOM	128
+#define SRDMA_MAX_MR_SIZE	BIT_ULL(40)
+#define SRDMA_MAX_MSG_SIZE	BIT(31)
+
+/* QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). */
+#define SRDMA_MIN_QPN		16
+/* Unacknowledged packets a requester may have in flight. */
+#define SRDMA_WINDOW		512
+/* Ask for an ACK at least every this many packets. */
+#define SRDMA_ACKREQ_EVERY	16
 
 /*
  * The UDP sockets (IPv4 and IPv6, port 4791) of one network namespace,
@@ -33,8 +58,32 @@ struct srdma_sockset {
 	atomic64_t rx_dropped;		/* packets the stub receive dropped */
 };
 
+/* Per-device counters, exposed through rdma statistic (hw counters). */
+enum srdma_counter {
+	SRDMA_CNT_TX_PKTS,
+	SRDMA_CNT_RX_PKTS,
+	SRDMA_CNT_RX_BAD_HDR,
+	SRDMA_CNT_RX_BAD_ICRC,
+	SRDMA_CNT_RX_NO_QP,
+	SRDMA_CNT_RX_BAD_STATE,
+	SRDMA_CNT_RX_DUP,
+	SRDMA_CNT_RX_OUT_OF_SEQ,
+	SRDMA_CNT_RETRANSMITS,
+	SRDMA_CNT_TIMEOUTS,
+	SRDMA_CNT_NAK_SENT,
+	SRDMA_CNT_NAK_RCVD,
+	SRDMA_CNT_RNR_NAK_SENT,
+	SRDMA_CNT_RNR_NAK_RCVD,
+	SRDMA_CNT_REM_ACCESS_ERR,
+	SRDMA_CNT_TX_ERR,
+	SRDMA_NUM_COUNTERS
+};
+
 struct srdma_dev {
 	struct ib_device ibdev;
+	struct xarray mr_xa;		/* MR index -> srdma_mr, own lock */
+	u32 mr_next;			/* next MR index, under mr_xa's lock */
+	atomic64_t counters[SRDMA_NUM_COUNTERS];
 	struct net_device *ndev;	/* counted, see ndev_tracker */
 	netdevice_tracker ndev_tracker;
 	struct srdma_sockset *sockset;	/* counted reference */
@@ -51,9 +100,194 @@ struct srdma_ucontext {
 	struct ib_ucontext ibuc;
 };
 
+struct srdma_pd {
+	struct ib_pd ibpd;
+};
+
+enum srdma_mr_type {
+	SRDMA_MR_USER,			/* pinned user pages */
+	SRDMA_MR_DMA,			/* kernel virtual addresses */
+};
+
+struct srdma_mr {
+	struct ib_mr ibmr;
+	struct rcu_head rcu;
+	refcount_t ref;			/* registration + in-flight users */
+	struct completion released;	/* ref reached zero */
+	enum srdma_mr_type type;
+	int access;			/* IB_ACCESS_* */
+	u64 iova;
+	u64 length;
+	struct ib_umem *umem;
+	struct page **pages;		/* the pinned pages, in order */
+	unsigned long npages;
+	unsigned int page_off;		/* offset of iova in pages[0] */
+};
+
+struct srdma_cq {
+	struct ib_cq ibcq;
+	spinlock_t lock;		/* guards everything below */
+	struct ib_wc *ring;
+	u32 mask;			/* ring size - 1, a power of two */
+	u32 prod;			/* free-running producer index */
+	u32 cons;			/* free-running consumer index */
+	u32 notify;			/* armed IB_CQ_* flags, 0 if unarmed */
+	bool overflowed;
+};
+
+struct srdma_sge {
+	u64 addr;
+	u32 length;
+	u32 lkey;
+};
+
+/* A send work request as srdma keeps it in the SQ ring. */
+struct srdma_send_wqe {
+	u64 wr_id;
+	u64 remote_addr;
+	u32 rkey;
+	u32 opcode;			/* enum ib_wr_opcode */
+	u32 send_flags;
+	__be32 imm;
+	u32 length;			/* sum of the SGE lengths */
+	u32 num_sge;
+	/* Transport progress, guarded by the QP lock. */
+	u32 first_psn;
+	u32 last_psn;
+	u32 npkts;
+	bool started;			/* first_psn/last_psn valid */
+	bool done;			/* READ: all responses placed */
+	u32 rd_next_psn;		/* READ: next response expected */
+	struct srdma_sge sge[];
+};
+
+struct srdma_recv_wqe {
+	u64 wr_id;
+	u32 length;
+	u32 num_sge;
+	struct srdma_sge sge[];
+};
+
+struct srdma_ring {
+	void *buf;
+	u32 slot_size;
+	u32 mask;			/* slots - 1, a power of two */
+	u32 max_wr;			/* usable slots, as created */
+	u32 max_sge;
+	u32 prod;			/* free-running: posted */
+	u32 cons;			/* free-running: retired */
+};
+
+/* A READ request accepted by the responder, answered by a work item. */
+struct srdma_read_job {
+	u64 va;
+	u32 rkey;
+	u32 len;
+	u32 psn;			/* PSN of the first response */
+};
+
+struct srdma_qp {
+	struct ib_qp ibqp;
+	struct srdma_dev *sdev;
+	refcount_t ref;			/* lookups, timers, work + 1 for life */
+	struct completion released;	/* ref reached zero */
+
+	/*
+	 * Guards the QP state, attributes, both rings, the requester and
+	 * responder state and the read job queue. Taken in process context
+	 * (verbs) and softirq (receive, timers) with BHs disabled. CQ locks
+	 * nest inside it.
+	 */
+	spinlock_t lock;
+	enum ib_qp_state state;
+	struct ib_qp_attr attr;		/* as last set by modify_qp */
+	u32 mtu;			/* path MTU in bytes */
+	bool is_user;
+	bool sig_all;			/* IB_SIGNAL_ALL_WR */
+
+	/* Path, set at RTR. */
+	bool ipv6;
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} saddr, daddr;
+	spinlock_t dst_lock;		/* guards dst and dst_cookie */
+	struct dst_entry *dst;		/* counted, re-looked up if obsolete */
+	u32 dst_cookie;
+	__be16 sport;
+	u8 tos;
+	u8 ttl;
+
+	struct srdma_ring sq;
+	struct srdma_ring rq;
+
+	/* Requester */
+	u32 sq_next;			/* next SQ index to (re)transmit */
+	u32 sq_next_off;		/* byte offset in it */
+	u32 next_psn;			/* PSN of the next new packet */
+	u32 una_psn;			/* oldest unacknowledged PSN */
+	u32 resend_psn;			/* next PSN to resend, while rewound */
+	u32 rd_outstanding;		/* READs sent and not complete */
+	u32 pkts_since_ackreq;
+	u8 retry_left;
+	u8 rnr_left;
+	bool rnr_wait;			/* waiting out an RNR NAK */
+	bool sq_error;			/* a WQE failed, flush the rest */
+	struct timer_list retrans_timer;
+
+	/* Responder */
+	u32 epsn;			/* expected PSN */
+	u32 msn;
+	bool nak_sent;			/* seq NAK sent for the current gap */
+	u32 resp_opcode;		/* last opcode of the message in progress */
+	bool recv_active;		/* a SEND is being placed */
+	struct srdma_recv_wqe *recv_cur;
+	u32 recv_off;
+	u64 write_va;			/* WRITE in progress */
+	u32 write_rkey;
+	u32 write_left;
+	u32 write_len;
+	u32 write_nak;			/* WRITE being dropped: syndrome, or 0 */
+	struct srdma_read_job *rd_jobs;	/* ring of max_dest_rd_atomic + 1 */
+	u32 rd_mask;
+	u32 rd_prod;
+	u32 rd_cons;
+	struct work_struct read_work;
+};
+
 static inline struct srdma_dev *to_sdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct srdma_dev, ibdev);
+}
+
+static inline struct srdma_pd *to_spd(struct ib_pd *ibpd)
+{
+	return container_of(ibpd, struct srdma_pd, ibpd);
+}
+
+static inline struct srdma_mr *to_smr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct srdma_mr, ibmr);
+}
+
+static inline struct srdma_cq *to_scq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct srdma_cq, ibcq);
+}
+
+static inline struct srdma_qp *to_sqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct srdma_qp, ibqp);
+}
+
+static inline void srdma_count(struct srdma_dev *sdev, enum srdma_counter c)
+{
+	atomic64_inc(&sdev->counters[c]);
+}
+
+static inline void *srdma_ring_slot(struct srdma_ring *r, u32 idx)
+{
+	return r->buf + (size_t)(idx & r->mask) * r->slot_size;
 }
 
 static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
@@ -67,6 +301,12 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
 	ibdev_warn_ratelimited(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
 #define srdma_dbg(sdev, fmt, ...) \
 	ibdev_dbg(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
+#define srdma_dbg_qp(qp, fmt, ...) \
+	ibdev_dbg(&(qp)->sdev->ibdev, "qp %u: " fmt, (qp)->ibqp.qp_num, \
+		  ##__VA_ARGS__)
+#define srdma_err_qp(qp, fmt, ...) \
+	ibdev_err_ratelimited(&(qp)->sdev->ibdev, "qp %u: " fmt, \
+			      (qp)->ibqp.qp_num, ##__VA_ARGS__)
 
 /* srdma_net.c */
 int srdma_net_init(void);
@@ -74,8 +314,78 @@ void srdma_net_exit(void);
 struct srdma_sockset *srdma_sockset_get(struct net *net);
 void srdma_sockset_put(struct srdma_sockset *ss);
 
+int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb);
+struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
+				u8 **payload);
+int srdma_route(struct srdma_qp *qp);
+
+extern struct workqueue_struct *srdma_wq;
+
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
+
+/* srdma_mr.c */
+int srdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int srdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata);
+int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote);
+void srdma_mr_put(struct srdma_mr *mr);
+int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
+		   int access);
+void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
+		   bool to_mr);
+int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
+		      const struct sk_buff *skb, int off, u32 len);
+
+/* srdma_cq.c */
+int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct ib_udata *udata);
+int srdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int srdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
+int srdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+void srdma_cq_post(struct srdma_cq *cq, const struct ib_wc *wc, bool solicited);
+
+/* srdma_qp.c */
+int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata);
+int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata);
+int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init);
+int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+struct srdma_qp *srdma_qp_get(u32 qpn);
+void srdma_qp_put(struct srdma_qp *qp);
+void srdma_qp_error(struct srdma_qp *qp);
+void srdma_qp_flush(struct srdma_qp *qp);
+void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
+int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
+		   u32 off, void *buf, const struct sk_buff *skb, int skb_off,
+		   u32 len, bool to_mr);
+
+/* srdma_req.c */
+int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+void srdma_req_run(struct srdma_qp *qp);
+void srdma_retrans_timer(struct timer_list *t);
+void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
+			enum ib_wc_status status);
+void srdma_req_rewind(struct srdma_qp *qp, u32 psn);
+void srdma_req_rnr_wait(struct srdma_qp *qp, u8 timer);
+
+/* srdma_resp.c */
+int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
+void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
+		    struct sk_buff *skb, int payoff);
+void srdma_read_work(struct work_struct *work);
+void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn);
+
+/* srdma_comp.c */
+void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
+		    struct sk_buff *skb, int payoff);
 
 /* srdma_main.c */
 void srdma_dealloc_driver(struct ib_device *ibdev);

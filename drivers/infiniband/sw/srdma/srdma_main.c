@@ -19,6 +19,9 @@ MODULE_LICENSE("Dual BSD/GPL");
  * take rtnl, and the netdev notifier takes this mutex under rtnl.
  */
 static DEFINE_MUTEX(srdma_dev_mutex);
+
+/* Runs READ responses and other deferred transport work. */
+struct workqueue_struct *srdma_wq;
 static LIST_HEAD(srdma_dev_list);
 
 static struct srdma_dev *srdma_find_by_ndev(struct net_device *ndev)
@@ -49,6 +52,7 @@ void srdma_dealloc_driver(struct ib_device *ibdev)
 		srdma_sockset_put(sdev->sockset);
 	if (sdev->ndev)
 		netdev_put(sdev->ndev, &sdev->ndev_tracker);
+	xa_destroy(&sdev->mr_xa);
 }
 
 static int srdma_newlink(const char *ibdev_name, struct net_device *ndev)
@@ -207,9 +211,13 @@ static int __init srdma_init(void)
 {
 	int err;
 
+	srdma_wq = alloc_workqueue("srdma", WQ_UNBOUND, 0);
+	if (!srdma_wq)
+		return -ENOMEM;
+
 	err = srdma_net_init();
 	if (err)
-		return err;
+		goto err_destroy_wq;
 
 	err = register_netdevice_notifier(&srdma_netdev_nb);
 	if (err)
@@ -221,6 +229,8 @@ static int __init srdma_init(void)
 
 err_net_exit:
 	srdma_net_exit();
+err_destroy_wq:
+	destroy_workqueue(srdma_wq);
 	return err;
 }
 
@@ -230,6 +240,7 @@ static void __exit srdma_exit(void)
 	srdma_remove_all();
 	unregister_netdevice_notifier(&srdma_netdev_nb);
 	srdma_net_exit();
+	destroy_workqueue(srdma_wq);
 	pr_info("srdma: unloaded\n");
 }
 

@@ -11,6 +11,11 @@
 #include <linux/module.h>
 #include <net/udp_tunnel.h>
 #include <net/netns/generic.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
+#include <net/ipv6_stubs.h>
+#include <net/route.h>
 
 #include "srdma.h"
 
@@ -156,4 +161,187 @@ int srdma_net_init(void)
 void srdma_net_exit(void)
 {
 	unregister_pernet_subsys(&srdma_net_ops);
+}
+
+/* Look the QP's path up again; QP dst_lock held. */
+static int srdma_route_locked(struct srdma_qp *qp)
+{
+	struct net_device *ndev = qp->sdev->ndev;
+	struct net *net = dev_net(ndev);
+	struct dst_entry *dst;
+
+	if (!qp->ipv6) {
+		struct flowi4 fl = {
+			.flowi4_oif = ndev->ifindex,
+			.flowi4_proto = IPPROTO_UDP,
+			.flowi4_tos = RT_TOS(qp->tos),
+			.daddr = qp->daddr.v4,
+			.saddr = qp->saddr.v4,
+		};
+		struct rtable *rt = ip_route_output_key(net, &fl);
+
+		if (IS_ERR(rt))
+			return PTR_ERR(rt);
+		dst = &rt->dst;
+		qp->dst_cookie = 0;
+	} else {
+		struct srdma_sockset *ss = qp->sdev->sockset;
+		struct flowi6 fl6 = {
+			.flowi6_oif = ndev->ifindex,
+			.flowi6_proto = IPPROTO_UDP,
+			.daddr = qp->daddr.v6,
+			.saddr = qp->saddr.v6,
+		};
+
+		if (!ss->sk6)
+			return -EAFNOSUPPORT;
+		dst = ipv6_stub->ipv6_dst_lookup_flow(net, ss->sk6->sk, &fl6,
+						      NULL);
+		if (IS_ERR(dst))
+			return PTR_ERR(dst);
+		qp->dst_cookie = rt6_get_cookie((struct rt6_info *)dst);
+	}
+	if (qp->dst)
+		dst_release(qp->dst);
+	qp->dst = dst;
+	return 0;
+}
+
+int srdma_route(struct srdma_qp *qp)
+{
+	int err;
+
+	spin_lock_bh(&qp->dst_lock);
+	err = srdma_route_locked(qp);
+	spin_unlock_bh(&qp->dst_lock);
+	if (err)
+		srdma_err_qp(qp, "no route to the destination: %d\n", err);
+	return err;
+}
+
+static struct dst_entry *srdma_get_dst(struct srdma_qp *qp)
+{
+	struct dst_entry *dst = NULL;
+
+	spin_lock_bh(&qp->dst_lock);
+	if (!qp->dst || !dst_check(qp->dst, qp->dst_cookie)) {
+		if (qp->dst) {
+			dst_release(qp->dst);
+			qp->dst = NULL;
+		}
+		if (srdma_route_locked(qp))
+			goto out_unlock;
+	}
+	dst = dst_clone(qp->dst);
+out_unlock:
+	spin_unlock_bh(&qp->dst_lock);
+	return dst;
+}
+
+/*
+ * Allocate a packet for @pkt with room for its IP/UDP headers, build BTH
+ * and the extension headers, and reserve pkt->paylen bytes of payload
+ * (returned in *payload, pad zeroed) plus the ICRC.
+ */
+struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
+				u8 **payload)
+{
+	struct net_device *ndev = qp->sdev->ndev;
+	unsigned int head = LL_RESERVED_SPACE(ndev) +
+			    sizeof(struct ipv6hdr) + sizeof(struct udphdr);
+	u32 hlen = srdma_hdr_len(pkt->opcode);
+	struct sk_buff *skb;
+	u8 *p;
+
+	pkt->pad = (-pkt->paylen) & 3;
+	skb = alloc_skb(head + hlen + pkt->paylen + pkt->pad + SRDMA_ICRC_LEN +
+			ndev->needed_tailroom, GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, head);
+	p = skb_put(skb, hlen + pkt->paylen + pkt->pad + SRDMA_ICRC_LEN);
+	srdma_build_hdr(p, pkt);
+	memset(p + hlen + pkt->paylen, 0, pkt->pad);
+	*payload = p + hlen;
+	return skb;
+}
+
+/*
+ * Add UDP and IP headers, compute the ICRC and send @skb (built by
+ * srdma_alloc_pkt()) through the IP stack. Consumes @skb.
+ */
+int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
+{
+	struct srdma_dev *sdev = qp->sdev;
+	struct net *net = dev_net(sdev->ndev);
+	u32 len = skb->len, crc;
+	struct dst_entry *dst;
+	struct udphdr *uh;
+	u8 *bth = skb->data;
+	int err;
+
+	dst = srdma_get_dst(qp);
+	if (!dst) {
+		kfree_skb(skb);
+		srdma_count(sdev, SRDMA_CNT_TX_ERR);
+		return -EHOSTUNREACH;
+	}
+
+	uh = skb_push(skb, sizeof(*uh));
+	skb_reset_transport_header(skb);
+	uh->source = qp->sport;
+	uh->dest = htons(SRDMA_UDP_PORT);
+	uh->len = htons(len + sizeof(*uh));
+	uh->check = 0;
+	skb_dst_set(skb, dst);
+	skb->priority = 0;
+
+	if (!qp->ipv6) {
+		struct iphdr *iph = skb_push(skb, sizeof(*iph));
+
+		skb_reset_network_header(skb);
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tos = qp->tos;
+		iph->tot_len = htons(skb->len);
+		iph->frag_off = htons(IP_DF);
+		iph->ttl = qp->ttl;
+		iph->protocol = IPPROTO_UDP;
+		iph->saddr = qp->saddr.v4;
+		iph->daddr = qp->daddr.v4;
+		iph->check = 0;
+		__ip_select_ident(net, iph, 1);
+		crc = srdma_icrc_hdrs((u8 *)iph, sizeof(*iph) + sizeof(*uh) +
+				      SRDMA_BTH_LEN, false);
+		crc = srdma_crc32(crc, bth + SRDMA_BTH_LEN,
+				  len - SRDMA_BTH_LEN - SRDMA_ICRC_LEN);
+		srdma_icrc_store(bth + len - SRDMA_ICRC_LEN, crc);
+		skb->protocol = htons(ETH_P_IP);
+		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+		err = ip_local_out(net, NULL, skb);
+	} else {
+		struct ipv6hdr *ip6h = skb_push(skb, sizeof(*ip6h));
+
+		skb_reset_network_header(skb);
+		ip6_flow_hdr(ip6h, qp->tos, 0);
+		ip6h->payload_len = htons(len + sizeof(*uh));
+		ip6h->nexthdr = IPPROTO_UDP;
+		ip6h->hop_limit = qp->ttl;
+		ip6h->saddr = qp->saddr.v6;
+		ip6h->daddr = qp->daddr.v6;
+		crc = srdma_icrc_hdrs((u8 *)ip6h, sizeof(*ip6h) + sizeof(*uh) +
+				      SRDMA_BTH_LEN, true);
+		crc = srdma_crc32(crc, bth + SRDMA_BTH_LEN,
+				  len - SRDMA_BTH_LEN - SRDMA_ICRC_LEN);
+		srdma_icrc_store(bth + len - SRDMA_ICRC_LEN, crc);
+		skb->protocol = htons(ETH_P_IPV6);
+		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+		err = ip6_local_out(net, NULL, skb);
+	}
+	if (unlikely(net_xmit_eval(err))) {
+		srdma_count(sdev, SRDMA_CNT_TX_ERR);
+		return -EIO;
+	}
+	srdma_count(sdev, SRDMA_CNT_TX_PKTS);
+	return 0;
 }

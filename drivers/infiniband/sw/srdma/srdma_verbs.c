@@ -10,17 +10,6 @@
 
 #include "srdma.h"
 
-/* Limits reported by query_device; the data path enforces them. */
-#define SRDMA_MAX_QP		4096
-#define SRDMA_MAX_QP_WR		16384
-#define SRDMA_MAX_SGE		32
-#define SRDMA_MAX_CQ		8192
-#define SRDMA_MAX_CQE		65536
-#define SRDMA_MAX_MR		65536
-#define SRDMA_MAX_PD		4096
-#define SRDMA_MAX_RD_ATOM	128
-#define SRDMA_MAX_MR_SIZE	BIT_ULL(40)
-#define SRDMA_MAX_MSG_SIZE	BIT(31)
 
 enum ib_port_state srdma_port_state(struct srdma_dev *sdev)
 {
@@ -112,8 +101,13 @@ static int srdma_get_port_immutable(struct ib_device *ibdev, u32 port,
 
 	immutable->pkey_tbl_len = attr.pkey_tbl_len;
 	immutable->gid_tbl_len = attr.gid_tbl_len;
-	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
-	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	/*
+	 * RoCEv2 without the MAD/CM capabilities: srdma has no GSI QP yet,
+	 * so the MAD layer must not try to open QP1 on it.
+	 */
+	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP |
+				    RDMA_CORE_CAP_ETH_AH;
+	immutable->max_mad_size = 0;
 	return 0;
 }
 
@@ -165,6 +159,44 @@ static void srdma_disassociate_ucontext(struct ib_ucontext *ibuc)
 {
 }
 
+static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
+	[SRDMA_CNT_TX_PKTS].name = "tx_packets",
+	[SRDMA_CNT_RX_PKTS].name = "rx_packets",
+	[SRDMA_CNT_RX_BAD_HDR].name = "rx_bad_header",
+	[SRDMA_CNT_RX_BAD_ICRC].name = "rx_bad_icrc",
+	[SRDMA_CNT_RX_NO_QP].name = "rx_no_qp",
+	[SRDMA_CNT_RX_BAD_STATE].name = "rx_bad_qp_state",
+	[SRDMA_CNT_RX_DUP].name = "rx_duplicates",
+	[SRDMA_CNT_RX_OUT_OF_SEQ].name = "rx_out_of_sequence",
+	[SRDMA_CNT_RETRANSMITS].name = "retransmits",
+	[SRDMA_CNT_TIMEOUTS].name = "ack_timeouts",
+	[SRDMA_CNT_NAK_SENT].name = "nak_sent",
+	[SRDMA_CNT_NAK_RCVD].name = "nak_received",
+	[SRDMA_CNT_RNR_NAK_SENT].name = "rnr_nak_sent",
+	[SRDMA_CNT_RNR_NAK_RCVD].name = "rnr_nak_received",
+	[SRDMA_CNT_REM_ACCESS_ERR].name = "remote_access_errors",
+	[SRDMA_CNT_TX_ERR].name = "tx_errors",
+};
+
+static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
+						       u32 port)
+{
+	return rdma_alloc_hw_stats_struct(srdma_counter_desc,
+					  SRDMA_NUM_COUNTERS,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int srdma_get_hw_stats(struct ib_device *ibdev,
+			      struct rdma_hw_stats *stats, u32 port, int index)
+{
+	struct srdma_dev *sdev = to_sdev(ibdev);
+	int i;
+
+	for (i = 0; i < SRDMA_NUM_COUNTERS; i++)
+		stats->value[i] = atomic64_read(&sdev->counters[i]);
+	return SRDMA_NUM_COUNTERS;
+}
+
 static const struct ib_device_ops srdma_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -181,11 +213,33 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.query_pkey = srdma_query_pkey,
 	.query_port = srdma_query_port,
 
+	.alloc_pd = srdma_alloc_pd,
+	.dealloc_pd = srdma_dealloc_pd,
+	.get_dma_mr = srdma_get_dma_mr,
+	.reg_user_mr = srdma_reg_user_mr,
+	.dereg_mr = srdma_dereg_mr,
+	.create_cq = srdma_create_cq,
+	.destroy_cq = srdma_destroy_cq,
+	.poll_cq = srdma_poll_cq,
+	.req_notify_cq = srdma_req_notify_cq,
+	.create_qp = srdma_create_qp,
+	.modify_qp = srdma_modify_qp,
+	.query_qp = srdma_query_qp,
+	.destroy_qp = srdma_destroy_qp,
+	.post_send = srdma_post_send,
+	.post_recv = srdma_post_recv,
+	.alloc_hw_port_stats = srdma_alloc_hw_port_stats,
+	.get_hw_stats = srdma_get_hw_stats,
+
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, srdma_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_pd, srdma_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_cq, srdma_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_qp, srdma_qp, ibqp),
 };
 
 void srdma_init_device(struct srdma_dev *sdev)
 {
+	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 	ib_set_device_ops(&sdev->ibdev, &srdma_dev_ops);
 }
 
@@ -199,6 +253,10 @@ int srdma_register_device(struct srdma_dev *sdev, const char *name)
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = 1;
 	ibdev->local_dma_lkey = 0;
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
+				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
 			    sdev->ndev->dev_addr);
 

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * srdma completer: the requester's receive side. Handles ACKs, NAKs and
+ * READ responses in the softirq that received them, retires send work
+ * requests and keeps the window moving.
+ */
+#include <linux/skbuff.h>
+
+#include "srdma.h"
+
+/* The first READ not yet fully answered; QP lock held. */
+static struct srdma_send_wqe *srdma_pending_read(struct srdma_qp *qp)
+{
+	struct srdma_send_wqe *wqe;
+	u32 i;
+
+	for (i = qp->sq.cons; i != qp->sq.prod; i++) {
+		wqe = srdma_ring_slot(&qp->sq, i);
+		if (!wqe->started)
+			break;
+		if (wqe->opcode == IB_WR_RDMA_READ && !wqe->done)
+			return wqe;
+	}
+	return NULL;
+}
+
+/*
+ * Everything up to and including @psn is acknowledged: retire finished
+ * work requests in order. A READ retires only once its data is placed.
+ */
+static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
+{
+	struct srdma_send_wqe *wqe;
+	bool progress = false;
+	u32 una;
+
+	while (qp->sq.cons != qp->sq.prod) {
+		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		if (!wqe->started)
+			break;
+		if (wqe->opcode == IB_WR_RDMA_READ) {
+			if (!wqe->done)
+				break;
+		} else if (srdma_psn_diff(psn, wqe->last_psn) < 0) {
+			break;
+		}
+		srdma_req_complete(qp, wqe, IB_WC_SUCCESS);
+		progress = true;
+		if (qp->state == IB_QPS_ERR)
+			return;
+	}
+
+	/* The oldest PSN still unacknowledged. */
+	una = srdma_psn_add(psn, 1);
+	wqe = srdma_pending_read(qp);
+	if (wqe && srdma_psn_diff(una, wqe->rd_next_psn) > 0)
+		una = wqe->rd_next_psn;
+	if (srdma_psn_diff(una, qp->una_psn) > 0) {
+		qp->una_psn = una;
+		progress = true;
+	}
+	if (progress) {
+		qp->retry_left = qp->attr.retry_cnt;
+		qp->rnr_left = qp->attr.rnr_retry;
+		if (qp->una_psn == qp->next_psn && !qp->rnr_wait)
+			del_timer(&qp->retrans_timer);
+		else if (!qp->rnr_wait && qp->attr.timeout)
+			mod_timer(&qp->retrans_timer, jiffies +
+				  max_t(unsigned long, nsecs_to_jiffies(4096ULL <<
+					qp->attr.timeout), 2));
+	}
+}
+
+/* The WQE whose PSN range holds @psn, if started. */
+static struct srdma_send_wqe *srdma_wqe_of_psn(struct srdma_qp *qp, u32 psn)
+{
+	struct srdma_send_wqe *wqe;
+	u32 i;
+
+	for (i = qp->sq.cons; i != qp->sq.prod; i++) {
+		wqe = srdma_ring_slot(&qp->sq, i);
+		if (!wqe->started)
+			return NULL;
+		if (srdma_psn_diff(psn, wqe->first_psn) >= 0 &&
+		    srdma_psn_diff(psn, wqe->last_psn) <= 0)
+			return wqe;
+	}
+	return NULL;
+}
+
+static void srdma_comp_fail(struct srdma_qp *qp, u32 psn,
+			    enum ib_wc_status status)
+{
+	struct srdma_send_wqe *wqe;
+
+	srdma_comp_ack(qp, srdma_psn_add(psn, SRDMA_PSN_MASK));
+	if (qp->sq.cons == qp->sq.prod)
+		return;
+	wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+	if (wqe->started)
+		srdma_req_complete(qp, wqe, status);
+}
+
+static void srdma_comp_aeth(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	u8 syn = pkt->syndrome;
+
+	switch (syn & SRDMA_AETH_KIND_MASK) {
+	case SRDMA_AETH_ACK:
+		srdma_comp_ack(qp, pkt->psn);
+		break;
+	case SRDMA_AETH_RNR_NAK:
+		srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_RCVD);
+		srdma_comp_ack(qp, srdma_psn_add(pkt->psn, SRDMA_PSN_MASK));
+		if (qp->state == IB_QPS_ERR)
+			break;
+		if (!qp->rnr_left) {
+			srdma_err_qp(qp, "receiver not ready after %u retries\n",
+				     qp->attr.rnr_retry);
+			srdma_comp_fail(qp, pkt->psn, IB_WC_RNR_RETRY_EXC_ERR);
+			break;
+		}
+		if (qp->attr.rnr_retry != 7)
+			qp->rnr_left--;
+		srdma_req_rewind(qp, pkt->psn);
+		srdma_req_rnr_wait(qp, syn & 0x1f);
+		break;
+	case SRDMA_AETH_NAK:
+		srdma_count(qp->sdev, SRDMA_CNT_NAK_RCVD);
+		switch (syn & 0x1f) {
+		case SRDMA_NAK_PSN_SEQ:
+			srdma_comp_ack(qp, srdma_psn_add(pkt->psn,
+							 SRDMA_PSN_MASK));
+			if (qp->state == IB_QPS_ERR)
+				break;
+			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+			srdma_req_rewind(qp, pkt->psn);
+			break;
+		case SRDMA_NAK_REMOTE_ACCESS:
+			srdma_comp_fail(qp, pkt->psn, IB_WC_REM_ACCESS_ERR);
+			break;
+		case SRDMA_NAK_INVALID_REQ:
+			srdma_comp_fail(qp, pkt->psn, IB_WC_REM_INV_REQ_ERR);
+			break;
+		default:
+			srdma_comp_fail(qp, pkt->psn, IB_WC_REM_OP_ERR);
+			break;
+		}
+		break;
+	default:
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+		break;
+	}
+}
+
+static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
+				 struct sk_buff *skb, int payoff)
+{
+	struct srdma_send_wqe *wqe = srdma_wqe_of_psn(qp, pkt->psn);
+	u32 idx, off, want;
+	bool first, last;
+	int err;
+
+	if (!wqe || wqe->opcode != IB_WR_RDMA_READ || wqe->done) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
+		return;
+	}
+	if (pkt->psn != wqe->rd_next_psn) {
+		if (srdma_psn_diff(pkt->psn, wqe->rd_next_psn) < 0) {
+			srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
+			return;
+		}
+		/* A response was lost: ask again from the first missing. */
+		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
+		return;
+	}
+
+	idx = (u32)srdma_psn_diff(pkt->psn, wqe->first_psn);
+	first = idx == 0;
+	last = pkt->psn == wqe->last_psn;
+	off = idx * qp->mtu;
+	want = last ? wqe->length - off : qp->mtu;
+	/*
+	 * A READ asked again from the middle is answered from a FIRST (or
+	 * ONLY) packet there, so only the end of the message is checked.
+	 */
+	if (!!(pkt->flags & SRDMA_F_LAST) != last || pkt->paylen != want ||
+	    (first && !(pkt->flags & SRDMA_F_FIRST))) {
+		srdma_err_qp(qp, "READ response psn %u: bad opcode %#x or length %u\n",
+			     pkt->psn, pkt->opcode, pkt->paylen);
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+		return;
+	}
+
+	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, off, NULL, skb, payoff,
+			     pkt->paylen, true);
+	if (err) {
+		srdma_err_qp(qp, "READ response: local protection error\n");
+		srdma_comp_fail(qp, wqe->first_psn, IB_WC_LOC_PROT_ERR);
+		return;
+	}
+	wqe->rd_next_psn = srdma_psn_add(pkt->psn, 1);
+	if (last) {
+		wqe->done = true;
+		if (qp->rd_outstanding)
+			qp->rd_outstanding--;
+	}
+	/* A READ response also acknowledges everything before it. */
+	srdma_comp_ack(qp, last ? pkt->psn : srdma_psn_add(wqe->first_psn,
+							   SRDMA_PSN_MASK));
+}
+
+void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
+		    struct sk_buff *skb, int payoff)
+{
+	spin_lock_bh(&qp->lock);
+	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD &&
+	    qp->state != IB_QPS_SQE) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
+		goto out_unlock;
+	}
+	/* Ignore anything outside what we have sent. */
+	if (srdma_psn_diff(pkt->psn, qp->next_psn) >= 0 ||
+	    srdma_psn_diff(pkt->psn, qp->una_psn) < -SRDMA_WINDOW) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
+		goto out_unlock;
+	}
+
+	if (pkt->flags & SRDMA_F_RRESP) {
+		if (pkt->flags & SRDMA_F_AETH &&
+		    (pkt->syndrome & SRDMA_AETH_KIND_MASK) != SRDMA_AETH_ACK) {
+			srdma_comp_aeth(qp, pkt);
+			goto out_run;
+		}
+		srdma_comp_read_resp(qp, pkt, skb, payoff);
+	} else {
+		srdma_comp_aeth(qp, pkt);
+	}
+out_run:
+	srdma_req_run(qp);
+out_unlock:
+	spin_unlock_bh(&qp->lock);
+}

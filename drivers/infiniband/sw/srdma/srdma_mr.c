@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * srdma memory: protection domains and memory regions.
+ *
+ * A user MR pins its pages with ib_umem_get() and keeps them in an array;
+ * data is moved with kmap_local_page(), never page_address(). Keys are
+ * (index << 8 | random byte); the index finds the MR in the device's
+ * xarray. Packets and the requester hold a reference on an MR while they
+ * copy; deregistration waits for those to drain.
+ */
+#include <linux/highmem.h>
+#include <linux/random.h>
+#include <linux/scatterlist.h>
+#include <linux/skbuff.h>
+#include <rdma/ib_umem.h>
+
+#include "srdma.h"
+
+#define SRDMA_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			 IB_ACCESS_REMOTE_READ)
+
+int srdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+int srdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
+{
+	u32 index;
+	u8 key;
+	int err;
+
+	err = xa_alloc_cyclic(&sdev->mr_xa, &index, mr,
+			      XA_LIMIT(1, SRDMA_MAX_MR), &sdev->mr_next,
+			      GFP_KERNEL);
+	if (err < 0)
+		return err == -EBUSY ? -ENOMEM : err;
+	get_random_bytes(&key, sizeof(key));
+	mr->ibmr.lkey = index << 8 | key;
+	mr->ibmr.rkey = mr->ibmr.lkey;
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->released);
+	return 0;
+}
+
+static struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access)
+{
+	struct srdma_mr *mr;
+
+	if (access & ~(SRDMA_MR_ACCESS | IB_ACCESS_RELAXED_ORDERING |
+		       IB_ACCESS_OPTIONAL))
+		return ERR_PTR(-EOPNOTSUPP);
+	/* Remote write needs local write (IBTA C10-10). */
+	if ((access & IB_ACCESS_REMOTE_WRITE) &&
+	    !(access & IB_ACCESS_LOCAL_WRITE))
+		return ERR_PTR(-EINVAL);
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->access = access & SRDMA_MR_ACCESS;
+	return mr;
+}
+
+struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct srdma_dev *sdev = to_sdev(ibpd->device);
+	struct srdma_mr *mr;
+	int err;
+
+	mr = srdma_mr_alloc(ibpd, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	mr->type = SRDMA_MR_DMA;
+	mr->iova = 0;
+	mr->length = U64_MAX;
+	err = srdma_mr_add(sdev, mr);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct srdma_dev *sdev = to_sdev(ibpd->device);
+	struct sg_page_iter iter;
+	struct srdma_mr *mr;
+	unsigned long i = 0;
+	u64 end;
+	int err;
+
+	if (!length || length > SRDMA_MAX_MR_SIZE ||
+	    check_add_overflow(iova, length, &end) ||
+	    check_add_overflow(start, length, &end)) {
+		srdma_err(sdev, "reg_mr: bad range %#llx+%#llx\n", start,
+			  length);
+		return ERR_PTR(-EINVAL);
+	}
+	/* iova and start must share their offset in a page. */
+	if ((iova ^ start) & ~PAGE_MASK) {
+		srdma_err(sdev, "reg_mr: iova %#llx and address %#llx differ in page offset\n",
+			  iova, start);
+		return ERR_PTR(-EINVAL);
+	}
+
+	mr = srdma_mr_alloc(ibpd, access);
+	if (IS_ERR(mr)) {
+		srdma_err(sdev, "reg_mr: bad access flags %#x\n", access);
+		return ERR_CAST(mr);
+	}
+	mr->type = SRDMA_MR_USER;
+	mr->iova = iova;
+	mr->length = length;
+
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		goto err_free_mr;
+	}
+	mr->page_off = ib_umem_offset(mr->umem);
+	mr->npages = ib_umem_num_pages(mr->umem);
+	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages) {
+		err = -ENOMEM;
+		goto err_release_umem;
+	}
+	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &iter, 0) {
+		if (i >= mr->npages)
+			break;
+		mr->pages[i++] = sg_page_iter_page(&iter);
+	}
+	if (i != mr->npages) {
+		err = -EFAULT;
+		goto err_free_pages;
+	}
+
+	err = srdma_mr_add(sdev, mr);
+	if (err)
+		goto err_free_pages;
+	return &mr->ibmr;
+
+err_free_pages:
+	kvfree(mr->pages);
+err_release_umem:
+	ib_umem_release(mr->umem);
+err_free_mr:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct srdma_dev *sdev = to_sdev(ibmr->device);
+	struct srdma_mr *mr = to_smr(ibmr);
+
+	/* No new lookups, then wait for the packets still copying. */
+	xa_erase(&sdev->mr_xa, ibmr->lkey >> 8);
+	srdma_mr_put(mr);
+	wait_for_completion(&mr->released);
+
+	if (mr->umem) {
+		kvfree(mr->pages);
+		ib_umem_release(mr->umem);
+	}
+	kfree_rcu(mr, rcu);
+	return 0;
+}
+
+/*
+ * Find the MR of @key and take a reference. Kernel DMA keys work only for
+ * local access; @remote lookups accept user MRs only.
+ */
+struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote)
+{
+	struct srdma_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_xa, key >> 8);
+	if (mr && (mr->ibmr.lkey != key ||
+		   (remote && mr->type != SRDMA_MR_USER) ||
+		   !refcount_inc_not_zero(&mr->ref)))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
+}
+
+void srdma_mr_put(struct srdma_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->ref))
+		complete(&mr->released);
+}
+
+/* 0 if [iova, iova + len) lies in @mr, of @pd, with @access allowed. */
+int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
+		   int access)
+{
+	u64 end;
+
+	if (mr->ibmr.pd != pd)
+		return -EACCES;
+	if ((mr->access & access) != access)
+		return -EACCES;
+	if (check_add_overflow(iova, (u64)len, &end))
+		return -EFAULT;
+	if (mr->type == SRDMA_MR_DMA)
+		return 0;
+	if (iova < mr->iova || end > mr->iova + mr->length)
+		return -EFAULT;
+	return 0;
+}
+
+/*
+ * Visit [iova, iova + len) of a user MR page by page. The range must have
+ * passed srdma_mr_check().
+ */
+#define srdma_for_each_chunk(mr, iova, len, pg, pgoff, n, done)		\
+	for (done = 0;							\
+	     done < (len) &&						\
+	     ((pgoff) = (mr)->page_off + ((iova) - (mr)->iova) + done,	\
+	      (pg) = (mr)->pages[(pgoff) >> PAGE_SHIFT],		\
+	      (pgoff) &= ~PAGE_MASK,					\
+	      (n) = min_t(u32, (len) - done, PAGE_SIZE - (pgoff)), 1);	\
+	     done += (n))
+
+/* Copy between @buf and the MR; @to_mr picks the direction. */
+void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
+		   bool to_mr)
+{
+	u64 pgoff;
+	struct page *pg;
+	u32 n, done;
+	void *va;
+
+	if (mr->type == SRDMA_MR_DMA) {
+		if (to_mr)
+			memcpy((void *)(uintptr_t)iova, buf, len);
+		else
+			memcpy(buf, (void *)(uintptr_t)iova, len);
+		return;
+	}
+	srdma_for_each_chunk(mr, iova, len, pg, pgoff, n, done) {
+		va = kmap_local_page(pg);
+		if (to_mr)
+			memcpy(va + pgoff, buf + done, n);
+		else
+			memcpy(buf + done, va + pgoff, n);
+		kunmap_local(va);
+	}
+}
+
+/* Copy @len bytes at @off in @skb into the MR, from fragments in place. */
+int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
+		      const struct sk_buff *skb, int off, u32 len)
+{
+	u64 pgoff;
+	struct page *pg;
+	u32 n, done;
+	void *va;
+	int err;
+
+	if (mr->type == SRDMA_MR_DMA)
+		return skb_copy_bits(skb, off, (void *)(uintptr_t)iova, len);
+
+	srdma_for_each_chunk(mr, iova, len, pg, pgoff, n, done) {
+		va = kmap_local_page(pg);
+		err = skb_copy_bits(skb, off + done, va + pgoff, n);
+		kunmap_local(va);
+		if (err)
+			return err;
+	}
+	return 0;
+}

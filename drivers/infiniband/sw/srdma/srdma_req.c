@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * srdma requester: post_send, packetizing SEND, WRITE and READ work
+ * requests at the path MTU, the send window and the retransmit timer.
+ *
+ * Runs under the QP lock in process context (post_send, modify_qp), in
+ * softirq when ACKs open the window (completer) and from the timer.
+ */
+#include <linux/skbuff.h>
+
+#include "srdma.h"
+
+/* RNR NAK timer field (IBTA table 45) in microseconds. */
+static const u32 srdma_rnr_usecs[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+static bool srdma_sq_running(struct srdma_qp *qp)
+{
+	return qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD;
+}
+
+/* Local ACK timeout: 4.096 us * 2^timeout; 0 means wait forever. */
+static void srdma_arm_timer(struct srdma_qp *qp)
+{
+	u64 ns;
+
+	if (!srdma_sq_running(qp) || !qp->attr.timeout)
+		return;
+	ns = 4096ULL << min_t(u8, qp->attr.timeout, 31);
+	mod_timer(&qp->retrans_timer,
+		  jiffies + max_t(unsigned long, nsecs_to_jiffies(ns), 2));
+}
+
+static enum ib_wc_opcode srdma_wc_opcode(u32 wr_opcode)
+{
+	switch (wr_opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/*
+ * Retire the oldest SQ entry @wqe with @status, posting a completion if it
+ * is signaled or failed. A failure moves the QP to ERR. QP lock held.
+ */
+void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
+			enum ib_wc_status status)
+{
+	struct ib_wc wc = {};
+
+	lockdep_assert_held(&qp->lock);
+	if (wqe->opcode == IB_WR_RDMA_READ && wqe->started && !wqe->done &&
+	    qp->rd_outstanding)
+		qp->rd_outstanding--;
+	if (status != IB_WC_SUCCESS || qp->sig_all ||
+	    (wqe->send_flags & IB_SEND_SIGNALED)) {
+		wc.wr_id = wqe->wr_id;
+		wc.status = status;
+		wc.opcode = srdma_wc_opcode(wqe->opcode);
+		wc.byte_len = wqe->opcode == IB_WR_RDMA_READ ? wqe->length : 0;
+		wc.qp = &qp->ibqp;
+		wc.port_num = 1;
+		srdma_cq_post(to_scq(qp->ibqp.send_cq), &wc, false);
+	}
+	qp->sq.cons++;
+	if (qp->sq_next - qp->sq.cons > qp->sq.prod - qp->sq.cons) {
+		qp->sq_next = qp->sq.cons;
+		qp->sq_next_off = 0;
+	}
+	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR) {
+		srdma_dbg_qp(qp, "wr %llu failed: %s\n", wqe->wr_id,
+			     ib_wc_status_msg(status));
+		srdma_qp_error(qp);
+	}
+}
+
+/* Go back to resend from @psn (go-back-N). QP lock held. */
+void srdma_req_rewind(struct srdma_qp *qp, u32 psn)
+{
+	struct srdma_send_wqe *wqe;
+	u32 i;
+
+	lockdep_assert_held(&qp->lock);
+	for (i = qp->sq.cons; i != qp->sq.prod; i++) {
+		wqe = srdma_ring_slot(&qp->sq, i);
+		if (!wqe->started)
+			break;
+		if (srdma_psn_diff(psn, wqe->last_psn) > 0)
+			continue;
+		if (srdma_psn_diff(psn, wqe->first_psn) < 0)
+			psn = wqe->first_psn;
+		if (wqe->opcode == IB_WR_RDMA_READ) {
+			/* Ask only for the responses still missing. */
+			if (srdma_psn_diff(psn, wqe->rd_next_psn) < 0)
+				psn = wqe->rd_next_psn;
+		}
+		qp->sq_next = i;
+		qp->sq_next_off = (u32)srdma_psn_diff(psn, wqe->first_psn) *
+				  qp->mtu;
+		return;
+	}
+	qp->sq_next = i;
+	qp->sq_next_off = 0;
+}
+
+static u8 srdma_req_opcode(struct srdma_send_wqe *wqe, bool first, bool last)
+{
+	bool imm = wqe->opcode == IB_WR_SEND_WITH_IMM ||
+		   wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM;
+
+	if (wqe->opcode == IB_WR_RDMA_WRITE ||
+	    wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
+		if (first && last)
+			return imm ? SRDMA_OP_WRITE_ONLY_IMM : SRDMA_OP_WRITE_ONLY;
+		if (first)
+			return SRDMA_OP_WRITE_FIRST;
+		if (last)
+			return imm ? SRDMA_OP_WRITE_LAST_IMM : SRDMA_OP_WRITE_LAST;
+		return SRDMA_OP_WRITE_MIDDLE;
+	}
+	if (first && last)
+		return imm ? SRDMA_OP_SEND_ONLY_IMM : SRDMA_OP_SEND_ONLY;
+	if (first)
+		return SRDMA_OP_SEND_FIRST;
+	if (last)
+		return imm ? SRDMA_OP_SEND_LAST_IMM : SRDMA_OP_SEND_LAST;
+	return SRDMA_OP_SEND_MIDDLE;
+}
+
+/* Send the next packet of @wqe at qp->sq_next_off. QP lock held. */
+static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	u32 off = qp->sq_next_off, mtu = qp->mtu;
+	struct srdma_pkt pkt = {};
+	struct sk_buff *skb;
+	bool first, last;
+	u8 *payload;
+	int err;
+
+	pkt.pkey = SRDMA_DEFAULT_PKEY;
+	pkt.dqpn = qp->attr.dest_qp_num;
+	pkt.psn = srdma_psn_add(wqe->first_psn, off / mtu);
+
+	if (wqe->opcode == IB_WR_RDMA_READ) {
+		pkt.opcode = SRDMA_OP_READ_REQ;
+		pkt.va = wqe->remote_addr + off;
+		pkt.rkey = wqe->rkey;
+		pkt.dmalen = wqe->length - off;
+		pkt.ackreq = 1;
+		skb = srdma_alloc_pkt(qp, &pkt, &payload);
+		if (!skb)
+			return -ENOMEM;
+		qp->sq_next_off = wqe->length;
+		qp->pkts_since_ackreq = 0;
+		return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
+	}
+
+	first = off == 0;
+	pkt.paylen = min(mtu, wqe->length - off);
+	last = off + pkt.paylen >= wqe->length;
+	pkt.opcode = srdma_req_opcode(wqe, first, last);
+	if (pkt.opcode == SRDMA_OP_WRITE_FIRST ||
+	    pkt.opcode == SRDMA_OP_WRITE_ONLY ||
+	    pkt.opcode == SRDMA_OP_WRITE_ONLY_IMM) {
+		pkt.va = wqe->remote_addr;
+		pkt.rkey = wqe->rkey;
+		pkt.dmalen = wqe->length;
+	}
+	pkt.imm = (__force u32)wqe->imm;
+	pkt.se = last && (wqe->send_flags & IB_SEND_SOLICITED);
+	qp->pkts_since_ackreq++;
+	pkt.ackreq = last || qp->pkts_since_ackreq >= SRDMA_ACKREQ_EVERY;
+	if (pkt.ackreq)
+		qp->pkts_since_ackreq = 0;
+
+	skb = srdma_alloc_pkt(qp, &pkt, &payload);
+	if (!skb)
+		return -ENOMEM;
+	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, off, payload, NULL, 0,
+			     pkt.paylen, false);
+	if (err) {
+		kfree_skb(skb);
+		return err;
+	}
+	qp->sq_next_off = off + pkt.paylen;
+	return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
+}
+
+/*
+ * Transmit what the window allows: resent packets first (after a rewind),
+ * then new work requests. QP lock held.
+ */
+void srdma_req_run(struct srdma_qp *qp)
+{
+	struct srdma_send_wqe *wqe;
+	u32 psn, sent = 0;
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	if (!srdma_sq_running(qp) || qp->rnr_wait || qp->sq_error)
+		return;
+
+	while (qp->sq_next != qp->sq.prod) {
+		wqe = srdma_ring_slot(&qp->sq, qp->sq_next);
+		if (!wqe->started) {
+			/* SQD: finish what was started, start nothing new. */
+			if (qp->state == IB_QPS_SQD)
+				break;
+			if (wqe->opcode == IB_WR_RDMA_READ &&
+			    qp->rd_outstanding >= max_t(u8, qp->attr.max_rd_atomic, 1))
+				break;
+			if ((wqe->send_flags & IB_SEND_FENCE) &&
+			    qp->rd_outstanding)
+				break;
+			if (srdma_psn_diff(qp->next_psn, qp->una_psn) >=
+			    SRDMA_WINDOW)
+				break;
+			wqe->npkts = max_t(u32, 1, DIV_ROUND_UP(wqe->length,
+								qp->mtu));
+			wqe->first_psn = qp->next_psn;
+			wqe->last_psn = srdma_psn_add(qp->next_psn,
+						      wqe->npkts - 1);
+			wqe->rd_next_psn = wqe->first_psn;
+			wqe->started = true;
+			wqe->done = false;
+			qp->next_psn = srdma_psn_add(qp->next_psn, wqe->npkts);
+			qp->sq_next_off = 0;
+			if (wqe->opcode == IB_WR_RDMA_READ)
+				qp->rd_outstanding++;
+		} else {
+			psn = srdma_psn_add(wqe->first_psn,
+					    qp->sq_next_off / qp->mtu);
+			if (srdma_psn_diff(psn, qp->una_psn) >= SRDMA_WINDOW)
+				break;
+			if (wqe->done)
+				goto next;
+		}
+
+		err = srdma_req_packet(qp, wqe);
+		if (err == -EACCES || err == -EINVAL) {
+			/* Bad lkey, range or right in the local SGEs. */
+			srdma_err_qp(qp, "wr %llu: local protection error\n",
+				     wqe->wr_id);
+			qp->sq_error = true;
+			while (qp->sq.cons != qp->sq_next)
+				srdma_req_complete(qp, srdma_ring_slot(&qp->sq,
+							qp->sq.cons),
+						   IB_WC_WR_FLUSH_ERR);
+			srdma_req_complete(qp, wqe, IB_WC_LOC_PROT_ERR);
+			return;
+		}
+		if (err)
+			break;	/* no memory or route: the timer retries */
+		sent++;
+		if (qp->sq_next_off < wqe->length)
+			continue;
+next:
+		qp->sq_next++;
+		qp->sq_next_off = 0;
+	}
+	if (sent && !timer_pending(&qp->retrans_timer))
+		srdma_arm_timer(qp);
+	if (qp->state == IB_QPS_SQD && qp->attr.en_sqd_async_notify &&
+	    qp->sq_next == qp->sq.prod && qp->una_psn == qp->next_psn)
+		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
+}
+
+void srdma_retrans_timer(struct timer_list *t)
+{
+	struct srdma_qp *qp = from_timer(qp, t, retrans_timer);
+	struct srdma_send_wqe *wqe;
+
+	spin_lock_bh(&qp->lock);
+	if (!srdma_sq_running(qp))
+		goto out_unlock;
+	if (qp->rnr_wait) {
+		qp->rnr_wait = false;
+		srdma_req_run(qp);
+		goto out_unlock;
+	}
+	if (qp->sq.cons == qp->sq.prod ||
+	    !((struct srdma_send_wqe *)srdma_ring_slot(&qp->sq,
+						       qp->sq.cons))->started)
+		goto out_unlock;	/* nothing outstanding */
+
+	srdma_count(qp->sdev, SRDMA_CNT_TIMEOUTS);
+	if (!qp->retry_left) {
+		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		srdma_err_qp(qp, "no ACK after %u retries\n",
+			     qp->attr.retry_cnt);
+		srdma_req_complete(qp, wqe, IB_WC_RETRY_EXC_ERR);
+		goto out_unlock;
+	}
+	qp->retry_left--;
+	srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+	srdma_req_rewind(qp, qp->una_psn);
+	srdma_req_run(qp);
+	srdma_arm_timer(qp);
+out_unlock:
+	spin_unlock_bh(&qp->lock);
+}
+
+/* Arm the RNR wait after an RNR NAK; QP lock held. */
+void srdma_req_rnr_wait(struct srdma_qp *qp, u8 timer)
+{
+	qp->rnr_wait = true;
+	mod_timer(&qp->retrans_timer,
+		  jiffies + max_t(unsigned long,
+				  usecs_to_jiffies(srdma_rnr_usecs[timer & 31]),
+				  1));
+}
+
+static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr,
+			  u32 *len)
+{
+	u32 i;
+
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		break;
+	default:
+		srdma_err_qp(qp, "post_send: opcode %d not supported\n",
+			     wr->opcode);
+		return -EINVAL;
+	}
+	if (wr->num_sge < 0 || wr->num_sge > qp->sq.max_sge) {
+		srdma_err_qp(qp, "post_send: %d SGEs, max %u\n", wr->num_sge,
+			     qp->sq.max_sge);
+		return -EINVAL;
+	}
+	if (wr->send_flags & IB_SEND_INLINE) {
+		srdma_err_qp(qp, "post_send: inline data not supported\n");
+		return -EINVAL;
+	}
+	*len = 0;
+	for (i = 0; i < wr->num_sge; i++)
+		if (check_add_overflow(*len, wr->sg_list[i].length, len))
+			return -EINVAL;
+	if (*len > SRDMA_MAX_MSG_SIZE) {
+		srdma_err_qp(qp, "post_send: message of %u bytes too long\n",
+			     *len);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct srdma_qp *qp = to_sqp(ibqp);
+	struct srdma_send_wqe *wqe;
+	int err = 0;
+	u32 i, len;
+
+	spin_lock_bh(&qp->lock);
+	if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT ||
+	    qp->state == IB_QPS_RTR) {
+		srdma_err_qp(qp, "post_send in state %d\n", qp->state);
+		err = -EINVAL;
+		*bad_wr = wr;
+		goto out_unlock;
+	}
+	for (; wr; wr = wr->next) {
+		err = srdma_check_wr(qp, wr, &len);
+		if (!err && qp->sq.prod - qp->sq.cons >= qp->sq.max_wr)
+			err = -ENOMEM;
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		wqe = srdma_ring_slot(&qp->sq, qp->sq.prod);
+		wqe->wr_id = wr->wr_id;
+		wqe->opcode = wr->opcode;
+		wqe->send_flags = wr->send_flags;
+		wqe->imm = wr->ex.imm_data;
+		wqe->length = len;
+		wqe->num_sge = wr->num_sge;
+		wqe->started = false;
+		wqe->done = false;
+		if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) {
+			wqe->remote_addr = rdma_wr(wr)->remote_addr;
+			wqe->rkey = rdma_wr(wr)->rkey;
+		} else {
+			wqe->remote_addr = 0;
+			wqe->rkey = 0;
+		}
+		for (i = 0; i < wr->num_sge; i++) {
+			wqe->sge[i].addr = wr->sg_list[i].addr;
+			wqe->sge[i].length = wr->sg_list[i].length;
+			wqe->sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		qp->sq.prod++;
+	}
+	if (qp->state == IB_QPS_ERR)
+		srdma_qp_flush(qp);
+	else
+		srdma_req_run(qp);
+out_unlock:
+	spin_unlock_bh(&qp->lock);
+	return err;
+}

@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * srdma responder: post_recv, and SEND, WRITE and READ requests arriving
+ * in softirq. SEND and WRITE payloads go straight from the skb into the
+ * target memory; READ requests are queued (up to max_dest_rd_atomic) and
+ * answered by a work item, which may sleep between packets.
+ */
+#include <linux/skbuff.h>
+
+#include "srdma.h"
+
+static bool srdma_rq_running(struct srdma_qp *qp)
+{
+	return qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS ||
+	       qp->state == IB_QPS_SQD || qp->state == IB_QPS_SQE;
+}
+
+int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct srdma_qp *qp = to_sqp(ibqp);
+	struct srdma_recv_wqe *wqe;
+	int err = 0;
+	u32 i, len;
+
+	spin_lock_bh(&qp->lock);
+	if (qp->state == IB_QPS_RESET) {
+		srdma_err_qp(qp, "post_recv in RESET\n");
+		*bad_wr = wr;
+		err = -EINVAL;
+		goto out_unlock;
+	}
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || wr->num_sge > qp->rq.max_sge) {
+			srdma_err_qp(qp, "post_recv: %d SGEs, max %u\n",
+				     wr->num_sge, qp->rq.max_sge);
+			err = -EINVAL;
+		} else if (qp->rq.prod - qp->rq.cons >= qp->rq.max_wr) {
+			err = -ENOMEM;
+		}
+		len = 0;
+		for (i = 0; !err && i < wr->num_sge; i++)
+			if (check_add_overflow(len, wr->sg_list[i].length,
+					       &len))
+				err = -EINVAL;
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		wqe = srdma_ring_slot(&qp->rq, qp->rq.prod);
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		wqe->length = len;
+		for (i = 0; i < wr->num_sge; i++) {
+			wqe->sge[i].addr = wr->sg_list[i].addr;
+			wqe->sge[i].length = wr->sg_list[i].length;
+			wqe->sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		qp->rq.prod++;
+	}
+	if (qp->state == IB_QPS_ERR)
+		srdma_qp_flush(qp);
+out_unlock:
+	spin_unlock_bh(&qp->lock);
+	return err;
+}
+
+/* Send an ACK or NAK for @psn. QP lock held. */
+void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn)
+{
+	struct srdma_pkt pkt = {
+		.opcode = SRDMA_OP_ACK,
+		.pkey = SRDMA_DEFAULT_PKEY,
+		.dqpn = qp->attr.dest_qp_num,
+		.psn = psn,
+		.syndrome = syndrome,
+		.msn = qp->msn,
+	};
+	struct sk_buff *skb;
+	u8 *payload;
+
+	skb = srdma_alloc_pkt(qp, &pkt, &payload);
+	if (skb)
+		srdma_xmit(qp, skb);
+}
+
+static void srdma_send_nak(struct srdma_qp *qp, u8 code, u32 psn)
+{
+	srdma_count(qp->sdev, SRDMA_CNT_NAK_SENT);
+	srdma_send_ack(qp, SRDMA_AETH_NAK | code, psn);
+}
+
+/* Complete the receive in progress with @status; QP lock held. */
+static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			    enum ib_wc_status status, enum ib_wc_opcode op,
+			    u32 byte_len)
+{
+	struct srdma_recv_wqe *wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
+	struct ib_wc wc = {
+		.wr_id = wqe->wr_id,
+		.status = status,
+		.opcode = op,
+		.byte_len = byte_len,
+		.qp = &qp->ibqp,
+		.src_qp = qp->attr.dest_qp_num,
+		.port_num = 1,
+	};
+
+	if (status == IB_WC_SUCCESS && (pkt->flags & SRDMA_F_IMM)) {
+		wc.wc_flags = IB_WC_WITH_IMM;
+		wc.ex.imm_data = (__force __be32)pkt->imm;
+	}
+	qp->rq.cons++;
+	qp->recv_active = false;
+	srdma_cq_post(to_scq(qp->ibqp.recv_cq), &wc, pkt->se);
+}
+
+/* A fatal responder error: NAK, complete the receive, QP to ERR. */
+static void srdma_resp_fatal(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			     u8 nak, enum ib_wc_status status)
+{
+	srdma_send_nak(qp, nak, pkt->psn);
+	if (qp->recv_active)
+		srdma_recv_done(qp, pkt, status, IB_WC_RECV, 0);
+	srdma_qp_error(qp);
+}
+
+/* Check the opcode against the message in progress. */
+static bool srdma_resp_seq_ok(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	u32 prev = srdma_op_flags(qp->resp_opcode);
+	bool in_msg = qp->resp_opcode != SRDMA_OP_ACK &&
+		      !(prev & SRDMA_F_LAST);
+
+	if (!in_msg)
+		return !!(pkt->flags & SRDMA_F_FIRST);
+	/* continuing: same kind, MIDDLE or LAST */
+	return !(pkt->flags & SRDMA_F_FIRST) &&
+	       (prev & (SRDMA_F_SEND | SRDMA_F_WRITE)) ==
+	       (pkt->flags & (SRDMA_F_SEND | SRDMA_F_WRITE));
+}
+
+static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			   struct sk_buff *skb, int payoff)
+{
+	struct srdma_recv_wqe *wqe;
+	int err;
+
+	if (pkt->flags & SRDMA_F_FIRST) {
+		if (qp->rq.cons == qp->rq.prod) {
+			srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_SENT);
+			srdma_send_ack(qp, SRDMA_AETH_RNR_NAK |
+				       qp->attr.min_rnr_timer, pkt->psn);
+			return -EAGAIN;
+		}
+		qp->recv_active = true;
+		qp->recv_off = 0;
+	}
+	wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
+	if (pkt->paylen > wqe->length - qp->recv_off) {
+		srdma_err_qp(qp, "SEND of more than the %u-byte receive buffer\n",
+			     wqe->length);
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+				 IB_WC_LOC_LEN_ERR);
+		return -EINVAL;
+	}
+	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, qp->recv_off, NULL,
+			     skb, payoff, pkt->paylen, true);
+	if (err) {
+		srdma_err_qp(qp, "receive buffer: local protection error\n");
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_REMOTE_OP,
+				 IB_WC_LOC_PROT_ERR);
+		return err;
+	}
+	qp->recv_off += pkt->paylen;
+	if (pkt->flags & SRDMA_F_LAST) {
+		qp->msn = (qp->msn + 1) & SRDMA_MSN_MASK;
+		srdma_recv_done(qp, pkt, IB_WC_SUCCESS, IB_WC_RECV,
+				qp->recv_off);
+	}
+	return 0;
+}
+
+/* Validate the target of a WRITE or READ; returns a NAK code or -1. */
+static int srdma_resp_check_rkey(struct srdma_qp *qp, u64 va, u32 rkey,
+				 u32 len, int access)
+{
+	struct srdma_mr *mr;
+	int err;
+
+	if (!(qp->attr.qp_access_flags & access))
+		return SRDMA_NAK_REMOTE_ACCESS;
+	if (!len)
+		return -1;
+	mr = srdma_mr_get(qp->sdev, rkey, true);
+	if (!mr)
+		return SRDMA_NAK_REMOTE_ACCESS;
+	err = srdma_mr_check(mr, qp->ibqp.pd, va, len, access);
+	srdma_mr_put(mr);
+	return err ? SRDMA_NAK_REMOTE_ACCESS : -1;
+}
+
+static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			    struct sk_buff *skb, int payoff)
+{
+	struct srdma_mr *mr;
+	int nak, err;
+
+	if (pkt->flags & SRDMA_F_FIRST) {
+		/* WRITE with immediate consumes a receive: check it first. */
+		if ((pkt->flags & SRDMA_F_IMM) && qp->rq.cons == qp->rq.prod) {
+			srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_SENT);
+			srdma_send_ack(qp, SRDMA_AETH_RNR_NAK |
+				       qp->attr.min_rnr_timer, pkt->psn);
+			return -EAGAIN;
+		}
+		nak = srdma_resp_check_rkey(qp, pkt->va, pkt->rkey,
+					    pkt->dmalen, IB_ACCESS_REMOTE_WRITE);
+		if (nak >= 0) {
+			srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
+			srdma_err_qp(qp, "WRITE to %#llx+%u rkey %#x refused\n",
+				     pkt->va, pkt->dmalen, pkt->rkey);
+			srdma_send_nak(qp, nak, pkt->psn);
+			return -EACCES;
+		}
+		qp->write_va = pkt->va;
+		qp->write_rkey = pkt->rkey;
+		qp->write_left = pkt->dmalen;
+		qp->write_len = pkt->dmalen;
+	}
+	if (pkt->paylen > qp->write_left ||
+	    ((pkt->flags & SRDMA_F_LAST) && pkt->paylen != qp->write_left) ||
+	    (!(pkt->flags & SRDMA_F_LAST) && pkt->paylen != qp->mtu)) {
+		srdma_err_qp(qp, "WRITE packet of %u bytes, %u left\n",
+			     pkt->paylen, qp->write_left);
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+				 IB_WC_REM_INV_REQ_ERR);
+		return -EINVAL;
+	}
+	if (pkt->paylen) {
+		mr = srdma_mr_get(qp->sdev, qp->write_rkey, true);
+		if (!mr) {	/* deregistered mid-message */
+			srdma_send_nak(qp, SRDMA_NAK_REMOTE_ACCESS, pkt->psn);
+			return -EACCES;
+		}
+		err = srdma_mr_copy_skb(mr, qp->write_va, skb, payoff,
+					pkt->paylen);
+		srdma_mr_put(mr);
+		if (err)
+			return err;
+	}
+	qp->write_va += pkt->paylen;
+	qp->write_left -= pkt->paylen;
+	if (pkt->flags & SRDMA_F_LAST) {
+		qp->msn = (qp->msn + 1) & SRDMA_MSN_MASK;
+		if (pkt->flags & SRDMA_F_IMM) {
+			qp->recv_active = true;
+			srdma_recv_done(qp, pkt, IB_WC_SUCCESS,
+					IB_WC_RECV_RDMA_WITH_IMM,
+					qp->write_len);
+		}
+	}
+	return 0;
+}
+
+/* Queue a READ request for the read work; QP lock held. */
+static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	struct srdma_read_job *job;
+	int nak;
+
+	nak = srdma_resp_check_rkey(qp, pkt->va, pkt->rkey, pkt->dmalen,
+				    IB_ACCESS_REMOTE_READ);
+	if (nak >= 0) {
+		srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
+		srdma_err_qp(qp, "READ of %#llx+%u rkey %#x refused\n",
+			     pkt->va, pkt->dmalen, pkt->rkey);
+		srdma_send_nak(qp, nak, pkt->psn);
+		return -EACCES;
+	}
+	if (!qp->rd_jobs || qp->rd_prod - qp->rd_cons >=
+	    max_t(u8, qp->attr.max_dest_rd_atomic, 1)) {
+		srdma_err_qp(qp, "more than %u READs outstanding\n",
+			     qp->attr.max_dest_rd_atomic);
+		srdma_send_nak(qp, SRDMA_NAK_INVALID_REQ, pkt->psn);
+		return -EBUSY;
+	}
+	job = &qp->rd_jobs[qp->rd_prod & qp->rd_mask];
+	job->va = pkt->va;
+	job->rkey = pkt->rkey;
+	job->len = pkt->dmalen;
+	job->psn = pkt->psn;
+	qp->rd_prod++;
+	queue_work(srdma_wq, &qp->read_work);
+	return 0;
+}
+
+void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
+		    struct sk_buff *skb, int payoff)
+{
+	int d, err = 0;
+	u32 npkts;
+
+	spin_lock_bh(&qp->lock);
+	if (!srdma_rq_running(qp)) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
+		goto out_unlock;
+	}
+	if (pkt->paylen > qp->mtu) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+		goto out_unlock;
+	}
+
+	d = srdma_psn_diff(pkt->psn, qp->epsn);
+	if (d > 0) {
+		/* A gap: NAK once, drop until the missing PSN comes. */
+		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
+		if (!qp->nak_sent) {
+			qp->nak_sent = true;
+			srdma_send_nak(qp, SRDMA_NAK_PSN_SEQ, qp->epsn);
+		}
+		goto out_unlock;
+	}
+	if (d < 0) {
+		/* Duplicate: never execute SEND or WRITE again. */
+		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
+		if (pkt->flags & SRDMA_F_READ)
+			srdma_resp_read(qp, pkt);
+		else if (pkt->ackreq)
+			srdma_send_ack(qp, SRDMA_AETH_ACK |
+				       SRDMA_AETH_CREDIT_INVALID,
+				       srdma_psn_add(qp->epsn, SRDMA_PSN_MASK));
+		goto out_unlock;
+	}
+	qp->nak_sent = false;
+
+	if (!srdma_resp_seq_ok(qp, pkt)) {
+		srdma_err_qp(qp, "opcode %#x out of sequence after %#x\n",
+			     pkt->opcode, qp->resp_opcode);
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+				 IB_WC_REM_INV_REQ_ERR);
+		goto out_unlock;
+	}
+
+	if (pkt->flags & SRDMA_F_SEND)
+		err = srdma_resp_send(qp, pkt, skb, payoff);
+	else if (pkt->flags & SRDMA_F_WRITE)
+		err = srdma_resp_write(qp, pkt, skb, payoff);
+	else
+		err = srdma_resp_read(qp, pkt);
+	if (err)
+		goto out_unlock;
+
+	qp->resp_opcode = pkt->opcode;
+	if (pkt->flags & SRDMA_F_READ) {
+		npkts = max_t(u32, 1, DIV_ROUND_UP(pkt->dmalen, qp->mtu));
+		qp->epsn = srdma_psn_add(qp->epsn, npkts);
+		qp->msn = (qp->msn + 1) & SRDMA_MSN_MASK;
+		goto out_unlock;
+	}
+	qp->epsn = srdma_psn_add(qp->epsn, 1);
+	if (pkt->ackreq)
+		srdma_send_ack(qp, SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID,
+			       pkt->psn);
+out_unlock:
+	spin_unlock_bh(&qp->lock);
+}
+
+/* Build and send one READ response packet; no locks held. */
+static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
+			       u32 off, u32 npkts, u32 msn)
+{
+	u32 idx = off / qp->mtu;
+	struct srdma_pkt pkt = {
+		.pkey = SRDMA_DEFAULT_PKEY,
+		.dqpn = qp->attr.dest_qp_num,
+		.psn = srdma_psn_add(job->psn, idx),
+		.syndrome = SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID,
+		.msn = msn,
+		.paylen = min(qp->mtu, job->len - off),
+	};
+	struct srdma_mr *mr = NULL;
+	struct sk_buff *skb;
+	u8 *payload;
+
+	if (npkts == 1)
+		pkt.opcode = SRDMA_OP_READ_RESP_ONLY;
+	else if (idx == 0)
+		pkt.opcode = SRDMA_OP_READ_RESP_FIRST;
+	else if (idx == npkts - 1)
+		pkt.opcode = SRDMA_OP_READ_RESP_LAST;
+	else
+		pkt.opcode = SRDMA_OP_READ_RESP_MIDDLE;
+
+	if (pkt.paylen) {
+		mr = srdma_mr_get(qp->sdev, job->rkey, true);
+		if (!mr || srdma_mr_check(mr, qp->ibqp.pd, job->va + off,
+					  pkt.paylen, IB_ACCESS_REMOTE_READ)) {
+			if (mr)
+				srdma_mr_put(mr);
+			return -EACCES;
+		}
+	}
+	skb = srdma_alloc_pkt(qp, &pkt, &payload);
+	if (skb && mr)
+		srdma_mr_copy(mr, job->va + off, payload, pkt.paylen, false);
+	if (mr)
+		srdma_mr_put(mr);
+	if (!skb)
+		return -ENOMEM;
+	return srdma_xmit(qp, skb);
+}
+
+void srdma_read_work(struct work_struct *work)
+{
+	struct srdma_qp *qp = container_of(work, struct srdma_qp, read_work);
+	struct srdma_read_job job;
+	u32 off, npkts, msn;
+	int err;
+
+	for (;;) {
+		spin_lock_bh(&qp->lock);
+		if (!srdma_rq_running(qp) || qp->rd_cons == qp->rd_prod) {
+			spin_unlock_bh(&qp->lock);
+			return;
+		}
+		job = qp->rd_jobs[qp->rd_cons & qp->rd_mask];
+		msn = qp->msn;
+		spin_unlock_bh(&qp->lock);
+
+		npkts = max_t(u32, 1, DIV_ROUND_UP(job.len, qp->mtu));
+		off = 0;
+		do {
+			err = srdma_read_resp_pkt(qp, &job, off, npkts, msn);
+			if (err == -EACCES) {
+				spin_lock_bh(&qp->lock);
+				srdma_send_nak(qp, SRDMA_NAK_REMOTE_ACCESS,
+					       srdma_psn_add(job.psn,
+							     off / qp->mtu));
+				spin_unlock_bh(&qp->lock);
+				break;
+			}
+			off += qp->mtu;
+			cond_resched();
+		} while (off < job.len);
+
+		spin_lock_bh(&qp->lock);
+		qp->rd_cons++;
+		spin_unlock_bh(&qp->lock);
+	}
+}
