@@ -74,3 +74,22 @@ env_reset() {
 		rmmod srdma || echo "env_reset: rmmod srdma failed"
 	fi
 }
+
+# Run a server command in the background and its client against it; both
+# must exit 0. usage: client_server "SERVER CMD" "CLIENT CMD" [TIMEOUT]
+client_server() {
+	local srv=$1 cli=$2 t=${3:-120} spid rc=0
+	timeout "$t" bash -c "$srv" > /tmp/server.log 2>&1 &
+	spid=$!
+	sleep 1
+	timeout "$t" bash -c "$cli" > /tmp/client.log 2>&1 || rc=$?
+	wait "$spid" || { echo "server failed:"; cat /tmp/server.log; rc=1; }
+	cat /tmp/client.log
+	return $rc
+}
+
+# The value of one hw counter of srdma0 port 1.
+counter() {
+	rdma statistic show link "${2:-srdma0}/1" |
+		grep -oE "(^| )$1 [0-9]+" | awk '{print $2}'
+}

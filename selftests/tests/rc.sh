@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# RC data path in one guest: srdma0 on a veth, loopback to its own GID.
+
+PERF_ARGS="-d srdma0 -x 1 -F"
+
+test_rc_pingpong() {
+	setup_bound_veth || fail "link add"
+	client_server "ibv_rc_pingpong -d srdma0 -g 1 -n 50" \
+		"ibv_rc_pingpong -d srdma0 -g 1 -n 50 127.0.0.1" ||
+		fail "ibv_rc_pingpong"
+	grep -q '50 iters in' /tmp/client.log || fail "no iteration report"
+	[ "$(counter rx_bad_icrc)" = 0 ] || fail "ICRC errors"
+}
+
+test_rc_pingpong_events() {
+	setup_bound_veth || fail "link add"
+	client_server "ibv_rc_pingpong -d srdma0 -g 1 -n 50 -e" \
+		"ibv_rc_pingpong -d srdma0 -g 1 -n 50 -e 127.0.0.1" ||
+		fail "ibv_rc_pingpong -e"
+	grep -q '50 iters in' /tmp/client.log || fail "no iteration report"
+}
+
+test_rc_pingpong_1m() {
+	setup_bound_veth || fail "link add"
+	client_server "ibv_rc_pingpong -d srdma0 -g 1 -n 10 -s 1048576" \
+		"ibv_rc_pingpong -d srdma0 -g 1 -n 10 -s 1048576 127.0.0.1" ||
+		fail "ibv_rc_pingpong -s 1048576"
+	grep -q '20971520 bytes in' /tmp/client.log || fail "byte count"
+}
+
+# Data integrity (1 B to 1 MiB, multi-SGE, immediates), remote and local
+# error paths, flushes, and WRITE/READ against a stopped process.
+test_rc_xfer() {
+	setup_bound_veth || fail "link add"
+	srdma_xfer -d srdma0 > /tmp/server.log 2>&1 &
+	spid=$!
+	sleep 1
+	timeout 300 srdma_xfer -d srdma0 -S $spid 127.0.0.1
+	rc=$?
+	kill $spid
+	[ $rc = 0 ] || fail "srdma_xfer"
+	[ "$(counter remote_access_errors)" -ge 4 ] || fail "access errors not counted"
+}
+
+perf_pair() {	# perf_pair TOOL ARGS...
+	client_server "$* $PERF_ARGS" "$* $PERF_ARGS 127.0.0.1" 120 ||
+		fail "$1"
+	grep -qE '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/client.log ||
+		fail "$1: no result line"
+}
+
+test_perftest_bw() {
+	setup_bound_veth || fail "link add"
+	perf_pair ib_send_bw -s 65536 -n 100 || return 1
+	perf_pair ib_write_bw -s 65536 -n 100 || return 1
+	perf_pair ib_read_bw -s 65536 -n 100 || return 1
+}
+
+test_perftest_lat() {
+	setup_bound_veth || fail "link add"
+	perf_pair ib_send_lat -s 2 -n 100 || return 1
+	perf_pair ib_write_lat -s 2 -n 100 || return 1
+	perf_pair ib_read_lat -s 2 -n 100 || return 1
+}
+
+# A process killed with QPs, MRs and traffic in flight leaves nothing
+# behind: the module unloads.
+test_kill_mid_transfer() {
+	setup_bound_veth || fail "link add"
+	ib_write_bw -d srdma0 -x 1 -F -s 65536 -n 100000 > /dev/null 2>&1 &
+	s=$!
+	sleep 1
+	ib_write_bw -d srdma0 -x 1 -F -s 65536 -n 100000 127.0.0.1 > /dev/null 2>&1 &
+	c=$!
+	sleep 3
+	kill -9 $c $s
+	wait $c $s 2>/dev/null
+	rdma link delete srdma0 || fail "link delete"
+	rmmod srdma || fail "rmmod after kill"
+}
