@@ -42,6 +42,8 @@
 #define SRDMA_MIN_QPN		16
 /* Unacknowledged packets a requester may have in flight. */
 #define SRDMA_WINDOW		512
+/* Response packets one READ request asks for at most. */
+#define SRDMA_READ_CHUNK	64
 /* Ask for an ACK at least every this many packets. */
 #define SRDMA_ACKREQ_EVERY	16
 
@@ -229,6 +231,7 @@ struct srdma_qp {
 	u32 resend_psn;			/* next PSN to resend, while rewound */
 	u32 rd_outstanding;		/* READs sent and not complete */
 	u32 pkts_since_ackreq;
+	u32 rd_gap_psn;			/* READ gap already asked again for */
 	u8 retry_left;
 	u8 rnr_left;
 	bool rnr_wait;			/* waiting out an RNR NAK */

@@ -170,8 +170,15 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 			return;
 		}
-		/* A response was lost: ask again from the first missing. */
+		/* A response was lost: ask again from the first missing,
+		 * once per gap; the timer covers a lost re-request.
+		 */
 		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
+		if (qp->rd_gap_psn != wqe->rd_next_psn) {
+			qp->rd_gap_psn = wqe->rd_next_psn;
+			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+			srdma_req_rewind(qp, wqe->rd_next_psn);
+		}
 		return;
 	}
 
@@ -181,10 +188,11 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	off = idx * qp->mtu;
 	want = last ? wqe->length - off : qp->mtu;
 	/*
-	 * A READ asked again from the middle is answered from a FIRST (or
-	 * ONLY) packet there, so only the end of the message is checked.
+	 * Responses to a READ asked in chunks, or asked again from the
+	 * middle, start and end at those points: only the end of the whole
+	 * message and the payload sizes are checked.
 	 */
-	if (!!(pkt->flags & SRDMA_F_LAST) != last || pkt->paylen != want ||
+	if ((last && !(pkt->flags & SRDMA_F_LAST)) || pkt->paylen != want ||
 	    (first && !(pkt->flags & SRDMA_F_FIRST))) {
 		srdma_err_qp(qp, "READ response psn %u: bad opcode %#x or length %u\n",
 			     pkt->psn, pkt->opcode, pkt->paylen);
@@ -205,9 +213,11 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		if (qp->rd_outstanding)
 			qp->rd_outstanding--;
 	}
-	/* A READ response also acknowledges everything before it. */
-	srdma_comp_ack(qp, last ? pkt->psn : srdma_psn_add(wqe->first_psn,
-							   SRDMA_PSN_MASK));
+	/*
+	 * A READ response acknowledges everything before it, and is progress
+	 * in itself: una moves to the next response expected.
+	 */
+	srdma_comp_ack(qp, pkt->psn);
 }
 
 void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,

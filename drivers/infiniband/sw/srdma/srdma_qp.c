@@ -110,6 +110,7 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->state = IB_QPS_RESET;
 	qp->mtu = 256;
 	qp->resp_opcode = SRDMA_OP_ACK;	/* no message in progress */
+	qp->rd_gap_psn = U32_MAX;		/* never a valid PSN */
 
 	cap->max_send_sge = max(cap->max_send_sge, 1U);
 	cap->max_recv_sge = max(cap->max_recv_sge, 1U);

@@ -153,12 +153,13 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		pkt.opcode = SRDMA_OP_READ_REQ;
 		pkt.va = wqe->remote_addr + off;
 		pkt.rkey = wqe->rkey;
-		pkt.dmalen = wqe->length - off;
+		/* Large READs go out as a series of bounded requests. */
+		pkt.dmalen = min(wqe->length - off, SRDMA_READ_CHUNK * mtu);
 		pkt.ackreq = 1;
 		skb = srdma_alloc_pkt(qp, &pkt, &payload);
 		if (!skb)
 			return -ENOMEM;
-		qp->sq_next_off = wqe->length;
+		qp->sq_next_off = off + pkt.dmalen;
 		qp->pkts_since_ackreq = 0;
 		return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
 	}
@@ -242,6 +243,10 @@ void srdma_req_run(struct srdma_qp *qp)
 				break;
 			if (wqe->done)
 				goto next;
+			/* Next READ chunk once the previous one is answered. */
+			if (wqe->opcode == IB_WR_RDMA_READ && qp->sq_next_off &&
+			    srdma_psn_diff(psn, wqe->rd_next_psn) > 0)
+				break;
 		}
 
 		err = srdma_req_packet(qp, wqe);

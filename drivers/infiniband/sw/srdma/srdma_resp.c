@@ -278,6 +278,15 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		srdma_send_nak(qp, nak, pkt->psn);
 		return -EACCES;
 	}
+	if (qp->rd_jobs && qp->rd_prod - qp->rd_cons >=
+	    max_t(u8, qp->attr.max_dest_rd_atomic, 1) &&
+	    srdma_psn_diff(pkt->psn, qp->epsn) < 0) {
+		/* A repeated READ while all resources are busy: the
+		 * requester asks again after its timeout.
+		 */
+		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
+		return -EBUSY;
+	}
 	if (!qp->rd_jobs || qp->rd_prod - qp->rd_cons >=
 	    max_t(u8, qp->attr.max_dest_rd_atomic, 1)) {
 		srdma_err_qp(qp, "more than %u READs outstanding\n",

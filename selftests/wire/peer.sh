@@ -1,0 +1,116 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Two guests on one virtual wire (scripts/vm/run2). Usage, in both guests:
+#   peer.sh KIND_A KIND_B      KIND is srdma or rxe
+# Guest a binds a KIND_A device to eth0 and guest b a KIND_B device. In
+# phase 1 guest a is the client and b the server; in phase 2 the roles
+# swap. Clients print one KTAP line per test.
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+
+me=$SRDMA_VM_NAME
+if [ "$me" = a ]; then kind=$1; peer_kind=$2; else kind=$2; peer_kind=$1; fi
+peer=$SRDMA_PEER_IP
+barrier() { python3 "$here/barrier.py" "$@"; }
+n=0
+report() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; sed 's/^/# /' /tmp/client.log | tail -20; fi
+}
+
+srdma_install_module
+modprobe ib_uverbs
+if [ "$kind" = srdma ]; then
+	modprobe srdma
+	rdma link add srdma0 type srdma netdev eth0 || exit 1
+	dev=srdma0
+else
+	modprobe rdma_rxe
+	rdma link add rxe0 type rxe netdev eth0 || exit 1
+	dev=rxe0
+fi
+# Wait for the address, then find the RoCEv2 GID of our IPv4 address.
+gidx=
+for i in $(seq 100); do
+	for g in /sys/class/infiniband/$dev/ports/1/gids/*; do
+		idx=${g##*/}
+		t=$(cat /sys/class/infiniband/$dev/ports/1/gid_attrs/types/$idx 2>/dev/null)
+		case "$(cat "$g")" in
+		0000:0000:0000:0000:0000:ffff:*)
+			[ "$t" = "RoCE v2" ] && gidx=$idx && break 2 ;;
+		esac
+	done
+	sleep 0.1
+done
+[ -n "$gidx" ] || { echo "no RoCEv2 IPv4 GID on $dev"; exit 1; }
+ping -c 1 -W 5 "$peer" > /dev/null	# resolve the neighbour
+
+PP="ibv_rc_pingpong -d $dev -g $gidx"
+PF="-d $dev -x $gidx -F"
+
+# Every server listens on its own port, so that a client can never reach
+# the previous test's server while it is still going away.
+server_side() {
+	local p=19000 t
+	$PP -p $((p + 1)) -n 20 > /dev/null 2>&1
+	$PP -p $((p + 2)) -n 5 -s 1048576 > /dev/null 2>&1
+	$PP -p $((p + 3)) -n 20 -e > /dev/null 2>&1
+	p=19010
+	for t in ib_write_bw ib_read_bw ib_send_bw; do
+		p=$((p + 1))
+		timeout 120 $t $PF -p $p -s 65536 -n 50 > /dev/null 2>&1
+	done
+	for t in ib_write_lat ib_read_lat ib_send_lat; do
+		p=$((p + 1))
+		timeout 120 $t $PF -p $p -s 2 -n 100 > /dev/null 2>&1
+	done
+	srdma_xfer -d "$dev" -g "$gidx" > /dev/null 2>&1 &
+	xpid=$!
+	barrier wait 18999
+	kill $xpid
+}
+
+retry() {	# retry CMD: rerun CMD until the server listens (connect refused)
+	local i
+	for i in $(seq 50); do
+		"$@" > /tmp/client.log 2>&1 && return 0
+		grep -q "Couldn't connect\|Connection refused\|Unable to init\|Failed to connect" /tmp/client.log || return 1
+		sleep 0.5
+	done
+	return 1
+}
+
+client_side() {
+	local tag="$kind-to-$peer_kind" t p=19000
+	retry timeout 120 $PP -p $((p + 1)) -n 20 "$peer"; report $? "$tag.rc_pingpong"
+	retry timeout 120 $PP -p $((p + 2)) -n 5 -s 1048576 "$peer"; report $? "$tag.rc_pingpong_1m"
+	retry timeout 120 $PP -p $((p + 3)) -n 20 -e "$peer"; report $? "$tag.rc_pingpong_events"
+	p=19010
+	for t in ib_write_bw ib_read_bw ib_send_bw; do
+		p=$((p + 1))
+		retry timeout 120 $t $PF -p $p -s 65536 -n 50 "$peer"; report $? "$tag.$t"
+		grep -E '^ *65536 ' /tmp/client.log | sed "s/^/# $t: /"
+	done
+	for t in ib_write_lat ib_read_lat ib_send_lat; do
+		p=$((p + 1))
+		retry timeout 120 $t $PF -p $p -s 2 -n 100 "$peer"; report $? "$tag.$t"
+		grep -E '^ *2 ' /tmp/client.log | sed "s/^/# $t: /"
+	done
+	timeout 600 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send,write_imm,bad_rkey_write,bad_rkey_read,out_of_range,no_write_access,read_only_mr_read "$peer" > /tmp/client.log 2>&1
+	report $? "$tag.xfer"
+	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20
+	barrier signal "$peer" 18999
+}
+
+# phase 1: a is the client; phase 2: b is.
+if [ "$me" = a ]; then client_side; else server_side; fi
+if [ "$me" = b ]; then barrier signal "$peer" 18998; else barrier wait 18998; fi
+if [ "$me" = b ]; then client_side; else server_side; fi
+
+bad=$(dmesg | grep -E "$DMESG_BAD")
+if [ -n "$bad" ]; then
+	n=$((n + 1)); echo "not ok $n $me.dmesg"; echo "$bad" | sed 's/^/# /'
+fi
+[ -n "$(rdma statistic show 2>/dev/null)" ] && rdma statistic show | sed 's/^/# /'
+exit 0
