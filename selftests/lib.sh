@@ -93,3 +93,20 @@ counter() {
 	rdma statistic show link "${2:-srdma0}/1" |
 		grep -oE "(^| )$1 [0-9]+" | awk '{print $2}'
 }
+
+# Index of DEV's RoCEv2 GID for an IPv4 address, waiting up to 10 s.
+roce2_ipv4_gid() {
+	local dev=$1 i g idx
+	for i in $(seq 100); do
+		for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+			idx=${g##*/}
+			case "$(cat "$g")" in
+			0000:0000:0000:0000:0000:ffff:*)
+				[ "$(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"$idx" 2>/dev/null)" = "RoCE v2" ] &&
+					{ echo "$idx"; return 0; } ;;
+			esac
+		done
+		sleep 0.1
+	done
+	return 1
+}

@@ -30,20 +30,7 @@ else
 	rdma link add rxe0 type rxe netdev eth0 || exit 1
 	dev=rxe0
 fi
-# Wait for the address, then find the RoCEv2 GID of our IPv4 address.
-gidx=
-for i in $(seq 100); do
-	for g in /sys/class/infiniband/$dev/ports/1/gids/*; do
-		idx=${g##*/}
-		t=$(cat /sys/class/infiniband/$dev/ports/1/gid_attrs/types/$idx 2>/dev/null)
-		case "$(cat "$g")" in
-		0000:0000:0000:0000:0000:ffff:*)
-			[ "$t" = "RoCE v2" ] && gidx=$idx && break 2 ;;
-		esac
-	done
-	sleep 0.1
-done
-[ -n "$gidx" ] || { echo "no RoCEv2 IPv4 GID on $dev"; exit 1; }
+gidx=$(roce2_ipv4_gid $dev) || { echo "no RoCEv2 IPv4 GID on $dev"; exit 1; }
 ping -c 1 -W 5 "$peer" > /dev/null	# resolve the neighbour
 
 PP="ibv_rc_pingpong -d $dev -g $gidx"

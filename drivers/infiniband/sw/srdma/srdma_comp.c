@@ -32,7 +32,7 @@ static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 {
 	struct srdma_send_wqe *wqe;
 	bool progress = false;
-	u32 una;
+	u32 una = srdma_psn_add(psn, 1);
 
 	while (qp->sq.cons != qp->sq.prod) {
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
@@ -44,6 +44,9 @@ static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 		} else if (srdma_psn_diff(psn, wqe->last_psn) < 0) {
 			break;
 		}
+		/* READs answered earlier may retire past @psn. */
+		if (srdma_psn_diff(wqe->last_psn, una) >= 0)
+			una = srdma_psn_add(wqe->last_psn, 1);
 		srdma_req_complete(qp, wqe, IB_WC_SUCCESS);
 		progress = true;
 		if (qp->state == IB_QPS_ERR)
@@ -51,7 +54,6 @@ static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 	}
 
 	/* The oldest PSN still unacknowledged. */
-	una = srdma_psn_add(psn, 1);
 	wqe = srdma_pending_read(qp);
 	if (wqe && srdma_psn_diff(una, wqe->rd_next_psn) > 0)
 		una = wqe->rd_next_psn;
@@ -162,11 +164,15 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	int err;
 
 	if (!wqe || wqe->opcode != IB_WR_RDMA_READ || wqe->done) {
+		srdma_dbg_qp(qp, "read resp psn %u: no pending READ (una %u next %u)\n",
+			     pkt->psn, qp->una_psn, qp->next_psn);
 		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 		return;
 	}
 	if (pkt->psn != wqe->rd_next_psn) {
 		if (srdma_psn_diff(pkt->psn, wqe->rd_next_psn) < 0) {
+			srdma_dbg_qp(qp, "read resp psn %u: dup, want %u\n",
+				     pkt->psn, wqe->rd_next_psn);
 			srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 			return;
 		}
@@ -174,6 +180,8 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		 * once per gap; the timer covers a lost re-request.
 		 */
 		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
+		srdma_dbg_qp(qp, "read resp psn %u: gap, want %u\n", pkt->psn,
+			     wqe->rd_next_psn);
 		if (qp->rd_gap_psn != wqe->rd_next_psn) {
 			qp->rd_gap_psn = wqe->rd_next_psn;
 			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);

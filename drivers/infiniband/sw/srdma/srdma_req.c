@@ -249,6 +249,9 @@ void srdma_req_run(struct srdma_qp *qp)
 				break;
 		}
 
+		srdma_dbg_qp(qp, "tx wqe %u op %u off %u psn %u-%u\n", qp->sq_next,
+			     wqe->opcode, qp->sq_next_off, wqe->first_psn,
+			     wqe->last_psn);
 		err = srdma_req_packet(qp, wqe);
 		if (err == -EACCES || err == -EINVAL) {
 			/* Bad lkey, range or right in the local SGEs. */
@@ -284,6 +287,14 @@ void srdma_retrans_timer(struct timer_list *t)
 	struct srdma_send_wqe *wqe;
 
 	spin_lock_bh(&qp->lock);
+	if (qp->sq.cons != qp->sq.prod) {
+		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		srdma_dbg_qp(qp, "timer: state %d rnr %d una %u next %u sq %u/%u/%u: op %u started %d done %d psn %u-%u rd_next %u len %u\n",
+			     qp->state, qp->rnr_wait, qp->una_psn, qp->next_psn,
+			     qp->sq.cons, qp->sq_next, qp->sq.prod, wqe->opcode,
+			     wqe->started, wqe->done, wqe->first_psn,
+			     wqe->last_psn, wqe->rd_next_psn, wqe->length);
+	}
 	if (!srdma_sq_running(qp))
 		goto out_unlock;
 	if (qp->rnr_wait) {
@@ -297,6 +308,9 @@ void srdma_retrans_timer(struct timer_list *t)
 		goto out_unlock;	/* nothing outstanding */
 
 	srdma_count(qp->sdev, SRDMA_CNT_TIMEOUTS);
+	srdma_dbg_qp(qp, "timeout: una %u next %u sq %u/%u/%u rd %u retries %u\n",
+		     qp->una_psn, qp->next_psn, qp->sq.cons, qp->sq_next,
+		     qp->sq.prod, qp->rd_outstanding, qp->retry_left);
 	if (!qp->retry_left) {
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
 		srdma_err_qp(qp, "no ACK after %u retries\n",
