@@ -304,12 +304,18 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
 	ibdev_warn_ratelimited(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
 #define srdma_dbg(sdev, fmt, ...) \
 	ibdev_dbg(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
-#define srdma_dbg_qp(qp, fmt, ...) \
-	ibdev_dbg(&(qp)->sdev->ibdev, "qp %u: " fmt, (qp)->ibqp.qp_num, \
-		  ##__VA_ARGS__)
-#define srdma_err_qp(qp, fmt, ...) \
-	ibdev_err_ratelimited(&(qp)->sdev->ibdev, "qp %u: " fmt, \
-			      (qp)->ibqp.qp_num, ##__VA_ARGS__)
+#define srdma_dbg_qp(qp, fmt, ...) do {					\
+	const struct srdma_qp *__q = (qp);				\
+									\
+	ibdev_dbg(&__q->sdev->ibdev, "qp %u: " fmt, __q->ibqp.qp_num,	\
+		  ##__VA_ARGS__);					\
+} while (0)
+#define srdma_err_qp(qp, fmt, ...) do {					\
+	const struct srdma_qp *__q = (qp);				\
+									\
+	ibdev_err_ratelimited(&__q->sdev->ibdev, "qp %u: " fmt,	\
+			      __q->ibqp.qp_num, ##__VA_ARGS__);		\
+} while (0)
 
 /* srdma_net.c */
 int srdma_net_init(void);

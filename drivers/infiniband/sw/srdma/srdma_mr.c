@@ -218,25 +218,26 @@ int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
 }
 
 /*
- * Visit [iova, iova + len) of a user MR page by page. The range must have
- * passed srdma_mr_check().
+ * The page holding byte @done of [iova, ...) in a user MR, the offset in
+ * it, and how many of the @left remaining bytes it holds. The range must
+ * have passed srdma_mr_check().
  */
-#define srdma_for_each_chunk(mr, iova, len, pg, pgoff, n, done)		\
-	for (done = 0;							\
-	     done < (len) &&						\
-	     ((pgoff) = (mr)->page_off + ((iova) - (mr)->iova) + done,	\
-	      (pg) = (mr)->pages[(pgoff) >> PAGE_SHIFT],		\
-	      (pgoff) &= ~PAGE_MASK,					\
-	      (n) = min_t(u32, (len) - done, PAGE_SIZE - (pgoff)), 1);	\
-	     done += (n))
+static u32 srdma_mr_chunk(struct srdma_mr *mr, u64 iova, u32 done, u32 left,
+			  struct page **pg, u32 *pgoff)
+{
+	u64 off = mr->page_off + (iova - mr->iova) + done;
+
+	*pg = mr->pages[off >> PAGE_SHIFT];
+	*pgoff = off & ~PAGE_MASK;
+	return min_t(u32, left, PAGE_SIZE - *pgoff);
+}
 
 /* Copy between @buf and the MR; @to_mr picks the direction. */
 void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 		   bool to_mr)
 {
-	u64 pgoff;
 	struct page *pg;
-	u32 n, done;
+	u32 n, done, pgoff;
 	void *va;
 
 	if (mr->type == SRDMA_MR_DMA) {
@@ -246,7 +247,8 @@ void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 			memcpy(buf, (void *)(uintptr_t)iova, len);
 		return;
 	}
-	srdma_for_each_chunk(mr, iova, len, pg, pgoff, n, done) {
+	for (done = 0; done < len; done += n) {
+		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
 		va = kmap_local_page(pg);
 		if (to_mr)
 			memcpy(va + pgoff, buf + done, n);
@@ -260,16 +262,16 @@ void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len)
 {
-	u64 pgoff;
 	struct page *pg;
-	u32 n, done;
+	u32 n, done, pgoff;
 	void *va;
 	int err;
 
 	if (mr->type == SRDMA_MR_DMA)
 		return skb_copy_bits(skb, off, (void *)(uintptr_t)iova, len);
 
-	srdma_for_each_chunk(mr, iova, len, pg, pgoff, n, done) {
+	for (done = 0; done < len; done += n) {
+		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
 		va = kmap_local_page(pg);
 		err = skb_copy_bits(skb, off + done, va + pgoff, n);
 		kunmap_local(va);

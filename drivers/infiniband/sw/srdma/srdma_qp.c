@@ -193,12 +193,15 @@ void srdma_qp_error(struct srdma_qp *qp)
 static void srdma_qp_reset(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
-	qp->sq.prod = qp->sq.cons = 0;
-	qp->rq.prod = qp->rq.cons = 0;
+	qp->sq.prod = 0;
+	qp->sq.cons = 0;
+	qp->rq.prod = 0;
+	qp->rq.cons = 0;
 	qp->sq_next = 0;
 	qp->sq_next_off = 0;
 	qp->rd_outstanding = 0;
-	qp->rd_prod = qp->rd_cons = 0;
+	qp->rd_prod = 0;
+	qp->rd_cons = 0;
 	qp->recv_active = false;
 	qp->write_left = 0;
 	qp->write_nak = 0;
@@ -362,7 +365,8 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		old_jobs = qp->rd_jobs;
 		qp->rd_jobs = jobs;
 		qp->rd_mask = njobs - 1;
-		qp->rd_prod = qp->rd_cons = 0;
+		qp->rd_prod = 0;
+		qp->rd_cons = 0;
 	}
 	if (mask & IB_QP_DEST_QPN)
 		qp->attr.dest_qp_num = attr->dest_qp_num;

@@ -258,10 +258,12 @@ void srdma_req_run(struct srdma_qp *qp)
 			srdma_err_qp(qp, "wr %llu: local protection error\n",
 				     wqe->wr_id);
 			qp->sq_error = true;
-			while (qp->sq.cons != qp->sq_next)
-				srdma_req_complete(qp, srdma_ring_slot(&qp->sq,
-							qp->sq.cons),
-						   IB_WC_WR_FLUSH_ERR);
+			while (qp->sq.cons != qp->sq_next) {
+				struct srdma_send_wqe *old;
+
+				old = srdma_ring_slot(&qp->sq, qp->sq.cons);
+				srdma_req_complete(qp, old, IB_WC_WR_FLUSH_ERR);
+			}
 			srdma_req_complete(qp, wqe, IB_WC_LOC_PROT_ERR);
 			return;
 		}
@@ -289,11 +291,10 @@ void srdma_retrans_timer(struct timer_list *t)
 	spin_lock_bh(&qp->lock);
 	if (qp->sq.cons != qp->sq.prod) {
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
-		srdma_dbg_qp(qp, "timer: state %d rnr %d una %u next %u sq %u/%u/%u: op %u started %d done %d psn %u-%u rd_next %u len %u\n",
-			     qp->state, qp->rnr_wait, qp->una_psn, qp->next_psn,
-			     qp->sq.cons, qp->sq_next, qp->sq.prod, wqe->opcode,
-			     wqe->started, wqe->done, wqe->first_psn,
-			     wqe->last_psn, wqe->rd_next_psn, wqe->length);
+		srdma_dbg_qp(qp, "timer: una %u next %u sq %u/%u/%u: op %u psn %u-%u rd %u\n",
+			     qp->una_psn, qp->next_psn, qp->sq.cons,
+			     qp->sq_next, qp->sq.prod, wqe->opcode,
+			     wqe->first_psn, wqe->last_psn, wqe->rd_next_psn);
 	}
 	if (!srdma_sq_running(qp))
 		goto out_unlock;

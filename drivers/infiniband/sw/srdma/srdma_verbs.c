@@ -10,7 +10,6 @@
 
 #include "srdma.h"
 
-
 enum ib_port_state srdma_port_state(struct srdma_dev *sdev)
 {
 	struct net_device *ndev = sdev->ndev;
