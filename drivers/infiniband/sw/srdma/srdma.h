@@ -44,6 +44,8 @@
 #define SRDMA_WINDOW		512
 /* Response packets one READ request asks for at most. */
 #define SRDMA_READ_CHUNK	64
+/* READs of at most this many packets are answered in the softirq. */
+#define SRDMA_READ_INLINE_PKTS	4
 /* Ask for an ACK at least every this many packets. */
 #define SRDMA_ACKREQ_EVERY	16
 

@@ -263,10 +263,63 @@ static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	return 0;
 }
 
-/* Queue a READ request for the read work; QP lock held. */
+/*
+ * Build and send one READ response packet. Takes no QP lock: called from
+ * the read work, or from the receive softirq with the lock held.
+ */
+static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
+			       u32 off, u32 npkts, u32 msn)
+{
+	u32 idx = off / qp->mtu;
+	struct srdma_pkt pkt = {
+		.pkey = SRDMA_DEFAULT_PKEY,
+		.dqpn = qp->attr.dest_qp_num,
+		.psn = srdma_psn_add(job->psn, idx),
+		.syndrome = SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID,
+		.msn = msn,
+		.paylen = min(qp->mtu, job->len - off),
+	};
+	struct srdma_mr *mr = NULL;
+	struct sk_buff *skb;
+	u8 *payload;
+
+	if (npkts == 1)
+		pkt.opcode = SRDMA_OP_READ_RESP_ONLY;
+	else if (idx == 0)
+		pkt.opcode = SRDMA_OP_READ_RESP_FIRST;
+	else if (idx == npkts - 1)
+		pkt.opcode = SRDMA_OP_READ_RESP_LAST;
+	else
+		pkt.opcode = SRDMA_OP_READ_RESP_MIDDLE;
+
+	if (pkt.paylen) {
+		mr = srdma_mr_get(qp->sdev, job->rkey, true);
+		if (!mr || srdma_mr_check(mr, qp->ibqp.pd, job->va + off,
+					  pkt.paylen, IB_ACCESS_REMOTE_READ)) {
+			if (mr)
+				srdma_mr_put(mr);
+			return -EACCES;
+		}
+	}
+	skb = srdma_alloc_pkt(qp, &pkt, &payload);
+	if (skb && mr)
+		srdma_mr_copy(mr, job->va + off, payload, pkt.paylen, false);
+	if (mr)
+		srdma_mr_put(mr);
+	if (!skb)
+		return -ENOMEM;
+	return srdma_xmit(qp, skb);
+}
+
+/*
+ * Answer a READ request: short ones at once, in this softirq, when no
+ * older READ is still being answered; others through the read work.
+ * QP lock held.
+ */
 static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	struct srdma_read_job *job;
+	u32 npkts, msn, off, i;
 	int nak;
 
 	nak = srdma_resp_check_rkey(qp, pkt->va, pkt->rkey, pkt->dmalen,
@@ -299,6 +352,21 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	job->rkey = pkt->rkey;
 	job->len = pkt->dmalen;
 	job->psn = pkt->psn;
+	npkts = max_t(u32, 1, DIV_ROUND_UP(job->len, qp->mtu));
+	if (qp->rd_prod == qp->rd_cons && npkts <= SRDMA_READ_INLINE_PKTS) {
+		/* The MSN counts this READ as done. */
+		msn = srdma_psn_diff(pkt->psn, qp->epsn) < 0 ? qp->msn :
+		      (qp->msn + 1) & SRDMA_MSN_MASK;
+		for (off = 0, i = 0; i < npkts; i++, off += qp->mtu) {
+			if (srdma_read_resp_pkt(qp, job, off, npkts, msn) ==
+			    -EACCES) {
+				srdma_send_nak(qp, SRDMA_NAK_REMOTE_ACCESS,
+					       srdma_psn_add(job->psn, i));
+				break;
+			}
+		}
+		return 0;
+	}
 	qp->rd_prod++;
 	queue_work(srdma_wq, &qp->read_work);
 	return 0;
@@ -373,51 +441,6 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			       pkt->psn);
 out_unlock:
 	spin_unlock_bh(&qp->lock);
-}
-
-/* Build and send one READ response packet; no locks held. */
-static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
-			       u32 off, u32 npkts, u32 msn)
-{
-	u32 idx = off / qp->mtu;
-	struct srdma_pkt pkt = {
-		.pkey = SRDMA_DEFAULT_PKEY,
-		.dqpn = qp->attr.dest_qp_num,
-		.psn = srdma_psn_add(job->psn, idx),
-		.syndrome = SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID,
-		.msn = msn,
-		.paylen = min(qp->mtu, job->len - off),
-	};
-	struct srdma_mr *mr = NULL;
-	struct sk_buff *skb;
-	u8 *payload;
-
-	if (npkts == 1)
-		pkt.opcode = SRDMA_OP_READ_RESP_ONLY;
-	else if (idx == 0)
-		pkt.opcode = SRDMA_OP_READ_RESP_FIRST;
-	else if (idx == npkts - 1)
-		pkt.opcode = SRDMA_OP_READ_RESP_LAST;
-	else
-		pkt.opcode = SRDMA_OP_READ_RESP_MIDDLE;
-
-	if (pkt.paylen) {
-		mr = srdma_mr_get(qp->sdev, job->rkey, true);
-		if (!mr || srdma_mr_check(mr, qp->ibqp.pd, job->va + off,
-					  pkt.paylen, IB_ACCESS_REMOTE_READ)) {
-			if (mr)
-				srdma_mr_put(mr);
-			return -EACCES;
-		}
-	}
-	skb = srdma_alloc_pkt(qp, &pkt, &payload);
-	if (skb && mr)
-		srdma_mr_copy(mr, job->va + off, payload, pkt.paylen, false);
-	if (mr)
-		srdma_mr_put(mr);
-	if (!skb)
-		return -ENOMEM;
-	return srdma_xmit(qp, skb);
 }
 
 void srdma_read_work(struct work_struct *work)
