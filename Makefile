@@ -35,9 +35,9 @@ SELFTEST_BINS := $(BUILD)/selftests/srdma_verbs_test \
 		 $(BUILD)/selftests/srdma_hold \
 		 $(BUILD)/selftests/srdma_xfer
 
-.PHONY: all module provider selftests check demo lint install clean deps
+.PHONY: all module provider selftests check demo lint install clean deps fuzz
 
-all: module provider selftests
+all: module provider selftests fuzz
 
 deps:
 	@$(ROOT)/scripts/install-deps
@@ -99,6 +99,18 @@ $(BUILD)/selftests/%: selftests/%.c selftests/srdma_test.h $(KSELFTEST)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) -isystem $(BUILD)/kselftest \
 		-Iinclude/uapi -o $@ $< \
 		-libverbs -lpthread
+
+# The same parser under libFuzzer with ASan/UBSan (clang from Debian).
+FUZZ_CC ?= clang
+fuzz: $(BUILD)/tools/wire_fuzz
+
+$(BUILD)/tools/wire_fuzz: tools/wire-test/wire_fuzz.c $(DRV)/srdma_wire.c \
+			  $(DRV)/srdma_wire.h tools/wire-test/wire_compat.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -Wall -Wextra -Werror \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-I$(DRV) -Itools/wire-test -o $@ tools/wire-test/wire_fuzz.c \
+		$(DRV)/srdma_wire.c
 
 lint: $(CHECKPATCH)
 	$(CHECKPATCH) --strict --no-tree --terse --show-types \

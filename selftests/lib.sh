@@ -12,7 +12,8 @@ export PATH=$B/selftests:$PATH
 # Kernel log lines that fail any test.
 DMESG_BAD='WARNING:|BUG:|Oops|general protection|KASAN|UBSAN|possible circular locking|possible recursive locking|INFO: task .* blocked|Call Trace|unreferenced object|refcount_t:|list_add corruption|list_del corruption|ib_query_port failed'
 
-fail() { echo "FAIL: $*"; return 1; }
+# Fail the test: each test runs in its own subshell, so this ends it.
+fail() { echo "FAIL: $*"; exit 1; }
 
 # Copy the module into the guest's (writable, throwaway) module tree so
 # that modprobe and `rdma link add ... type srdma` autoloading find it.
@@ -62,6 +63,11 @@ env_reset() {
 	local d ns
 	for d in /sys/class/infiniband/srdma*; do
 		[ -e "$d" ] && rdma link delete "$(basename "$d")" 2>/dev/null
+	done
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+		for d in $(ip netns exec "$ns" ls /sys/class/infiniband 2>/dev/null); do
+			ip netns exec "$ns" rdma link delete "$d" 2>/dev/null
+		done
 	done
 	ip link del v0 2>/dev/null
 	ip link del v2 2>/dev/null

@@ -5,7 +5,8 @@
  * connection.
  *
  *   server: srdma_xfer -d DEV [-g GIDX] [-p PORT]
- *   client: srdma_xfer -d DEV [-g GIDX] [-p PORT] [-t TEST] [-S PID] HOST
+ *   client: srdma_xfer -d DEV [-g GIDX] [-p PORT] [-t TEST] [-S PID]
+ *                      [-m MAXSIZE] HOST
  *
  * The client runs the tests and prints one KTAP line per test; it exits 0
  * only if all pass. Every test connects a fresh QP pair. Data is a seeded
@@ -40,6 +41,8 @@ enum cmd {
 	CMD_RECV,	/* post one receive of len at off */
 	CMD_RECV_WAIT,	/* wait for a receive: check opcode/len/imm/data */
 	CMD_QUIT,
+	CMD_RECV_LATER,	/* reply, then post a receive after 300 ms */
+	CMD_DESTROY_QP,	/* destroy the server's QP: the peer goes silent */
 };
 
 struct ctl {
@@ -78,6 +81,9 @@ struct conn {
 };
 
 static const char *devname = "srdma0";
+/* QP attributes a test may change before it connects. */
+static int qp_timeout = 14, qp_retry_cnt = 7, qp_rnr_retry = 7;
+static uint32_t max_size = 1u << 20;
 static int gid_index = 1;
 static const char *port = "18515";
 static int verbose;
@@ -249,9 +255,9 @@ static void conn_connect(struct conn *c)
 		die("modify_qp RTR: %s", strerror(errno));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
+	a.timeout = qp_timeout;
+	a.retry_cnt = qp_retry_cnt;
+	a.rnr_retry = qp_rnr_retry;
 	a.sq_psn = me.psn;
 	a.max_rd_atomic = 16;
 	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
@@ -266,7 +272,8 @@ static void conn_connect(struct conn *c)
 
 static void conn_close(struct conn *c)
 {
-	ibv_destroy_qp(c->qp);
+	if (c->qp)
+		ibv_destroy_qp(c->qp);
 	ibv_destroy_cq(c->cq);
 	ibv_dereg_mr(c->mr);
 	ibv_dereg_mr(c->ro_mr);
@@ -353,6 +360,22 @@ static void serve_one(struct conn *c)
 			if (!m.status && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
 			    check_pattern(c->buf + m.off, m.len, m.seed) >= 0)
 				m.status = EIO;
+			break;
+		case CMD_RECV_LATER:
+			xwrite(c->sock, &m, sizeof(m));
+			usleep(300000);
+			sge.addr = (uintptr_t)c->buf + m.off;
+			sge.length = m.len;
+			sge.lkey = c->mr->lkey;
+			memset(&rwr, 0, sizeof(rwr));
+			rwr.wr_id = m.seed;
+			rwr.sg_list = &sge;
+			rwr.num_sge = 1;
+			ibv_post_recv(c->qp, &rwr, &bad_rwr);
+			continue;
+		case CMD_DESTROY_QP:
+			ibv_destroy_qp(c->qp);
+			c->qp = NULL;
 			break;
 		case CMD_QUIT:
 			xwrite(c->sock, &m, sizeof(m));
@@ -533,7 +556,7 @@ static bool t_write(struct conn *c)
 	uint32_t i, seed, roff;
 	int nsge;
 
-	for (i = 0; i < NSIZES; i++) {
+	for (i = 0; i < NSIZES && sizes[i] <= max_size; i++) {
 		seed = 100 + i;
 		nsge = sizes[i] >= 3 ? 1 + i % 3 : 1;
 		roff = (i * 4099) % 4096;
@@ -556,7 +579,7 @@ static bool t_read(struct conn *c)
 	uint32_t i, seed, roff;
 	int nsge;
 
-	for (i = 0; i < NSIZES; i++) {
+	for (i = 0; i < NSIZES && sizes[i] <= max_size; i++) {
 		seed = 200 + i;
 		nsge = sizes[i] >= 3 ? 1 + (i + 1) % 3 : 1;
 		roff = (i * 977) % 4096;
@@ -580,7 +603,7 @@ static bool t_send(struct conn *c)
 	uint32_t i, seed;
 	int nsge;
 
-	for (i = 0; i < NSIZES; i++) {
+	for (i = 0; i < NSIZES && sizes[i] <= max_size; i++) {
 		seed = 300 + i;
 		nsge = sizes[i] >= 3 ? 1 + i % 3 : 1;
 		EXPECT(!ctl(c, CMD_RECV, 1, 8192, sizes[i] + 100, 0, 0), "recv");
@@ -773,6 +796,57 @@ static bool t_one_sided(struct conn *c)
 	return true;
 }
 
+/* A SEND that arrives before its receive is posted completes after RNR. */
+static bool t_rnr(struct conn *c)
+{
+	struct ibv_wc wc;
+
+	EXPECT(!ctl(c, CMD_RECV_LATER, 31, 8192, 4096, 0, 0), "recv later");
+	local_fill(c, 0, 2000, 1, 31);
+	EXPECT(!do_op(c, IBV_WR_SEND, 0, 2000, 0, 0, 0, 1, c->mr->lkey, &wc),
+	       "post/poll failed");
+	EXPECT(wc.status == IBV_WC_SUCCESS, "status %s",
+	       ibv_wc_status_str(wc.status));
+	EXPECT(!ctl(c, CMD_RECV_WAIT, 31, 8192, 2000, 0, IBV_WC_RECV),
+	       "receive side check failed");
+	return true;
+}
+
+/* rnr_retry 0: no receive ever comes, the SEND fails at once. */
+static bool t_rnr_exhausted(struct conn *c)
+{
+	struct ibv_wc wc;
+
+	local_fill(c, 0, 100, 1, 32);
+	EXPECT(!do_op(c, IBV_WR_SEND, 0, 100, 0, 0, 0, 1, c->mr->lkey, &wc),
+	       "post/poll failed");
+	EXPECT(wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
+	       "status %s, want RNR retry exceeded",
+	       ibv_wc_status_str(wc.status));
+	return true;
+}
+
+/* The peer's QP disappears: retry_cnt timeouts, then an error. */
+static bool t_retry_exceeded(struct conn *c)
+{
+	struct timespec t0, t1;
+	struct ibv_wc wc;
+	double secs;
+
+	EXPECT(!ctl(c, CMD_DESTROY_QP, 0, 0, 0, 0, 0), "destroy peer QP");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	EXPECT(!do_op(c, IBV_WR_RDMA_WRITE, 0, 4096, c->peer.addr,
+		      c->peer.rkey, 0, 1, c->mr->lkey, &wc), "post/poll failed");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	EXPECT(wc.status == IBV_WC_RETRY_EXC_ERR,
+	       "status %s, want retry exceeded", ibv_wc_status_str(wc.status));
+	/* timeout 10 is 4.2 ms: 4 tries take well under 2 s, even here. */
+	EXPECT(secs < 2.0, "took %.2f s", secs);
+	printf("# retry exceeded after %.3f s\n", secs);
+	return true;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(struct conn *c);
@@ -789,7 +863,24 @@ static const struct {
 	{ "local_protection", t_local_prot },
 	{ "flush", t_flush },
 	{ "one_sided", t_one_sided },
+	{ "rnr", t_rnr },
+	{ "rnr_exhausted", t_rnr_exhausted },
+	{ "retry_exceeded", t_retry_exceeded },
 };
+
+/* Is @name one of the comma-separated names in @list? */
+static bool listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	while ((p = strstr(p, name))) {
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return true;
+		p += n;
+	}
+	return false;
+}
 
 static int client(const char *host, const char *only)
 {
@@ -800,10 +891,13 @@ static int client(const char *host, const char *only)
 		struct conn c = {};
 		bool ok;
 
-		if (only && !strstr(only, tests[i].name))
+		if (only && !listed(only, tests[i].name))
 			continue;
 		if (tests[i].fn == t_one_sided && !stop_pid)
 			continue;
+		qp_timeout = tests[i].fn == t_retry_exceeded ? 10 : 14;
+		qp_retry_cnt = tests[i].fn == t_retry_exceeded ? 3 : 7;
+		qp_rnr_retry = tests[i].fn == t_rnr_exhausted ? 0 : 7;
 		client_connect(&c, host);
 		ok = tests[i].fn(&c);
 		ctl(&c, CMD_QUIT, 0, 0, 0, 0, 0);
@@ -821,13 +915,14 @@ int main(int argc, char **argv)
 	int opt;
 
 	srand(getpid() ^ time(NULL));
-	while ((opt = getopt(argc, argv, "d:g:p:t:S:v")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:t:S:m:v")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
 		case 'p': port = optarg; break;
 		case 't': only = optarg; break;
 		case 'S': stop_pid = atoi(optarg); break;
+		case 'm': max_size = strtoul(optarg, NULL, 0); break;
 		case 'v': verbose = 1; break;
 		default:
 			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-t TESTS] [-S PID] [HOST]\n",

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # Two guests on one virtual wire (scripts/vm/run2). Usage, in both guests:
-#   peer.sh KIND_A KIND_B      KIND is srdma or rxe
+#   peer.sh KIND_A KIND_B [LOSS]    KIND is srdma or rxe
+# With LOSS (a percentage), both guests add netem loss on eth0 and run
+# the reduced, data-verifying set only.
 # Guest a binds a KIND_A device to eth0 and guest b a KIND_B device. In
 # phase 1 guest a is the client and b the server; in phase 2 the roles
 # swap. Clients print one KTAP line per test.
@@ -10,6 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
 me=$SRDMA_VM_NAME
+loss=${3:-}
 if [ "$me" = a ]; then kind=$1; peer_kind=$2; else kind=$2; peer_kind=$1; fi
 peer=$SRDMA_PEER_IP
 barrier() { python3 "$here/barrier.py" "$@"; }
@@ -33,12 +36,36 @@ fi
 gidx=$(roce2_ipv4_gid $dev) || { echo "no RoCEv2 IPv4 GID on $dev"; exit 1; }
 ping -c 1 -W 5 "$peer" > /dev/null	# resolve the neighbour
 
+if [ -n "$loss" ]; then
+	modprobe sch_netem
+	tc qdisc replace dev eth0 root netem loss "$loss%" || exit 1
+fi
+
 PP="ibv_rc_pingpong -d $dev -g $gidx"
 PF="-d $dev -x $gidx -F"
 
 # Every server listens on its own port, so that a client can never reach
 # the previous test's server while it is still going away.
+server_side_lossy() {
+	$PP -p 19001 -n 20 > /dev/null 2>&1
+	srdma_xfer -d "$dev" -g "$gidx" > /dev/null 2>&1 &
+	xpid=$!
+	barrier wait 18999
+	kill $xpid
+}
+
+client_side_lossy() {
+	local tag="$kind-to-$peer_kind.loss$loss"
+	retry timeout 300 $PP -p 19001 -n 20 "$peer"; report $? "$tag.rc_pingpong"
+	timeout 900 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send -m 65536 \
+		"$peer" > /tmp/client.log 2>&1
+	report $? "$tag.xfer"
+	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20
+	barrier signal "$peer" 18999
+}
+
 server_side() {
+	[ -n "$loss" ] && { server_side_lossy; return; }
 	local p=19000 t
 	$PP -p $((p + 1)) -n 20 > /dev/null 2>&1
 	$PP -p $((p + 2)) -n 5 -s 1048576 > /dev/null 2>&1
@@ -69,6 +96,7 @@ retry() {	# retry CMD: rerun CMD until the server listens (connect refused)
 }
 
 client_side() {
+	[ -n "$loss" ] && { client_side_lossy; return; }
 	local tag="$kind-to-$peer_kind" t p=19000
 	retry timeout 120 $PP -p $((p + 1)) -n 20 "$peer"; report $? "$tag.rc_pingpong"
 	retry timeout 120 $PP -p $((p + 2)) -n 5 -s 1048576 "$peer"; report $? "$tag.rc_pingpong_1m"

@@ -257,6 +257,7 @@ struct srdma_qp {
 	u32 rd_mask;
 	u32 rd_prod;
 	u32 rd_cons;
+	u32 rd_gen;			/* bumped when the queue is reset */
 	struct work_struct read_work;
 };
 

@@ -138,7 +138,7 @@ static u8 srdma_req_opcode(struct srdma_send_wqe *wqe, bool first, bool last)
 /* Send the next packet of @wqe at qp->sq_next_off. QP lock held. */
 static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 {
-	u32 off = qp->sq_next_off, mtu = qp->mtu;
+	u32 off = qp->sq_next_off, mtu = qp->mtu, idx;
 	struct srdma_pkt pkt = {};
 	struct sk_buff *skb;
 	bool first, last;
@@ -153,8 +153,15 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		pkt.opcode = SRDMA_OP_READ_REQ;
 		pkt.va = wqe->remote_addr + off;
 		pkt.rkey = wqe->rkey;
-		/* Large READs go out as a series of bounded requests. */
-		pkt.dmalen = min(wqe->length - off, SRDMA_READ_CHUNK * mtu);
+		/*
+		 * Large READs go out as a series of requests of at most
+		 * SRDMA_READ_CHUNK packets. A request asked again from the
+		 * middle of one ends where the original ended: the responder
+		 * accepted exactly that PSN range.
+		 */
+		idx = off / mtu;
+		pkt.dmalen = min(wqe->length - off,
+				 (SRDMA_READ_CHUNK - idx % SRDMA_READ_CHUNK) * mtu);
 		pkt.ackreq = 1;
 		skb = srdma_alloc_pkt(qp, &pkt, &payload);
 		if (!skb)

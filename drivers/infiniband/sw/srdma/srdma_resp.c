@@ -331,14 +331,16 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		srdma_send_nak(qp, nak, pkt->psn);
 		return -EACCES;
 	}
-	if (qp->rd_jobs && qp->rd_prod - qp->rd_cons >=
-	    max_t(u8, qp->attr.max_dest_rd_atomic, 1) &&
-	    srdma_psn_diff(pkt->psn, qp->epsn) < 0) {
-		/* A repeated READ while all resources are busy: the
-		 * requester asks again after its timeout.
+	if (qp->rd_jobs && srdma_psn_diff(pkt->psn, qp->epsn) < 0) {
+		/*
+		 * A READ asked again: the requester went back to its first
+		 * missing response and will ask again for everything after
+		 * it, so what is still queued or being sent is stale.
 		 */
-		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
-		return -EBUSY;
+		qp->rd_cons = qp->rd_prod;
+		qp->rd_gen++;
+		srdma_dbg_qp(qp, "READ psn %u asked again (epsn %u)\n", pkt->psn,
+			     qp->epsn);
 	}
 	if (!qp->rd_jobs || qp->rd_prod - qp->rd_cons >=
 	    max_t(u8, qp->attr.max_dest_rd_atomic, 1)) {
@@ -447,7 +449,7 @@ void srdma_read_work(struct work_struct *work)
 {
 	struct srdma_qp *qp = container_of(work, struct srdma_qp, read_work);
 	struct srdma_read_job job;
-	u32 off, npkts, msn;
+	u32 off, npkts, msn, gen;
 	int err;
 
 	for (;;) {
@@ -458,7 +460,10 @@ void srdma_read_work(struct work_struct *work)
 		}
 		job = qp->rd_jobs[qp->rd_cons & qp->rd_mask];
 		msn = qp->msn;
+		gen = qp->rd_gen;
 		spin_unlock_bh(&qp->lock);
+		srdma_dbg_qp(qp, "READ job psn %u len %u gen %u\n", job.psn,
+			     job.len, gen);
 
 		npkts = max_t(u32, 1, DIV_ROUND_UP(job.len, qp->mtu));
 		off = 0;
@@ -474,10 +479,11 @@ void srdma_read_work(struct work_struct *work)
 			}
 			off += qp->mtu;
 			cond_resched();
-		} while (off < job.len);
+		} while (off < job.len && READ_ONCE(qp->rd_gen) == gen);
 
 		spin_lock_bh(&qp->lock);
-		qp->rd_cons++;
+		if (qp->rd_gen == gen)	/* else the queue was reset */
+			qp->rd_cons++;
 		spin_unlock_bh(&qp->lock);
 	}
 }

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * libFuzzer target for the srdma wire-format parser (srdma_wire.c).
+ *
+ * The input is one UDP payload as it would arrive on port 4791. The parser
+ * must never read outside it, and whatever it accepts must be consistent:
+ * the lengths add up to the datagram, and building the headers back from
+ * the parsed fields gives a packet that parses to the same fields.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "srdma_wire.h"
+
+u32 srdma_crc32(u32 crc, const void *buf, u32 len)
+{
+	const u8 *p = buf;
+	int k;
+
+	while (len--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = crc & 1 ? 0xedb88320U ^ (crc >> 1) : crc >> 1;
+	}
+	return crc;
+}
+
+int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
+{
+	u8 hdr[SRDMA_MAX_HDR_LEN], again[SRDMA_MAX_HDR_LEN];
+	struct srdma_pkt pkt, pkt2;
+	u8 iphdrs[20 + 8 + SRDMA_BTH_LEN] = { 0x45 };
+	u32 avail, hl;
+
+	if (size > 65535)
+		return 0;
+	avail = size < SRDMA_MAX_HDR_LEN ? size : SRDMA_MAX_HDR_LEN;
+	/* Copy, as the kernel does with skb_header_pointer(). */
+	memcpy(hdr, data, avail);
+	if (srdma_parse(hdr, avail, size, &pkt))
+		return 0;
+
+	if (pkt.hdr_len + pkt.paylen + pkt.pad + SRDMA_ICRC_LEN != size)
+		abort();
+	if (pkt.hdr_len != srdma_hdr_len(pkt.opcode) || pkt.hdr_len > avail)
+		abort();
+	if (pkt.pad > 3 || ((pkt.paylen + pkt.pad) & 3))
+		abort();
+
+	/* The ICRC over the packet must be computable without overruns. */
+	memcpy(iphdrs + 28, data, SRDMA_BTH_LEN);
+	srdma_crc32(srdma_icrc_hdrs(iphdrs, sizeof(iphdrs), false),
+		    data + SRDMA_BTH_LEN, size - SRDMA_BTH_LEN - SRDMA_ICRC_LEN);
+
+	hl = srdma_build_hdr(again, &pkt);
+	if (hl != pkt.hdr_len)
+		abort();
+	if (srdma_parse(again, hl, size, &pkt2))
+		abort();
+	if (pkt2.opcode != pkt.opcode || pkt2.psn != pkt.psn ||
+	    pkt2.dqpn != pkt.dqpn || pkt2.va != pkt.va ||
+	    pkt2.rkey != pkt.rkey || pkt2.dmalen != pkt.dmalen ||
+	    pkt2.msn != pkt.msn || pkt2.syndrome != pkt.syndrome ||
+	    pkt2.imm != pkt.imm || pkt2.paylen != pkt.paylen ||
+	    pkt2.se != pkt.se || pkt2.ackreq != pkt.ackreq)
+		abort();
+	return 0;
+}
