@@ -35,7 +35,7 @@ SELFTEST_BINS := $(BUILD)/selftests/srdma_verbs_test \
 		 $(BUILD)/selftests/srdma_hold \
 		 $(BUILD)/selftests/srdma_xfer
 
-.PHONY: all module provider selftests check demo lint install clean deps fuzz
+.PHONY: all module provider selftests check demo lint install clean deps fuzz bench
 
 all: module provider selftests fuzz
 
@@ -124,6 +124,12 @@ lint: $(CHECKPATCH)
 check: deps
 	@$(MAKE) --no-print-directory all
 	@$(ROOT)/scripts/run-tests
+
+bench: deps
+	@command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends gnuplot-nox
+	@$(MAKE) --no-print-directory all
+	@$(ROOT)/tools/bench/run
 
 demo: deps
 	@$(MAKE) --no-print-directory all
