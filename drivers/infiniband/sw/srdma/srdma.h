@@ -41,9 +41,9 @@
 /* QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). */
 #define SRDMA_MIN_QPN		16
 /* Unacknowledged packets a requester may have in flight. */
-#define SRDMA_WINDOW		512
+#define SRDMA_WINDOW		128
 /* Response packets one READ request asks for at most. */
-#define SRDMA_READ_CHUNK	64
+#define SRDMA_READ_CHUNK	16
 /* READs of at most this many packets are answered in the softirq. */
 #define SRDMA_READ_INLINE_PKTS	4
 /* Ask for an ACK at least every this many packets. */
