@@ -46,8 +46,9 @@ PF="-d $dev -x $gidx -F"
 
 # Every server listens on its own port, so that a client can never reach
 # the previous test's server while it is still going away.
+# No ibv_rc_pingpong under loss: its server exits after its last receive,
+# so a lost final ACK leaves the client retrying against a QP that is gone.
 server_side_lossy() {
-	$PP -p 19001 -n 20 > /dev/null 2>&1
 	srdma_xfer -d "$dev" -g "$gidx" > /dev/null 2>&1 &
 	xpid=$!
 	barrier wait 18999
@@ -56,7 +57,6 @@ server_side_lossy() {
 
 client_side_lossy() {
 	local tag="$kind-to-$peer_kind.loss$loss"
-	retry timeout 300 $PP -p 19001 -n 20 "$peer"; report $? "$tag.rc_pingpong"
 	timeout 900 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send -m 65536 \
 		"$peer" > /tmp/client.log 2>&1
 	report $? "$tag.xfer"
