@@ -130,6 +130,7 @@ bench: deps
 		apt-get install -y -q --no-install-recommends gnuplot-nox
 	@$(MAKE) --no-print-directory all
 	@$(ROOT)/tools/bench/run
+	@$(ROOT)/tools/bench/loss-run
 
 demo: deps
 	@$(MAKE) --no-print-directory all

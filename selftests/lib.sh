@@ -116,3 +116,18 @@ roce2_ipv4_gid() {
 	done
 	return 1
 }
+
+# Index of DEV's RoCEv2 GID equal to the IPv6 address ADDR (sysfs form).
+roce2_gid_of() {
+	local dev=$1 want=$2 i g idx
+	for i in $(seq 100); do
+		for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+			idx=${g##*/}
+			[ "$(cat "$g")" = "$want" ] &&
+				[ "$(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"$idx" 2>/dev/null)" = "RoCE v2" ] &&
+				{ echo "$idx"; return 0; }
+		done
+		sleep 0.1
+	done
+	return 1
+}

@@ -80,3 +80,23 @@ test_kill_mid_transfer() {
 	rdma link delete srdma0 || fail "link delete"
 	rmmod srdma || fail "rmmod after kill"
 }
+
+# The data path over IPv6 (RoCEv2 GID of 2001:db8::1).
+test_rc_ipv6() {
+	setup_bound_veth || fail "link add"
+	ip addr add 2001:db8::1/64 dev v0 nodad || fail "ipv6 address"
+	g=$(roce2_gid_of srdma0 2001:0db8:0000:0000:0000:0000:0000:0001) ||
+		fail "no GID for 2001:db8::1"
+	client_server "ibv_rc_pingpong -d srdma0 -g $g -n 20" \
+		"ibv_rc_pingpong -d srdma0 -g $g -n 20 127.0.0.1" ||
+		fail "ibv_rc_pingpong over IPv6"
+	grep -q 'GID 2001:db8::1' /tmp/client.log || fail "not the IPv6 GID"
+	srdma_xfer -d srdma0 -g "$g" > /tmp/server.log 2>&1 &
+	spid=$!
+	sleep 1
+	timeout 300 srdma_xfer -d srdma0 -g "$g" -t write,read,send,write_imm,bad_rkey_write 127.0.0.1
+	rc=$?
+	kill $spid
+	[ $rc = 0 ] || fail "srdma_xfer over IPv6"
+	[ "$(counter rx_bad_icrc)" = 0 ] || fail "ICRC errors over IPv6"
+}
