@@ -37,7 +37,7 @@ SELFTEST_BINS := $(BUILD)/selftests/srdma_verbs_test \
 
 .PHONY: all module provider selftests check demo lint install clean deps fuzz bench
 
-all: module provider selftests fuzz
+all: module provider selftests
 
 deps:
 	@$(ROOT)/scripts/install-deps
@@ -122,7 +122,7 @@ lint: $(CHECKPATCH)
 	@echo "lint: clean"
 
 check: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all fuzz
 	@$(ROOT)/scripts/run-tests
 
 bench: deps
