@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
 #include <stdio.h>
 
 #include "kselftest_harness.h"
@@ -148,6 +150,298 @@ TEST_F(dev, async_fd_quiet)
 		EXPECT_NE(0, ibv_get_async_event(self->ctx, &ev));
 		EXPECT_EQ(EAGAIN, errno);
 	}
+}
+
+FIXTURE(qp) {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	char *buf;
+	int gidx;
+};
+
+/* An RC QP connected to itself through the device's IPv4 RoCEv2 GID. */
+static int connect_self(struct ibv_qp *qp, int gidx, union ibv_gid *gid)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.rq_psn = 0x100;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.sgid_index = gidx;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0x100;
+	a.max_rd_atomic = 4;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int find_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
+{
+	struct ibv_gid_entry ent;
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		if (ibv_query_gid_ex(ctx, 1, i, &ent, 0))
+			continue;
+		if (ent.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+		    ent.gid.raw[10] == 0xff && ent.gid.raw[11] == 0xff) {
+			*gid = ent.gid;
+			return i;
+		}
+	}
+	return -1;
+}
+
+FIXTURE_SETUP(qp)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 2, .max_recv_sge = 2 },
+	};
+
+	self->ctx = srdma_test_open();
+	ASSERT_NE(NULL, self->ctx);
+	self->pd = ibv_alloc_pd(self->ctx);
+	ASSERT_NE(NULL, self->pd);
+	self->buf = calloc(1, 1 << 16);
+	self->mr = ibv_reg_mr(self->pd, self->buf, 1 << 16,
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_REMOTE_READ);
+	ASSERT_NE(NULL, self->mr);
+	self->cq = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
+	ASSERT_NE(NULL, self->cq);
+	init.send_cq = self->cq;
+	init.recv_cq = self->cq;
+	self->qp = ibv_create_qp(self->pd, &init);
+	ASSERT_NE(NULL, self->qp);
+}
+
+FIXTURE_TEARDOWN(qp)
+{
+	if (self->qp)
+		ibv_destroy_qp(self->qp);
+	if (self->cq)
+		ibv_destroy_cq(self->cq);
+	if (self->mr)
+		ibv_dereg_mr(self->mr);
+	if (self->pd)
+		ibv_dealloc_pd(self->pd);
+	if (self->ctx)
+		ibv_close_device(self->ctx);
+	free(self->buf);
+}
+
+/* Bad QP capabilities are refused with EINVAL. */
+TEST_F(qp, create_limits)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC, .send_cq = self->cq, .recv_cq = self->cq,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *q;
+
+	init.cap.max_send_wr = 1 << 20;
+	q = ibv_create_qp(self->pd, &init);
+	EXPECT_EQ(NULL, q);
+	EXPECT_EQ(EINVAL, errno);
+	init.cap.max_send_wr = 1;
+	init.cap.max_recv_sge = 1000;
+	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
+	EXPECT_EQ(EINVAL, errno);
+	init.cap.max_recv_sge = 1;
+	init.cap.max_inline_data = 64;
+	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
+	EXPECT_EQ(EINVAL, errno);
+	init.cap.max_inline_data = 0;
+	init.qp_type = IBV_QPT_UD;
+	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+}
+
+/* The state machine refuses skipped states and out-of-range attributes. */
+TEST_F(qp, modify_checks)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 2;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(self->qp, &a, IBV_QP_STATE |
+					IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_ACCESS_FLAGS));
+	a.port_num = 1;
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE |
+				   IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				   IBV_QP_ACCESS_FLAGS));
+	ASSERT_EQ(0, ibv_query_qp(self->qp, &a, IBV_QP_STATE, &ia));
+	EXPECT_EQ(IBV_QPS_INIT, a.qp_state);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.max_dest_rd_atomic = 200;	/* above max_qp_rd_atom */
+	EXPECT_NE(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE |
+				   IBV_QP_MAX_DEST_RD_ATOMIC));
+	a.qp_state = IBV_QPS_ERR;
+	EXPECT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	a.qp_state = IBV_QPS_RESET;
+	EXPECT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+}
+
+/* post_send in RESET, inline, atomics: errors, nothing queued. */
+TEST_F(qp, post_send_checks)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)self->buf, .length = 8,
+			       .lkey = self->mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND }, *bad = NULL;
+	union ibv_gid gid;
+	struct ibv_wc wc;
+
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
+	self->gidx = find_ipv4_gid(self->ctx, &gid);
+	ASSERT_GE(self->gidx, 0);
+	ASSERT_EQ(0, connect_self(self->qp, self->gidx, &gid));
+	wr.send_flags = IBV_SEND_INLINE;
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
+	EXPECT_EQ(&wr, bad);
+	wr.send_flags = 0;
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
+	wr.opcode = IBV_WR_SEND;
+	wr.num_sge = 3;			/* QP has 2 */
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
+	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
+}
+
+/* Bad MR arguments. */
+TEST_F(qp, reg_mr_checks)
+{
+	EXPECT_EQ(NULL, ibv_reg_mr(self->pd, self->buf, 4096,
+				   IBV_ACCESS_REMOTE_WRITE));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(NULL, ibv_reg_mr(self->pd, self->buf, 0,
+				   IBV_ACCESS_LOCAL_WRITE));
+	EXPECT_EQ(NULL, ibv_reg_mr(self->pd, (void *)-4096L, 8192,
+				   IBV_ACCESS_LOCAL_WRITE));
+}
+
+/* A QP connected to itself: WRITE then READ back, data checked. */
+TEST_F(qp, self_write_read)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bad;
+	union ibv_gid gid;
+	struct ibv_wc wc;
+	int i, n;
+
+	self->gidx = find_ipv4_gid(self->ctx, &gid);
+	ASSERT_GE(self->gidx, 0);
+	ASSERT_EQ(0, connect_self(self->qp, self->gidx, &gid));
+	for (i = 0; i < 5000; i++)
+		self->buf[i] = (char)(i * 7 + 3);
+	memset(&wr, 0, sizeof(wr));
+	sge.addr = (uintptr_t)self->buf;
+	sge.length = 5000;
+	sge.lkey = self->mr->lkey;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + 8192;
+	wr.wr.rdma.rkey = self->mr->rkey;
+	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
+	for (n = 0; n < 200000 && ibv_poll_cq(self->cq, 1, &wc) == 0; n++)
+		usleep(10);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0, memcmp(self->buf, self->buf + 8192, 5000));
+	sge.addr = (uintptr_t)self->buf + 16384;
+	wr.opcode = IBV_WR_RDMA_READ;
+	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
+	for (n = 0; n < 200000 && ibv_poll_cq(self->cq, 1, &wc) == 0; n++)
+		usleep(10);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(IBV_WC_RDMA_READ, wc.opcode);
+	EXPECT_EQ(5000, wc.byte_len);
+	EXPECT_EQ(0, memcmp(self->buf, self->buf + 16384, 5000));
+}
+
+/* More completions than the CQ holds: IBV_EVENT_CQ_ERR on the async fd. */
+TEST_F(qp, cq_overflow_event)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_send_wr wr, *bad;
+	struct ibv_async_event ev;
+	struct ibv_cq *small;
+	struct ibv_qp *q;
+	struct ibv_sge sge;
+	struct pollfd pfd;
+	union ibv_gid gid;
+	int i;
+
+	small = ibv_create_cq(self->ctx, 1, NULL, NULL, 0);
+	ASSERT_NE(NULL, small);
+	init.send_cq = small;
+	init.recv_cq = small;
+	q = ibv_create_qp(self->pd, &init);
+	ASSERT_NE(NULL, q);
+	self->gidx = find_ipv4_gid(self->ctx, &gid);
+	ASSERT_EQ(0, connect_self(q, self->gidx, &gid));
+	memset(&wr, 0, sizeof(wr));
+	sge.addr = (uintptr_t)self->buf;
+	sge.length = 64;
+	sge.lkey = self->mr->lkey;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + 4096;
+	wr.wr.rdma.rkey = self->mr->rkey;
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, ibv_post_send(q, &wr, &bad));
+	pfd.fd = self->ctx->async_fd;
+	pfd.events = POLLIN;
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	ASSERT_EQ(0, ibv_get_async_event(self->ctx, &ev));
+	EXPECT_EQ(IBV_EVENT_CQ_ERR, ev.event_type);
+	EXPECT_EQ(small, ev.element.cq);
+	ibv_ack_async_event(&ev);
+	ibv_destroy_qp(q);
+	ibv_destroy_cq(small);
 }
 
 TEST_HARNESS_MAIN
