@@ -46,6 +46,8 @@
 #define SRDMA_READ_CHUNK	16
 /* READs of at most this many packets are answered in the softirq. */
 #define SRDMA_READ_INLINE_PKTS	4
+/* Floor of the adaptive retransmission timeout, in jiffies. */
+#define SRDMA_RTO_MIN_JIFFIES	2
 /* Ask for an ACK at least every this many packets. */
 #define SRDMA_ACKREQ_EVERY	16
 
@@ -239,6 +241,15 @@ struct srdma_qp {
 	bool rnr_wait;			/* waiting out an RNR NAK */
 	bool sq_error;			/* a WQE failed, flush the rest */
 	struct timer_list retrans_timer;
+	/* RTT estimate (RFC 6298 style), one sample in flight at a time. */
+	u32 sent_psn;			/* one past the highest PSN sent */
+	u32 rtt_psn;			/* PSN being timed */
+	ktime_t rtt_start;
+	bool rtt_pending;
+	u32 srtt_us;			/* 0: no sample yet */
+	u32 rttvar_us;
+	u8 rto_backoff;			/* early retransmissions since progress */
+	unsigned long last_progress;	/* jiffies of the last ACK progress */
 
 	/* Responder */
 	u32 epsn;			/* expected PSN */
@@ -386,6 +397,8 @@ void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			enum ib_wc_status status);
 void srdma_req_rewind(struct srdma_qp *qp, u32 psn);
 void srdma_req_rnr_wait(struct srdma_qp *qp, u8 timer);
+void srdma_arm_timer(struct srdma_qp *qp);
+void srdma_rtt_sample(struct srdma_qp *qp, u32 una);
 
 /* srdma_resp.c */
 int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

@@ -59,17 +59,18 @@ static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 		una = wqe->rd_next_psn;
 	if (srdma_psn_diff(una, qp->una_psn) > 0) {
 		qp->una_psn = una;
+		srdma_rtt_sample(qp, una);
 		progress = true;
 	}
 	if (progress) {
 		qp->retry_left = qp->attr.retry_cnt;
 		qp->rnr_left = qp->attr.rnr_retry;
+		qp->rto_backoff = 0;
+		qp->last_progress = jiffies;
 		if (qp->una_psn == qp->next_psn && !qp->rnr_wait)
 			del_timer(&qp->retrans_timer);
-		else if (!qp->rnr_wait && qp->attr.timeout)
-			mod_timer(&qp->retrans_timer, jiffies +
-				  max_t(unsigned long, nsecs_to_jiffies(4096ULL <<
-					qp->attr.timeout), 2));
+		else if (!qp->rnr_wait)
+			srdma_arm_timer(qp);
 	}
 }
 

@@ -378,6 +378,8 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->attr.sq_psn = attr->sq_psn;
 		qp->next_psn = attr->sq_psn;
 		qp->una_psn = attr->sq_psn;
+		qp->sent_psn = attr->sq_psn;
+		qp->rtt_pending = false;
 	}
 	if (mask & IB_QP_AV) {
 		/* Keep the addresses; the core owns the sgid_attr ref. */

@@ -22,16 +22,62 @@ static bool srdma_sq_running(struct srdma_qp *qp)
 	return qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD;
 }
 
-/* Local ACK timeout: 4.096 us * 2^timeout; 0 means wait forever. */
-static void srdma_arm_timer(struct srdma_qp *qp)
+/* The QP's local ACK timeout in jiffies: 4.096 us * 2^timeout. */
+static unsigned long srdma_ack_timeout(struct srdma_qp *qp)
 {
-	u64 ns;
+	u64 ns = 4096ULL << min_t(u8, qp->attr.timeout, 31);
 
+	return max_t(unsigned long, nsecs_to_jiffies(ns), 2);
+}
+
+/*
+ * Retransmission timeout: smoothed RTT plus four deviations, backed off
+ * after each early retransmission, with a floor, and never longer than the
+ * local ACK timeout. Before the first sample it is the ACK timeout.
+ */
+static unsigned long srdma_rto(struct srdma_qp *qp)
+{
+	unsigned long full = srdma_ack_timeout(qp), rto;
+
+	if (!qp->srtt_us)
+		return full;
+	rto = usecs_to_jiffies(qp->srtt_us + 4 * qp->rttvar_us);
+	rto = max_t(unsigned long, rto, SRDMA_RTO_MIN_JIFFIES) <<
+	      min_t(u8, qp->rto_backoff, 10);
+	return min(rto, full);
+}
+
+/* Arm the retransmit timer; 0 in the QP's timeout means never. */
+void srdma_arm_timer(struct srdma_qp *qp)
+{
 	if (!srdma_sq_running(qp) || !qp->attr.timeout)
 		return;
-	ns = 4096ULL << min_t(u8, qp->attr.timeout, 31);
-	mod_timer(&qp->retrans_timer,
-		  jiffies + max_t(unsigned long, nsecs_to_jiffies(ns), 2));
+	mod_timer(&qp->retrans_timer, jiffies + srdma_rto(qp));
+}
+
+/* Una moved to @una: finish the RTT sample if it is covered. */
+void srdma_rtt_sample(struct srdma_qp *qp, u32 una)
+{
+	s32 m, err;
+
+	if (!qp->rtt_pending || srdma_psn_diff(una, qp->rtt_psn) <= 0)
+		return;
+	qp->rtt_pending = false;
+	m = (s32)min_t(s64, ktime_us_delta(ktime_get(), qp->rtt_start),
+		       S32_MAX);
+	if (m <= 0)
+		m = 1;
+	if (!qp->srtt_us) {
+		qp->srtt_us = m;
+		qp->rttvar_us = m / 2;
+		return;
+	}
+	err = m - (s32)qp->srtt_us;
+	qp->srtt_us = (u32)((s32)qp->srtt_us + err / 8);
+	qp->rttvar_us = (u32)((s32)qp->rttvar_us +
+			      ((err < 0 ? -err : err) - (s32)qp->rttvar_us) / 4);
+	if (!qp->srtt_us)
+		qp->srtt_us = 1;
 }
 
 static enum ib_wc_opcode srdma_wc_opcode(u32 wr_opcode)
@@ -89,6 +135,7 @@ void srdma_req_rewind(struct srdma_qp *qp, u32 psn)
 	u32 i;
 
 	lockdep_assert_held(&qp->lock);
+	qp->rtt_pending = false;	/* no samples from resent packets */
 	for (i = qp->sq.cons; i != qp->sq.prod; i++) {
 		wqe = srdma_ring_slot(&qp->sq, i);
 		if (!wqe->started)
@@ -148,6 +195,15 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	pkt.pkey = SRDMA_DEFAULT_PKEY;
 	pkt.dqpn = qp->attr.dest_qp_num;
 	pkt.psn = srdma_psn_add(wqe->first_psn, off / mtu);
+	if (srdma_psn_diff(pkt.psn, qp->sent_psn) >= 0) {
+		/* A first transmission: time it if nothing is timed. */
+		if (!qp->rtt_pending) {
+			qp->rtt_pending = true;
+			qp->rtt_psn = pkt.psn;
+			qp->rtt_start = ktime_get();
+		}
+		qp->sent_psn = srdma_psn_add(pkt.psn, 1);
+	}
 
 	if (wqe->opcode == IB_WR_RDMA_READ) {
 		pkt.opcode = SRDMA_OP_READ_REQ;
@@ -283,8 +339,10 @@ next:
 		qp->sq_next++;
 		qp->sq_next_off = 0;
 	}
-	if (sent && !timer_pending(&qp->retrans_timer))
+	if (sent && !timer_pending(&qp->retrans_timer)) {
+		qp->last_progress = jiffies;
 		srdma_arm_timer(qp);
+	}
 	if (qp->state == IB_QPS_SQD && qp->attr.en_sqd_async_notify &&
 	    qp->sq_next == qp->sq.prod && qp->una_psn == qp->next_psn)
 		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
@@ -315,6 +373,20 @@ void srdma_retrans_timer(struct timer_list *t)
 						       qp->sq.cons))->started)
 		goto out_unlock;	/* nothing outstanding */
 
+	if (time_before(jiffies, qp->last_progress + srdma_ack_timeout(qp))) {
+		/*
+		 * Early: the adaptive timeout expired, the QP's own has not.
+		 * Resend without using up a retry; back off the next one.
+		 */
+		if (qp->rto_backoff < 10)
+			qp->rto_backoff++;
+		srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+		srdma_req_rewind(qp, qp->una_psn);
+		srdma_req_run(qp);
+		srdma_arm_timer(qp);
+		goto out_unlock;
+	}
+
 	srdma_count(qp->sdev, SRDMA_CNT_TIMEOUTS);
 	srdma_dbg_qp(qp, "timeout: una %u next %u sq %u/%u/%u rd %u retries %u\n",
 		     qp->una_psn, qp->next_psn, qp->sq.cons, qp->sq_next,
@@ -327,6 +399,7 @@ void srdma_retrans_timer(struct timer_list *t)
 		goto out_unlock;
 	}
 	qp->retry_left--;
+	qp->last_progress = jiffies;
 	srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
 	srdma_req_rewind(qp, qp->una_psn);
 	srdma_req_run(qp);
