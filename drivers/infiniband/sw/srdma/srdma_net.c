@@ -267,6 +267,21 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /*
+ * Compute and store the ICRC of a packet built in one buffer: the IP
+ * header of @iplen bytes, UDP, then @len bytes from BTH to the ICRC.
+ */
+static void srdma_icrc_fill(u8 *iph, u32 iplen, u8 *bth, u32 len, bool ipv6)
+{
+	u32 crc;
+
+	crc = srdma_icrc_hdrs(iph, iplen + sizeof(struct udphdr) +
+			      SRDMA_BTH_LEN, ipv6);
+	crc = srdma_crc32(crc, bth + SRDMA_BTH_LEN,
+			  len - SRDMA_BTH_LEN - SRDMA_ICRC_LEN);
+	srdma_icrc_store(bth + len - SRDMA_ICRC_LEN, crc);
+}
+
+/*
  * Add UDP and IP headers, compute the ICRC and send @skb (built by
  * srdma_alloc_pkt()) through the IP stack. Consumes @skb.
  */
@@ -274,7 +289,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 {
 	struct srdma_dev *sdev = qp->sdev;
 	struct net *net = dev_net(sdev->ndev);
-	u32 len = skb->len, crc;
+	u32 len = skb->len;
 	struct dst_entry *dst;
 	struct udphdr *uh;
 	u8 *bth = skb->data;
@@ -311,11 +326,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		iph->daddr = qp->daddr.v4;
 		iph->check = 0;
 		__ip_select_ident(net, iph, 1);
-		crc = srdma_icrc_hdrs((u8 *)iph, sizeof(*iph) + sizeof(*uh) +
-				      SRDMA_BTH_LEN, false);
-		crc = srdma_crc32(crc, bth + SRDMA_BTH_LEN,
-				  len - SRDMA_BTH_LEN - SRDMA_ICRC_LEN);
-		srdma_icrc_store(bth + len - SRDMA_ICRC_LEN, crc);
+		srdma_icrc_fill((u8 *)iph, sizeof(*iph), bth, len, false);
 		skb->protocol = htons(ETH_P_IP);
 		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 		err = ip_local_out(net, NULL, skb);
@@ -329,11 +340,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		ip6h->hop_limit = qp->ttl;
 		ip6h->saddr = qp->saddr.v6;
 		ip6h->daddr = qp->daddr.v6;
-		crc = srdma_icrc_hdrs((u8 *)ip6h, sizeof(*ip6h) + sizeof(*uh) +
-				      SRDMA_BTH_LEN, true);
-		crc = srdma_crc32(crc, bth + SRDMA_BTH_LEN,
-				  len - SRDMA_BTH_LEN - SRDMA_ICRC_LEN);
-		srdma_icrc_store(bth + len - SRDMA_ICRC_LEN, crc);
+		srdma_icrc_fill((u8 *)ip6h, sizeof(*ip6h), bth, len, true);
 		skb->protocol = htons(ETH_P_IPV6);
 		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 		err = ip6_local_out(net, NULL, skb);

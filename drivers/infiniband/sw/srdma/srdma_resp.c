@@ -90,6 +90,14 @@ static void srdma_send_nak(struct srdma_qp *qp, u8 code, u32 psn)
 	srdma_send_ack(qp, SRDMA_AETH_NAK | code, psn);
 }
 
+/* No receive posted: RNR NAK with the QP's minimum RNR timer. */
+static int srdma_send_rnr(struct srdma_qp *qp, u32 psn)
+{
+	srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_SENT);
+	srdma_send_ack(qp, SRDMA_AETH_RNR_NAK | qp->attr.min_rnr_timer, psn);
+	return -EAGAIN;
+}
+
 /* Complete the receive in progress with @status; QP lock held. */
 static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			    enum ib_wc_status status, enum ib_wc_opcode op,
@@ -147,12 +155,8 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	int err;
 
 	if (pkt->flags & SRDMA_F_FIRST) {
-		if (qp->rq.cons == qp->rq.prod) {
-			srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_SENT);
-			srdma_send_ack(qp, SRDMA_AETH_RNR_NAK |
-				       qp->attr.min_rnr_timer, pkt->psn);
-			return -EAGAIN;
-		}
+		if (qp->rq.cons == qp->rq.prod)
+			return srdma_send_rnr(qp, pkt->psn);
 		qp->recv_active = true;
 		qp->recv_off = 0;
 	}
@@ -181,48 +185,50 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	return 0;
 }
 
-/* Validate the target of a WRITE or READ; returns a NAK code or -1. */
-static int srdma_resp_check_rkey(struct srdma_qp *qp, u64 va, u32 rkey,
-				 u32 len, int access)
+/*
+ * Validate the target of a WRITE or READ request. On failure count it, log
+ * it, NAK it (remote access error) and return -EACCES.
+ */
+static int srdma_resp_access(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			     int access)
 {
 	struct srdma_mr *mr;
-	int err;
+	int err = 0;
 
-	if (!(qp->attr.qp_access_flags & access))
-		return SRDMA_NAK_REMOTE_ACCESS;
-	if (!len)
-		return -1;
-	mr = srdma_mr_get(qp->sdev, rkey, true);
-	if (!mr)
-		return SRDMA_NAK_REMOTE_ACCESS;
-	err = srdma_mr_check(mr, qp->ibqp.pd, va, len, access);
-	srdma_mr_put(mr);
-	return err ? SRDMA_NAK_REMOTE_ACCESS : -1;
+	if (!(qp->attr.qp_access_flags & access)) {
+		err = -EACCES;
+	} else if (pkt->dmalen) {
+		mr = srdma_mr_get(qp->sdev, pkt->rkey, true);
+		if (!mr)
+			err = -EACCES;
+		else if (srdma_mr_check(mr, qp->ibqp.pd, pkt->va, pkt->dmalen,
+					access))
+			err = -EACCES;
+		if (mr)
+			srdma_mr_put(mr);
+	}
+	if (err) {
+		srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
+		srdma_err_qp(qp, "%s of %#llx+%u rkey %#x refused\n",
+			     access == IB_ACCESS_REMOTE_READ ? "READ" : "WRITE",
+			     pkt->va, pkt->dmalen, pkt->rkey);
+		srdma_send_nak(qp, SRDMA_NAK_REMOTE_ACCESS, pkt->psn);
+	}
+	return err;
 }
 
 static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			    struct sk_buff *skb, int payoff)
 {
 	struct srdma_mr *mr;
-	int nak, err;
+	int err;
 
 	if (pkt->flags & SRDMA_F_FIRST) {
 		/* WRITE with immediate consumes a receive: check it first. */
-		if ((pkt->flags & SRDMA_F_IMM) && qp->rq.cons == qp->rq.prod) {
-			srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_SENT);
-			srdma_send_ack(qp, SRDMA_AETH_RNR_NAK |
-				       qp->attr.min_rnr_timer, pkt->psn);
-			return -EAGAIN;
-		}
-		nak = srdma_resp_check_rkey(qp, pkt->va, pkt->rkey,
-					    pkt->dmalen, IB_ACCESS_REMOTE_WRITE);
-		if (nak >= 0) {
-			srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
-			srdma_err_qp(qp, "WRITE to %#llx+%u rkey %#x refused\n",
-				     pkt->va, pkt->dmalen, pkt->rkey);
-			srdma_send_nak(qp, nak, pkt->psn);
+		if ((pkt->flags & SRDMA_F_IMM) && qp->rq.cons == qp->rq.prod)
+			return srdma_send_rnr(qp, pkt->psn);
+		if (srdma_resp_access(qp, pkt, IB_ACCESS_REMOTE_WRITE))
 			return -EACCES;
-		}
 		qp->write_va = pkt->va;
 		qp->write_rkey = pkt->rkey;
 		qp->write_left = pkt->dmalen;
@@ -320,17 +326,9 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	struct srdma_read_job *job;
 	u32 npkts, msn, off, i;
-	int nak;
 
-	nak = srdma_resp_check_rkey(qp, pkt->va, pkt->rkey, pkt->dmalen,
-				    IB_ACCESS_REMOTE_READ);
-	if (nak >= 0) {
-		srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
-		srdma_err_qp(qp, "READ of %#llx+%u rkey %#x refused\n",
-			     pkt->va, pkt->dmalen, pkt->rkey);
-		srdma_send_nak(qp, nak, pkt->psn);
+	if (srdma_resp_access(qp, pkt, IB_ACCESS_REMOTE_READ))
 		return -EACCES;
-	}
 	if (qp->rd_jobs && srdma_psn_diff(pkt->psn, qp->epsn) < 0) {
 		/*
 		 * A READ asked again: the requester went back to its first
