@@ -87,12 +87,16 @@ $(CHECKPATCH):
 selftests: $(SELFTEST_BINS) $(BUILD)/tools/wire_test
 
 # The wire-format unit, built for user space and unit-tested on the host.
-$(BUILD)/tools/wire_test: tools/wire-test/wire_test.c $(DRV)/srdma_wire.c \
-			  $(DRV)/srdma_wire.h tools/wire-test/wire_compat.h $(KSELFTEST)
+WIRE_USER_SRCS := $(DRV)/srdma_wire.c tools/wire-test/crc32.c
+WIRE_USER_DEPS := $(WIRE_USER_SRCS) $(DRV)/srdma_wire.h \
+		  tools/wire-test/wire_compat.h
+
+$(BUILD)/tools/wire_test: tools/wire-test/wire_test.c $(WIRE_USER_DEPS) \
+			  $(KSELFTEST)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) -isystem $(BUILD)/kselftest \
 		-I$(DRV) -Itools/wire-test -o $@ tools/wire-test/wire_test.c \
-		$(DRV)/srdma_wire.c
+		$(WIRE_USER_SRCS)
 
 $(BUILD)/selftests/%: selftests/%.c selftests/srdma_test.h $(KSELFTEST)
 	@mkdir -p $(dir $@)
@@ -104,13 +108,12 @@ $(BUILD)/selftests/%: selftests/%.c selftests/srdma_test.h $(KSELFTEST)
 FUZZ_CC ?= clang
 fuzz: $(BUILD)/tools/wire_fuzz
 
-$(BUILD)/tools/wire_fuzz: tools/wire-test/wire_fuzz.c $(DRV)/srdma_wire.c \
-			  $(DRV)/srdma_wire.h tools/wire-test/wire_compat.h
+$(BUILD)/tools/wire_fuzz: tools/wire-test/wire_fuzz.c $(WIRE_USER_DEPS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -g -O1 -Wall -Wextra -Werror \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-I$(DRV) -Itools/wire-test -o $@ tools/wire-test/wire_fuzz.c \
-		$(DRV)/srdma_wire.c
+		$(WIRE_USER_SRCS)
 
 lint: $(CHECKPATCH)
 	$(CHECKPATCH) --strict --no-tree --terse --show-types \

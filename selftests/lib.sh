@@ -102,28 +102,18 @@ counter() {
 
 # Index of DEV's RoCEv2 GID for an IPv4 address, waiting up to 10 s.
 roce2_ipv4_gid() {
-	local dev=$1 i g idx
-	for i in $(seq 100); do
-		for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
-			idx=${g##*/}
-			case "$(cat "$g")" in
-			0000:0000:0000:0000:0000:ffff:*)
-				[ "$(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"$idx" 2>/dev/null)" = "RoCE v2" ] &&
-					{ echo "$idx"; return 0; } ;;
-			esac
-		done
-		sleep 0.1
-	done
-	return 1
+	roce2_gid_of "$1" '0000:0000:0000:0000:0000:ffff:*'
 }
 
-# Index of DEV's RoCEv2 GID equal to the IPv6 address ADDR (sysfs form).
+# Index of DEV's RoCEv2 GID matching the glob PATTERN (sysfs form, such as
+# 2001:0db8:0000:...:0001), waiting up to 10 s.
 roce2_gid_of() {
 	local dev=$1 want=$2 i g idx
 	for i in $(seq 100); do
 		for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
 			idx=${g##*/}
-			[ "$(cat "$g")" = "$want" ] &&
+			# shellcheck disable=SC2053
+			[[ "$(cat "$g")" == $want ]] &&
 				[ "$(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"$idx" 2>/dev/null)" = "RoCE v2" ] &&
 				{ echo "$idx"; return 0; }
 		done

@@ -306,10 +306,19 @@ static int poll_one(struct conn *c, struct ibv_wc *wc)
 
 /* ---- server ---- */
 
+static int post_one_recv(struct conn *c, uint32_t off, uint32_t len,
+			 uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)c->buf + off, .length = len,
+			       .lkey = c->mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = wr_id, .sg_list = &sge,
+				   .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(c->qp, &rwr, &bad);
+}
+
 static void serve_one(struct conn *c)
 {
-	struct ibv_recv_wr rwr, *bad_rwr;
-	struct ibv_sge sge;
 	struct ibv_wc wc;
 	struct ctl m;
 
@@ -329,14 +338,7 @@ static void serve_one(struct conn *c)
 				m.status = EIO;
 			break;
 		case CMD_RECV:
-			sge.addr = (uintptr_t)c->buf + m.off;
-			sge.length = m.len;
-			sge.lkey = c->mr->lkey;
-			memset(&rwr, 0, sizeof(rwr));
-			rwr.wr_id = m.seed;
-			rwr.sg_list = &sge;
-			rwr.num_sge = 1;
-			if (ibv_post_recv(c->qp, &rwr, &bad_rwr))
+			if (post_one_recv(c, m.off, m.len, m.seed))
 				m.status = errno ? errno : EIO;
 			break;
 		case CMD_RECV_WAIT:
@@ -354,24 +356,15 @@ static void serve_one(struct conn *c)
 				m.status = EBADMSG;
 			if (!m.status && m.imm && !(wc.wc_flags & IBV_WC_WITH_IMM))
 				m.status = EBADMSG;
-			if (!m.status && wc.opcode == IBV_WC_RECV &&
-			    check_pattern(c->buf + m.off, m.len, m.seed) >= 0)
-				m.status = EIO;
-			if (!m.status && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+			/* The data: a SEND's, or the WRITE's it announces. */
+			if (!m.status &&
 			    check_pattern(c->buf + m.off, m.len, m.seed) >= 0)
 				m.status = EIO;
 			break;
 		case CMD_RECV_LATER:
 			xwrite(c->sock, &m, sizeof(m));
 			usleep(300000);
-			sge.addr = (uintptr_t)c->buf + m.off;
-			sge.length = m.len;
-			sge.lkey = c->mr->lkey;
-			memset(&rwr, 0, sizeof(rwr));
-			rwr.wr_id = m.seed;
-			rwr.sg_list = &sge;
-			rwr.num_sge = 1;
-			ibv_post_recv(c->qp, &rwr, &bad_rwr);
+			post_one_recv(c, m.off, m.len, m.seed);
 			continue;
 		case CMD_DESTROY_QP:
 			ibv_destroy_qp(c->qp);
@@ -456,6 +449,24 @@ static int client_connect(struct conn *c, const char *host)
 	return 0;
 }
 
+/*
+ * The local layout of @len bytes at @loff over @nsge SGEs: equal pieces
+ * (the last takes the rest) with a 64-byte gap between them.
+ */
+static void sge_layout(struct conn *c, uint32_t loff, uint32_t len, int nsge,
+		       uint32_t lkey, struct ibv_sge *sge)
+{
+	uint32_t i, part, done = 0;
+
+	for (i = 0; i < (uint32_t)nsge; i++) {
+		part = i == (uint32_t)nsge - 1 ? len - done : len / nsge;
+		sge[i].addr = (uintptr_t)c->buf + loff + done + i * 64;
+		sge[i].length = part;
+		sge[i].lkey = lkey;
+		done += part;
+	}
+}
+
 /* Post one RDMA/SEND work request over up to 3 SGEs; wait for it. */
 static int do_op(struct conn *c, enum ibv_wr_opcode op, uint32_t loff,
 		 uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t imm,
@@ -463,16 +474,8 @@ static int do_op(struct conn *c, enum ibv_wr_opcode op, uint32_t loff,
 {
 	struct ibv_sge sge[MAX_SGE];
 	struct ibv_send_wr wr = {}, *bad;
-	uint32_t i, part, done = 0;
 
-	for (i = 0; i < (uint32_t)nsge; i++) {
-		part = i == (uint32_t)nsge - 1 ? len - done : len / nsge;
-		/* Leave a gap of 64 bytes between the local pieces. */
-		sge[i].addr = (uintptr_t)c->buf + loff + done + i * 64;
-		sge[i].length = part;
-		sge[i].lkey = lkey;
-		done += part;
-	}
+	sge_layout(c, loff, len, nsge, lkey, sge);
 	wr.wr_id = 7;
 	wr.opcode = op;
 	wr.sg_list = sge;
@@ -493,14 +496,13 @@ static void local_fill(struct conn *c, uint32_t loff, uint32_t len, int nsge,
 		       uint32_t seed)
 {
 	uint8_t *tmp = malloc(len ? len : 1);
-	uint32_t i, part, done = 0;
+	struct ibv_sge sge[MAX_SGE];
+	uint32_t i, done = 0;
 
 	pattern(tmp, len, seed);
-	for (i = 0; i < (uint32_t)nsge; i++) {
-		part = i == (uint32_t)nsge - 1 ? len - done : len / nsge;
-		memcpy(c->buf + loff + done + i * 64, tmp + done, part);
-		done += part;
-	}
+	sge_layout(c, loff, len, nsge, 0, sge);
+	for (i = 0; i < (uint32_t)nsge; done += sge[i++].length)
+		memcpy((void *)(uintptr_t)sge[i].addr, tmp + done, sge[i].length);
 	free(tmp);
 }
 
@@ -508,14 +510,13 @@ static bool local_check(struct conn *c, uint32_t loff, uint32_t len,
 			int nsge, uint32_t seed)
 {
 	uint8_t *tmp = malloc(len ? len : 1);
-	uint32_t i, part, done = 0;
+	struct ibv_sge sge[MAX_SGE];
+	uint32_t i, done = 0;
 	long bad;
 
-	for (i = 0; i < (uint32_t)nsge; i++) {
-		part = i == (uint32_t)nsge - 1 ? len - done : len / nsge;
-		memcpy(tmp + done, c->buf + loff + done + i * 64, part);
-		done += part;
-	}
+	sge_layout(c, loff, len, nsge, 0, sge);
+	for (i = 0; i < (uint32_t)nsge; done += sge[i++].length)
+		memcpy(tmp + done, (void *)(uintptr_t)sge[i].addr, sge[i].length);
 	bad = check_pattern(tmp, len, seed);
 	free(tmp);
 	if (bad >= 0)

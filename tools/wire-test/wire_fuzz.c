@@ -12,19 +12,6 @@
 
 #include "srdma_wire.h"
 
-u32 srdma_crc32(u32 crc, const void *buf, u32 len)
-{
-	const u8 *p = buf;
-	int k;
-
-	while (len--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = crc & 1 ? 0xedb88320U ^ (crc >> 1) : crc >> 1;
-	}
-	return crc;
-}
-
 int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 {
 	u8 hdr[SRDMA_MAX_HDR_LEN], again[SRDMA_MAX_HDR_LEN];

@@ -11,31 +11,6 @@
 #include "kselftest_harness.h"
 #include "srdma_wire.h"
 
-static u32 crc_table[256];
-
-static void crc_init(void)
-{
-	u32 i, j, c;
-
-	for (i = 0; i < 256; i++) {
-		c = i;
-		for (j = 0; j < 8; j++)
-			c = c & 1 ? 0xedb88320U ^ (c >> 1) : c >> 1;
-		crc_table[i] = c;
-	}
-}
-
-u32 srdma_crc32(u32 crc, const void *buf, u32 len)
-{
-	const u8 *p = buf;
-
-	if (!crc_table[1])
-		crc_init();
-	while (len--)
-		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return crc;
-}
-
 /* IPv4, RDMA WRITE ONLY, dqpn 0x1234, psn 7, AckReq, 5 bytes + 3 pad. */
 static const u8 vec_ipv4_write_only[] = {
 	0x45, 0x02, 0x00, 0x44, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0xbe, 0xef,

@@ -70,7 +70,7 @@ enum srdma_counter {
 	SRDMA_CNT_RX_PKTS,
 	SRDMA_CNT_RX_BAD_HDR,
 	SRDMA_CNT_RX_BAD_ICRC,
-	SRDMA_CNT_RX_NO_QP,
+	SRDMA_CNT_RX_SOCK_DROPPED,	/* read from the socket set */
 	SRDMA_CNT_RX_BAD_STATE,
 	SRDMA_CNT_RX_DUP,
 	SRDMA_CNT_RX_OUT_OF_SEQ,
@@ -257,13 +257,11 @@ struct srdma_qp {
 	bool nak_sent;			/* seq NAK sent for the current gap */
 	u32 resp_opcode;		/* last opcode of the message in progress */
 	bool recv_active;		/* a SEND is being placed */
-	struct srdma_recv_wqe *recv_cur;
 	u32 recv_off;
 	u64 write_va;			/* WRITE in progress */
 	u32 write_rkey;
 	u32 write_left;
 	u32 write_len;
-	u32 write_nak;			/* WRITE being dropped: syndrome, or 0 */
 	struct srdma_read_job *rd_jobs;	/* ring of max_dest_rd_atomic + 1 */
 	u32 rd_mask;
 	u32 rd_prod;
@@ -384,6 +382,8 @@ void srdma_qp_put(struct srdma_qp *qp);
 void srdma_qp_error(struct srdma_qp *qp);
 void srdma_qp_flush(struct srdma_qp *qp);
 void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
+int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
+		       int num_sge, u32 *total);
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		   u32 off, void *buf, const struct sk_buff *skb, int skb_off,
 		   u32 len, bool to_mr);

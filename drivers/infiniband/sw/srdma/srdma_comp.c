@@ -96,7 +96,7 @@ static void srdma_comp_fail(struct srdma_qp *qp, u32 psn,
 {
 	struct srdma_send_wqe *wqe;
 
-	srdma_comp_ack(qp, srdma_psn_add(psn, SRDMA_PSN_MASK));
+	srdma_comp_ack(qp, srdma_psn_prev(psn));
 	if (qp->sq.cons == qp->sq.prod)
 		return;
 	wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
@@ -114,7 +114,7 @@ static void srdma_comp_aeth(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		break;
 	case SRDMA_AETH_RNR_NAK:
 		srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_RCVD);
-		srdma_comp_ack(qp, srdma_psn_add(pkt->psn, SRDMA_PSN_MASK));
+		srdma_comp_ack(qp, srdma_psn_prev(pkt->psn));
 		if (qp->state == IB_QPS_ERR)
 			break;
 		if (!qp->rnr_left) {
@@ -132,8 +132,7 @@ static void srdma_comp_aeth(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		srdma_count(qp->sdev, SRDMA_CNT_NAK_RCVD);
 		switch (syn & 0x1f) {
 		case SRDMA_NAK_PSN_SEQ:
-			srdma_comp_ack(qp, srdma_psn_add(pkt->psn,
-							 SRDMA_PSN_MASK));
+			srdma_comp_ack(qp, srdma_psn_prev(pkt->psn));
 			if (qp->state == IB_QPS_ERR)
 				break;
 			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
@@ -165,15 +164,11 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	int err;
 
 	if (!wqe || wqe->opcode != IB_WR_RDMA_READ || wqe->done) {
-		srdma_dbg_qp(qp, "read resp psn %u: no pending READ (una %u next %u)\n",
-			     pkt->psn, qp->una_psn, qp->next_psn);
 		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 		return;
 	}
 	if (pkt->psn != wqe->rd_next_psn) {
 		if (srdma_psn_diff(pkt->psn, wqe->rd_next_psn) < 0) {
-			srdma_dbg_qp(qp, "read resp psn %u: dup, want %u\n",
-				     pkt->psn, wqe->rd_next_psn);
 			srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 			return;
 		}
@@ -181,9 +176,9 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		 * once per gap; the timer covers a lost re-request.
 		 */
 		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
-		srdma_dbg_qp(qp, "read resp psn %u: gap, want %u\n", pkt->psn,
-			     wqe->rd_next_psn);
 		if (qp->rd_gap_psn != wqe->rd_next_psn) {
+			srdma_dbg_qp(qp, "READ response %u lost, asking again\n",
+				     wqe->rd_next_psn);
 			qp->rd_gap_psn = wqe->rd_next_psn;
 			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
 			srdma_req_rewind(qp, wqe->rd_next_psn);

@@ -204,7 +204,6 @@ static void srdma_qp_reset(struct srdma_qp *qp)
 	qp->rd_cons = 0;
 	qp->recv_active = false;
 	qp->write_left = 0;
-	qp->write_nak = 0;
 	qp->nak_sent = false;
 	qp->sq_error = false;
 	qp->rnr_wait = false;
@@ -483,6 +482,26 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	vfree(qp->rq.buf);
 	vfree(qp->sq.buf);
 	srdma_dbg(qp->sdev, "qp %u destroyed\n", ibqp->qp_num);
+	return 0;
+}
+
+/*
+ * Copy a work request's SGE list into a WQE and sum its lengths. Returns
+ * -EINVAL if the total overflows 32 bits.
+ */
+int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
+		       int num_sge, u32 *total)
+{
+	int i;
+
+	*total = 0;
+	for (i = 0; i < num_sge; i++) {
+		if (check_add_overflow(*total, src[i].length, total))
+			return -EINVAL;
+		dst[i].addr = src[i].addr;
+		dst[i].length = src[i].length;
+		dst[i].lkey = src[i].lkey;
+	}
 	return 0;
 }
 

@@ -287,8 +287,7 @@ void srdma_req_run(struct srdma_qp *qp)
 			if (srdma_psn_diff(qp->next_psn, qp->una_psn) >=
 			    SRDMA_WINDOW)
 				break;
-			wqe->npkts = max_t(u32, 1, DIV_ROUND_UP(wqe->length,
-								qp->mtu));
+			wqe->npkts = srdma_npkts(wqe->length, qp->mtu);
 			wqe->first_psn = qp->next_psn;
 			wqe->last_psn = srdma_psn_add(qp->next_psn,
 						      wqe->npkts - 1);
@@ -312,9 +311,6 @@ void srdma_req_run(struct srdma_qp *qp)
 				break;
 		}
 
-		srdma_dbg_qp(qp, "tx wqe %u op %u off %u psn %u-%u\n", qp->sq_next,
-			     wqe->opcode, qp->sq_next_off, wqe->first_psn,
-			     wqe->last_psn);
 		err = srdma_req_packet(qp, wqe);
 		if (err == -EACCES || err == -EINVAL) {
 			/* Bad lkey, range or right in the local SGEs. */
@@ -354,13 +350,6 @@ void srdma_retrans_timer(struct timer_list *t)
 	struct srdma_send_wqe *wqe;
 
 	spin_lock_bh(&qp->lock);
-	if (qp->sq.cons != qp->sq.prod) {
-		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
-		srdma_dbg_qp(qp, "timer: una %u next %u sq %u/%u/%u: op %u psn %u-%u rd %u\n",
-			     qp->una_psn, qp->next_psn, qp->sq.cons,
-			     qp->sq_next, qp->sq.prod, wqe->opcode,
-			     wqe->first_psn, wqe->last_psn, wqe->rd_next_psn);
-	}
 	if (!srdma_sq_running(qp))
 		goto out_unlock;
 	if (qp->rnr_wait) {
@@ -368,10 +357,15 @@ void srdma_retrans_timer(struct timer_list *t)
 		srdma_req_run(qp);
 		goto out_unlock;
 	}
-	if (qp->sq.cons == qp->sq.prod ||
-	    !((struct srdma_send_wqe *)srdma_ring_slot(&qp->sq,
-						       qp->sq.cons))->started)
+	if (qp->sq.cons == qp->sq.prod)
 		goto out_unlock;	/* nothing outstanding */
+	wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+	if (!wqe->started)
+		goto out_unlock;
+	srdma_dbg_qp(qp, "timer: una %u next %u sq %u/%u/%u: op %u psn %u-%u rd %u retries %u\n",
+		     qp->una_psn, qp->next_psn, qp->sq.cons, qp->sq_next,
+		     qp->sq.prod, wqe->opcode, wqe->first_psn, wqe->last_psn,
+		     wqe->rd_next_psn, qp->retry_left);
 
 	if (time_before(jiffies, qp->last_progress + srdma_ack_timeout(qp))) {
 		/*
@@ -388,11 +382,7 @@ void srdma_retrans_timer(struct timer_list *t)
 	}
 
 	srdma_count(qp->sdev, SRDMA_CNT_TIMEOUTS);
-	srdma_dbg_qp(qp, "timeout: una %u next %u sq %u/%u/%u rd %u retries %u\n",
-		     qp->una_psn, qp->next_psn, qp->sq.cons, qp->sq_next,
-		     qp->sq.prod, qp->rd_outstanding, qp->retry_left);
 	if (!qp->retry_left) {
-		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
 		srdma_err_qp(qp, "no ACK after %u retries\n",
 			     qp->attr.retry_cnt);
 		srdma_req_complete(qp, wqe, IB_WC_RETRY_EXC_ERR);
@@ -418,11 +408,8 @@ void srdma_req_rnr_wait(struct srdma_qp *qp, u8 timer)
 				  1));
 }
 
-static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr,
-			  u32 *len)
+static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 {
-	u32 i;
-
 	switch (wr->opcode) {
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
@@ -444,15 +431,6 @@ static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr,
 		srdma_err_qp(qp, "post_send: inline data not supported\n");
 		return -EINVAL;
 	}
-	*len = 0;
-	for (i = 0; i < wr->num_sge; i++)
-		if (check_add_overflow(*len, wr->sg_list[i].length, len))
-			return -EINVAL;
-	if (*len > SRDMA_MAX_MSG_SIZE) {
-		srdma_err_qp(qp, "post_send: message of %u bytes too long\n",
-			     *len);
-		return -EINVAL;
-	}
 	return 0;
 }
 
@@ -462,7 +440,7 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	struct srdma_qp *qp = to_sqp(ibqp);
 	struct srdma_send_wqe *wqe;
 	int err = 0;
-	u32 i, len;
+	u32 len;
 
 	spin_lock_bh(&qp->lock);
 	if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT ||
@@ -473,14 +451,20 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		goto out_unlock;
 	}
 	for (; wr; wr = wr->next) {
-		err = srdma_check_wr(qp, wr, &len);
+		err = srdma_check_wr(qp, wr);
 		if (!err && qp->sq.prod - qp->sq.cons >= qp->sq.max_wr)
 			err = -ENOMEM;
+		wqe = srdma_ring_slot(&qp->sq, qp->sq.prod);
+		if (!err && (srdma_sges_from_wr(wqe->sge, wr->sg_list,
+						wr->num_sge, &len) ||
+			     len > SRDMA_MAX_MSG_SIZE)) {
+			srdma_err_qp(qp, "post_send: message too long\n");
+			err = -EINVAL;
+		}
 		if (err) {
 			*bad_wr = wr;
 			break;
 		}
-		wqe = srdma_ring_slot(&qp->sq, qp->sq.prod);
 		wqe->wr_id = wr->wr_id;
 		wqe->opcode = wr->opcode;
 		wqe->send_flags = wr->send_flags;
@@ -495,11 +479,6 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		} else {
 			wqe->remote_addr = 0;
 			wqe->rkey = 0;
-		}
-		for (i = 0; i < wr->num_sge; i++) {
-			wqe->sge[i].addr = wr->sg_list[i].addr;
-			wqe->sge[i].length = wr->sg_list[i].length;
-			wqe->sge[i].lkey = wr->sg_list[i].lkey;
 		}
 		qp->sq.prod++;
 	}

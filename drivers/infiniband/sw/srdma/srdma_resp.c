@@ -21,7 +21,7 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	struct srdma_qp *qp = to_sqp(ibqp);
 	struct srdma_recv_wqe *wqe;
 	int err = 0;
-	u32 i, len;
+	u32 len;
 
 	spin_lock_bh(&qp->lock);
 	if (qp->state == IB_QPS_RESET) {
@@ -38,24 +38,17 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		} else if (qp->rq.prod - qp->rq.cons >= qp->rq.max_wr) {
 			err = -ENOMEM;
 		}
-		len = 0;
-		for (i = 0; !err && i < wr->num_sge; i++)
-			if (check_add_overflow(len, wr->sg_list[i].length,
-					       &len))
-				err = -EINVAL;
+		wqe = srdma_ring_slot(&qp->rq, qp->rq.prod);
+		if (!err)
+			err = srdma_sges_from_wr(wqe->sge, wr->sg_list,
+						 wr->num_sge, &len);
 		if (err) {
 			*bad_wr = wr;
 			break;
 		}
-		wqe = srdma_ring_slot(&qp->rq, qp->rq.prod);
 		wqe->wr_id = wr->wr_id;
 		wqe->num_sge = wr->num_sge;
 		wqe->length = len;
-		for (i = 0; i < wr->num_sge; i++) {
-			wqe->sge[i].addr = wr->sg_list[i].addr;
-			wqe->sge[i].length = wr->sg_list[i].length;
-			wqe->sge[i].lkey = wr->sg_list[i].lkey;
-		}
 		qp->rq.prod++;
 	}
 	if (qp->state == IB_QPS_ERR)
@@ -352,7 +345,7 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	job->rkey = pkt->rkey;
 	job->len = pkt->dmalen;
 	job->psn = pkt->psn;
-	npkts = max_t(u32, 1, DIV_ROUND_UP(job->len, qp->mtu));
+	npkts = srdma_npkts(job->len, qp->mtu);
 	if (qp->rd_prod == qp->rd_cons && npkts <= SRDMA_READ_INLINE_PKTS) {
 		/* The MSN counts this READ as done. */
 		msn = srdma_psn_diff(pkt->psn, qp->epsn) < 0 ? qp->msn :
@@ -406,7 +399,7 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		else if (pkt->ackreq)
 			srdma_send_ack(qp, SRDMA_AETH_ACK |
 				       SRDMA_AETH_CREDIT_INVALID,
-				       srdma_psn_add(qp->epsn, SRDMA_PSN_MASK));
+				       srdma_psn_prev(qp->epsn));
 		goto out_unlock;
 	}
 	qp->nak_sent = false;
@@ -430,7 +423,7 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 
 	qp->resp_opcode = pkt->opcode;
 	if (pkt->flags & SRDMA_F_READ) {
-		npkts = max_t(u32, 1, DIV_ROUND_UP(pkt->dmalen, qp->mtu));
+		npkts = srdma_npkts(pkt->dmalen, qp->mtu);
 		qp->epsn = srdma_psn_add(qp->epsn, npkts);
 		qp->msn = (qp->msn + 1) & SRDMA_MSN_MASK;
 		goto out_unlock;
@@ -463,7 +456,7 @@ void srdma_read_work(struct work_struct *work)
 		srdma_dbg_qp(qp, "READ job psn %u len %u gen %u\n", job.psn,
 			     job.len, gen);
 
-		npkts = max_t(u32, 1, DIV_ROUND_UP(job.len, qp->mtu));
+		npkts = srdma_npkts(job.len, qp->mtu);
 		off = 0;
 		do {
 			err = srdma_read_resp_pkt(qp, &job, off, npkts, msn);

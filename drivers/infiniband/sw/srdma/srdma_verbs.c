@@ -163,7 +163,7 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_RX_PKTS].name = "rx_packets",
 	[SRDMA_CNT_RX_BAD_HDR].name = "rx_bad_header",
 	[SRDMA_CNT_RX_BAD_ICRC].name = "rx_bad_icrc",
-	[SRDMA_CNT_RX_NO_QP].name = "rx_sock_dropped",
+	[SRDMA_CNT_RX_SOCK_DROPPED].name = "rx_sock_dropped",
 	[SRDMA_CNT_RX_BAD_STATE].name = "rx_bad_qp_state",
 	[SRDMA_CNT_RX_DUP].name = "rx_duplicates",
 	[SRDMA_CNT_RX_OUT_OF_SEQ].name = "rx_out_of_sequence",
@@ -194,7 +194,7 @@ static int srdma_get_hw_stats(struct ib_device *ibdev,
 	for (i = 0; i < SRDMA_NUM_COUNTERS; i++)
 		stats->value[i] = atomic64_read(&sdev->counters[i]);
 	/* Drops before a QP was found are counted per socket set. */
-	stats->value[SRDMA_CNT_RX_NO_QP] =
+	stats->value[SRDMA_CNT_RX_SOCK_DROPPED] =
 		atomic64_read(&sdev->sockset->rx_dropped);
 	return SRDMA_NUM_COUNTERS;
 }

@@ -28,7 +28,6 @@
 #define SRDMA_QPN_MASK		0xffffffU
 #define SRDMA_MSN_MASK		0xffffffU
 #define SRDMA_DEFAULT_PKEY	0xffffU
-#define SRDMA_GSI_QPN		1
 
 /* RC opcodes (transport 000b) used by srdma. */
 enum srdma_opcode {
@@ -116,6 +115,17 @@ static inline int srdma_psn_diff(u32 a, u32 b)
 static inline u32 srdma_psn_add(u32 psn, u32 n)
 {
 	return (psn + n) & SRDMA_PSN_MASK;
+}
+
+static inline u32 srdma_psn_prev(u32 psn)
+{
+	return (psn - 1) & SRDMA_PSN_MASK;
+}
+
+/* Packets a message of @len bytes takes at @mtu; at least one. */
+static inline u32 srdma_npkts(u32 len, u32 mtu)
+{
+	return len ? (len - 1) / mtu + 1 : 1;
 }
 
 /* CRC-32 (IEEE, reflected), no pre- or post-inversion. */
