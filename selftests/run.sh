@@ -97,5 +97,14 @@ done
 
 run_harness srdma_verbs_test setup_bound_veth
 
+# After everything: the module unloads and the whole log is clean.
+final_out=$(env_reset 2>&1; lsmod | grep '^srdma ' && echo "srdma still loaded";
+	    dmesg | grep -E "$DMESG_BAD")
+if [ -z "$final_out" ]; then
+	report pass final_unload_and_dmesg
+else
+	report fail final_unload_and_dmesg "$final_out"
+fi
+
 echo "# srdma selftests: $pass passed, $failed failed, $skipped skipped"
 [ $failed = 0 ]
