@@ -2,13 +2,17 @@
 /*
  * libsrdma: the rdma-core provider for the srdma kernel module.
  *
- * Matches srdma ib_devices by name, opens a verbs context through the
- * uverbs command path and forwards verbs to the kernel.
+ * Matches srdma ib_devices by name and opens a verbs context through the
+ * uverbs commands. The data path runs on rings shared with the kernel
+ * (layout in srdma-abi.h): poll_cq and post_recv never enter the kernel,
+ * post_send writes its work requests and rings one doorbell per call.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 
 #include "verbs_private.h"
@@ -27,6 +31,96 @@ struct srdma_get_context_resp {
 	struct ib_uverbs_get_context_resp ibv_resp;
 	struct srdma_alloc_ucontext_resp drv;
 };
+
+/* One mapped ring, as the provider sees it. */
+struct srdma_uring {
+	struct srdma_ring_hdr *hdr;
+	char *slots;
+	size_t len;
+	uint32_t mask;
+	uint32_t slot_size;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	pthread_spinlock_t lock;	/* one poster or poller at a time */
+};
+
+struct srdma_cq {
+	struct ibv_cq ibcq;
+	struct srdma_uring ring;
+};
+
+struct srdma_qp {
+	struct ibv_qp ibqp;
+	struct srdma_uring sq;
+	struct srdma_uring rq;
+};
+
+struct srdma_create_cq_resp_all {
+	struct ib_uverbs_create_cq_resp ibv_resp;
+	struct srdma_create_cq_resp drv;
+};
+
+struct srdma_create_qp_resp_all {
+	struct ib_uverbs_create_qp_resp ibv_resp;
+	struct srdma_create_qp_resp drv;
+};
+
+static struct srdma_cq *to_scq(struct ibv_cq *ibcq)
+{
+	return (struct srdma_cq *)ibcq;
+}
+
+static struct srdma_qp *to_sqp(struct ibv_qp *ibqp)
+{
+	return (struct srdma_qp *)ibqp;
+}
+
+static void *srdma_slot(struct srdma_uring *r, uint32_t idx)
+{
+	return r->slots + (size_t)(idx & r->mask) * r->slot_size;
+}
+
+static uint32_t srdma_load(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void srdma_store(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* Map a ring the kernel created; its geometry must be what we expect. */
+static int srdma_uring_map(struct ibv_context *ctx, struct srdma_uring *r,
+			   uint64_t offset, uint64_t len, uint32_t slots,
+			   uint32_t slot_size, size_t min_slot)
+{
+	void *p;
+
+	if (!slots || (slots & (slots - 1)) || slot_size < min_slot ||
+	    len < SRDMA_RING_HDR_SIZE + (uint64_t)slots * slot_size)
+		return EPROTO;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+		 offset);
+	if (p == MAP_FAILED)
+		return errno;
+	r->hdr = p;
+	r->slots = (char *)p + SRDMA_RING_HDR_SIZE;
+	r->len = len;
+	r->mask = slots - 1;
+	r->slot_size = slot_size;
+	pthread_spin_init(&r->lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
+static void srdma_uring_unmap(struct srdma_uring *r)
+{
+	if (r->hdr) {
+		munmap(r->hdr, r->len);
+		pthread_spin_destroy(&r->lock);
+		r->hdr = NULL;
+	}
+}
 
 static struct srdma_context *to_sctx(struct ibv_context *ctx)
 {
@@ -134,52 +228,238 @@ static struct ibv_cq *srdma_create_cq(struct ibv_context *ctx, int cqe,
 				      struct ibv_comp_channel *channel,
 				      int comp_vector)
 {
-	struct ib_uverbs_create_cq_resp resp;
+	struct srdma_create_cq_resp_all resp;
 	struct ibv_create_cq cmd;
-	struct ibv_cq *cq;
+	struct srdma_cq *cq;
 	int ret;
 
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, cq, &cmd,
-				sizeof(cmd), &resp, sizeof(resp));
-	if (ret) {
-		free(cq);
-		errno = ret;
-		return NULL;
-	}
-	return cq;
+	memset(&resp, 0, sizeof(resp));
+	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->ibcq,
+				&cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (ret)
+		goto err_free_cq;
+	ret = srdma_uring_map(ctx, &cq->ring, resp.drv.offset, resp.drv.len,
+			      resp.drv.slots, resp.drv.slot_size,
+			      sizeof(struct ib_uverbs_wc));
+	if (ret)
+		goto err_destroy_cq;
+	return &cq->ibcq;
+
+err_destroy_cq:
+	ibv_cmd_destroy_cq(&cq->ibcq);
+err_free_cq:
+	free(cq);
+	errno = ret;
+	return NULL;
 }
 
-static int srdma_destroy_cq(struct ibv_cq *cq)
+static int srdma_destroy_cq(struct ibv_cq *ibcq)
 {
-	int ret = ibv_cmd_destroy_cq(cq);
+	struct srdma_cq *cq = to_scq(ibcq);
+	int ret = ibv_cmd_destroy_cq(ibcq);
 
-	if (!ret)
-		free(cq);
-	return ret;
+	if (ret)
+		return ret;
+	srdma_uring_unmap(&cq->ring);
+	free(cq);
+	return 0;
+}
+
+static int srdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
+{
+	struct srdma_uring *r = &to_scq(ibcq)->ring;
+	const struct ib_uverbs_wc *u;
+	uint32_t cons, prod;
+	int n = 0;
+
+	pthread_spin_lock(&r->lock);
+	cons = r->hdr->cons;
+	prod = srdma_load(&r->hdr->prod);
+	for (; n < num && cons != prod; n++, cons++) {
+		u = srdma_slot(r, cons);
+		wc[n].wr_id = u->wr_id;
+		wc[n].status = u->status;
+		wc[n].opcode = u->opcode;
+		wc[n].vendor_err = u->vendor_err;
+		wc[n].byte_len = u->byte_len;
+		wc[n].imm_data = u->ex.imm_data;
+		wc[n].qp_num = u->qp_num;
+		wc[n].src_qp = u->src_qp;
+		wc[n].wc_flags = u->wc_flags;
+		wc[n].pkey_index = u->pkey_index;
+		wc[n].slid = u->slid;
+		wc[n].sl = u->sl;
+		wc[n].dlid_path_bits = u->dlid_path_bits;
+	}
+	if (n)
+		srdma_store(&r->hdr->cons, cons);
+	pthread_spin_unlock(&r->lock);
+	return n;
 }
 
 static struct ibv_qp *srdma_create_qp(struct ibv_pd *pd,
 				      struct ibv_qp_init_attr *attr)
 {
-	struct ib_uverbs_create_qp_resp resp;
+	struct srdma_create_qp_resp_all resp;
 	struct ibv_create_qp cmd;
-	struct ibv_qp *qp;
+	struct srdma_qp *qp;
 	int ret;
 
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
-	ret = ibv_cmd_create_qp(pd, qp, attr, &cmd, sizeof(cmd), &resp,
-				sizeof(resp));
-	if (ret) {
-		free(qp);
-		errno = ret;
-		return NULL;
+	memset(&resp, 0, sizeof(resp));
+	ret = ibv_cmd_create_qp(pd, &qp->ibqp, attr, &cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free_qp;
+	ret = srdma_uring_map(pd->context, &qp->sq, resp.drv.sq.offset,
+			      resp.drv.sq.len, resp.drv.sq.slots,
+			      resp.drv.sq.slot_size,
+			      sizeof(struct srdma_usend_wqe) +
+			      resp.drv.sq.max_sge * sizeof(struct srdma_usge));
+	if (ret)
+		goto err_destroy_qp;
+	ret = srdma_uring_map(pd->context, &qp->rq, resp.drv.rq.offset,
+			      resp.drv.rq.len, resp.drv.rq.slots,
+			      resp.drv.rq.slot_size,
+			      sizeof(struct srdma_urecv_wqe) +
+			      resp.drv.rq.max_sge * sizeof(struct srdma_usge));
+	if (ret)
+		goto err_unmap_sq;
+	qp->sq.max_wr = resp.drv.sq.max_wr;
+	qp->sq.max_sge = resp.drv.sq.max_sge;
+	qp->rq.max_wr = resp.drv.rq.max_wr;
+	qp->rq.max_sge = resp.drv.rq.max_sge;
+	return &qp->ibqp;
+
+err_unmap_sq:
+	srdma_uring_unmap(&qp->sq);
+err_destroy_qp:
+	ibv_cmd_destroy_qp(&qp->ibqp);
+err_free_qp:
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+/* Copy an SGE list into a ring entry; the lengths must sum to 32 bits. */
+static int srdma_put_sges(struct srdma_usge *dst, const struct ibv_sge *src,
+			  int num_sge)
+{
+	uint64_t total = 0;
+	int i;
+
+	for (i = 0; i < num_sge; i++) {
+		total += src[i].length;
+		dst[i].addr = src[i].addr;
+		dst[i].length = src[i].length;
+		dst[i].lkey = src[i].lkey;
 	}
-	return qp;
+	return total > (1ULL << 31) ? EINVAL : 0;
+}
+
+static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			   struct ibv_send_wr **bad_wr)
+{
+	struct srdma_uring *r = &to_sqp(ibqp)->sq;
+	struct ibv_send_wr *dummy;
+	struct srdma_usend_wqe *u;
+	uint32_t prod, first;
+	int ret = 0;
+
+	pthread_spin_lock(&r->lock);
+	first = prod = r->hdr->prod;
+	for (; wr; wr = wr->next) {
+		switch (wr->opcode) {
+		case IBV_WR_SEND:
+		case IBV_WR_SEND_WITH_IMM:
+		case IBV_WR_RDMA_WRITE:
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+		case IBV_WR_RDMA_READ:
+			break;
+		default:
+			ret = EINVAL;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > r->max_sge ||
+		    (wr->send_flags & ~(IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+					IBV_SEND_SOLICITED)))
+			ret = EINVAL;
+		else if (!ret && prod - srdma_load(&r->hdr->cons) >= r->max_wr)
+			ret = ENOMEM;
+		if (!ret) {
+			u = srdma_slot(r, prod);
+			ret = srdma_put_sges(u->sge, wr->sg_list, wr->num_sge);
+		}
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+		u->wr_id = wr->wr_id;
+		u->opcode = wr->opcode;
+		u->send_flags = wr->send_flags;
+		u->imm_data = wr->imm_data;
+		u->num_sge = wr->num_sge;
+		u->reserved = 0;
+		u->remote_addr = wr->wr.rdma.remote_addr;
+		u->rkey = wr->wr.rdma.rkey;
+		prod++;
+	}
+	if (prod != first) {
+		srdma_store(&r->hdr->prod, prod);
+		/* The doorbell: a post_send command without work requests. */
+		if (ibv_cmd_post_send(ibqp, NULL, &dummy)) {
+			/* Wrong state: the kernel took none of them. */
+			srdma_store(&r->hdr->prod, first);
+			ret = errno ? errno : EINVAL;
+		}
+	}
+	pthread_spin_unlock(&r->lock);
+	return ret;
+}
+
+static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			   struct ibv_recv_wr **bad_wr)
+{
+	struct srdma_uring *r = &to_sqp(ibqp)->rq;
+	struct srdma_urecv_wqe *u;
+	struct ibv_recv_wr *dummy;
+	uint32_t prod, first;
+	int ret = 0;
+
+	pthread_spin_lock(&r->lock);
+	first = prod = r->hdr->prod;
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > r->max_sge)
+			ret = EINVAL;
+		else if (prod - srdma_load(&r->hdr->cons) >= r->max_wr)
+			ret = ENOMEM;
+		if (!ret) {
+			u = srdma_slot(r, prod);
+			ret = srdma_put_sges(u->sge, wr->sg_list, wr->num_sge);
+		}
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+		u->wr_id = wr->wr_id;
+		u->num_sge = wr->num_sge;
+		u->reserved = 0;
+		prod++;
+	}
+	if (prod != first) {
+		srdma_store(&r->hdr->prod, prod);
+		/* In the error state the kernel flushes only when asked. */
+		if (srdma_load(&r->hdr->flags) & SRDMA_RING_F_QP_ERR)
+			ibv_cmd_post_recv(ibqp, NULL, &dummy);
+	}
+	pthread_spin_unlock(&r->lock);
+	return ret;
 }
 
 static int srdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -198,13 +478,17 @@ static int srdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
 }
 
-static int srdma_destroy_qp(struct ibv_qp *qp)
+static int srdma_destroy_qp(struct ibv_qp *ibqp)
 {
-	int ret = ibv_cmd_destroy_qp(qp);
+	struct srdma_qp *qp = to_sqp(ibqp);
+	int ret = ibv_cmd_destroy_qp(ibqp);
 
-	if (!ret)
-		free(qp);
-	return ret;
+	if (ret)
+		return ret;
+	srdma_uring_unmap(&qp->rq);
+	srdma_uring_unmap(&qp->sq);
+	free(qp);
+	return 0;
 }
 
 static const struct verbs_context_ops srdma_ctx_ops = {
@@ -217,9 +501,9 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.destroy_qp = srdma_destroy_qp,
 	.free_context = srdma_free_context,
 	.modify_qp = srdma_modify_qp,
-	.poll_cq = ibv_cmd_poll_cq,
-	.post_recv = ibv_cmd_post_recv,
-	.post_send = ibv_cmd_post_send,
+	.poll_cq = srdma_poll_cq,
+	.post_recv = srdma_post_recv,
+	.post_send = srdma_post_send,
 	.query_device_ex = srdma_query_device_ex,
 	.query_port = srdma_query_port,
 	.query_qp = srdma_query_qp,
@@ -253,6 +537,11 @@ static struct verbs_context *srdma_alloc_context(struct ibv_device *ibdev,
 		goto err_uninit_context;
 	}
 	ctx->caps = resp.drv.caps;
+	if (!(ctx->caps & SRDMA_CAP_MAPPED_RINGS)) {
+		fprintf(stderr, "libsrdma: kernel without mapped rings\n");
+		errno = EPROTO;
+		goto err_uninit_context;
+	}
 
 	verbs_set_ops(&ctx->vctx, &srdma_ctx_ops);
 	return &ctx->vctx;

@@ -12,20 +12,102 @@
 #include <linux/types.h>
 
 /* uverbs driver ABI version, reported in sysfs and matched by the provider */
-#define SRDMA_UVERBS_ABI_VERSION	1
+#define SRDMA_UVERBS_ABI_VERSION	2
 
 /* Name prefix of every srdma ib_device; the provider matches on it. */
 #define SRDMA_IBDEV_PREFIX		"srdma"
 
 /* Bits of srdma_alloc_ucontext_resp.caps */
 enum srdma_ucontext_caps {
-	SRDMA_CAP_CMD_DATAPATH = 1 << 0, /* post/poll through uverbs commands */
+	SRDMA_CAP_MAPPED_RINGS = 1 << 1, /* CQ, SQ and RQ mapped, see below */
 };
 
 struct srdma_alloc_ucontext_resp {
 	__u32 abi_version;	/* SRDMA_UVERBS_ABI_VERSION */
 	__u32 reserved;
 	__aligned_u64 caps;	/* enum srdma_ucontext_caps */
+};
+
+/*
+ * Mapped rings. Every CQ, SQ and RQ of a user process is a ring the
+ * process maps with mmap() on its uverbs file at the offset given in the
+ * create response: a header, then a power-of-two number of fixed-size
+ * slots. Indices are free-running 32-bit counters; slot i is at
+ * SRDMA_RING_HDR_SIZE + (i & (slots - 1)) * slot_size.
+ *
+ * Each index has one writer: the producer writes prod after filling the
+ * slots (release order), the consumer writes cons after reading them. The
+ * kernel produces CQ entries and consumes SQ and RQ entries. It reads
+ * everything user space writes once, validates it, and treats a bad index
+ * or entry as an error of that queue, never of the kernel.
+ */
+#define SRDMA_RING_HDR_SIZE	128
+
+struct srdma_ring_hdr {
+	__u32 prod;
+	__u32 reserved0[15];	/* prod and cons on their own cache lines */
+	__u32 cons;
+	__u32 flags;		/* enum srdma_ring_flags, kernel-written */
+	__u32 reserved1[14];
+};
+
+enum srdma_ring_flags {
+	/*
+	 * The QP is in the error state: work posted now is only flushed
+	 * once user space rings the doorbell (a post_send or post_recv
+	 * command without work requests).
+	 */
+	SRDMA_RING_F_QP_ERR = 1 << 0,
+};
+
+/* A CQ slot is a struct ib_uverbs_wc (rdma/ib_user_verbs.h). */
+
+struct srdma_usge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/* SQ slot: fixed part, then num_sge (at most the SQ's max_sge) SGEs. */
+struct srdma_usend_wqe {
+	__aligned_u64 wr_id;
+	__aligned_u64 remote_addr;	/* RDMA WRITE and READ */
+	__u32 rkey;
+	__u32 opcode;		/* enum ib_uverbs_wr_opcode */
+	__u32 send_flags;	/* enum ib_uverbs_send_flags */
+	__u32 imm_data;		/* network order */
+	__u32 num_sge;
+	__u32 reserved;
+	struct srdma_usge sge[];
+};
+
+/* RQ slot: fixed part, then num_sge (at most the RQ's max_sge) SGEs. */
+struct srdma_urecv_wqe {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 reserved;
+	struct srdma_usge sge[];
+};
+
+struct srdma_create_cq_resp {
+	__aligned_u64 offset;	/* mmap() offset of the ring */
+	__aligned_u64 len;	/* mmap() length */
+	__u32 slots;
+	__u32 slot_size;	/* sizeof(struct ib_uverbs_wc) */
+};
+
+struct srdma_uqueue {
+	__aligned_u64 offset;
+	__aligned_u64 len;
+	__u32 slots;
+	__u32 slot_size;
+	__u32 max_wr;		/* entries that may be outstanding */
+	__u32 max_sge;
+};
+
+struct srdma_create_qp_resp {
+	struct srdma_uqueue sq;
+	struct srdma_uqueue rq;
 };
 
 #endif /* SRDMA_ABI_USER_H */

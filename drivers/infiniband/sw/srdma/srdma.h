@@ -40,8 +40,10 @@
 
 /* QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). */
 #define SRDMA_MIN_QPN		16
-/* Unacknowledged packets a requester may have in flight. */
+/* Unacknowledged packets a requester may have in flight, at most. */
 #define SRDMA_WINDOW		128
+/* The congestion window never shrinks below this many packets. */
+#define SRDMA_CWND_MIN		8
 /* Response packets one READ request asks for at most. */
 #define SRDMA_READ_CHUNK	16
 /* READs of at most this many packets are answered in the softirq. */
@@ -130,10 +132,27 @@ struct srdma_mr {
 	unsigned int page_off;		/* offset of iova in pages[0] */
 };
 
+struct srdma_umap;
+
+/* The kernel's view of a ring mapped by a user process. */
+struct srdma_uring {
+	struct srdma_umap *map;		/* NULL: not mapped (kernel user) */
+	struct srdma_ring_hdr *hdr;	/* user-writable: read once */
+	void *slots;
+	u32 slot_size;
+	u32 mask;			/* slots - 1 */
+};
+
+static inline void *srdma_uring_slot(struct srdma_uring *ur, u32 idx)
+{
+	return ur->slots + (size_t)(idx & ur->mask) * ur->slot_size;
+}
+
 struct srdma_cq {
 	struct ib_cq ibcq;
 	spinlock_t lock;		/* guards everything below */
-	struct ib_wc *ring;
+	struct srdma_uring uring;	/* user CQs: the entries live here */
+	struct ib_wc *ring;		/* kernel CQs: the entries live here */
 	u32 mask;			/* ring size - 1, a power of two */
 	u32 prod;			/* free-running producer index */
 	u32 cons;			/* free-running consumer index */
@@ -164,6 +183,7 @@ struct srdma_send_wqe {
 	bool started;			/* first_psn/last_psn valid */
 	bool done;			/* READ: all responses placed */
 	u32 rd_next_psn;		/* READ: next response expected */
+	u32 rd_sent_off;		/* READ: requests sent up to here */
 	struct srdma_sge sge[];
 };
 
@@ -224,8 +244,14 @@ struct srdma_qp {
 	u8 tos;
 	u8 ttl;
 
+	/*
+	 * The kernel's rings. For a user QP they hold what was pulled, and
+	 * validated, from the mapped rings usq and urq, slot for slot.
+	 */
 	struct srdma_ring sq;
 	struct srdma_ring rq;
+	struct srdma_uring usq;
+	struct srdma_uring urq;
 
 	/* Requester */
 	u32 sq_next;			/* next SQ index to (re)transmit */
@@ -234,12 +260,14 @@ struct srdma_qp {
 	u32 una_psn;			/* oldest unacknowledged PSN */
 	u32 resend_psn;			/* next PSN to resend, while rewound */
 	u32 rd_outstanding;		/* READs sent and not complete */
+	u32 rd_reqs;			/* READ requests (chunks) unanswered */
 	u32 pkts_since_ackreq;
 	u32 rd_gap_psn;			/* READ gap already asked again for */
 	u8 retry_left;
 	u8 rnr_left;
 	bool rnr_wait;			/* waiting out an RNR NAK */
 	bool sq_error;			/* a WQE failed, flush the rest */
+	bool uring_bad;			/* a mapped ring held garbage */
 	struct timer_list retrans_timer;
 	/* RTT estimate (RFC 6298 style), one sample in flight at a time. */
 	u32 sent_psn;			/* one past the highest PSN sent */
@@ -249,12 +277,20 @@ struct srdma_qp {
 	u32 srtt_us;			/* 0: no sample yet */
 	u32 rttvar_us;
 	u8 rto_backoff;			/* early retransmissions since progress */
+	bool tlp_armed;			/* the timer is a tail-loss probe */
+	bool tlp_sent;			/* probe sent since the last progress */
+	/* Congestion window (AIMD): halved once per window on a loss. */
+	u32 cwnd;			/* packets allowed in flight */
+	u32 cwnd_acc;			/* packets acked towards cwnd + 1 */
+	u32 recover_psn;		/* next_psn at the last halving */
+	bool cwnd_cut;			/* recover_psn is valid */
 	unsigned long last_progress;	/* jiffies of the last ACK progress */
 
 	/* Responder */
 	u32 epsn;			/* expected PSN */
 	u32 msn;
 	bool nak_sent;			/* seq NAK sent for the current gap */
+	u32 nak_hi_psn;			/* highest PSN seen beyond the gap */
 	u32 resp_opcode;		/* last opcode of the message in progress */
 	bool recv_active;		/* a SEND is being placed */
 	u32 recv_off;
@@ -303,6 +339,13 @@ static inline void srdma_count(struct srdma_dev *sdev, enum srdma_counter c)
 static inline void *srdma_ring_slot(struct srdma_ring *r, u32 idx)
 {
 	return r->buf + (size_t)(idx & r->mask) * r->slot_size;
+}
+
+/* Tell user space how far the kernel consumed a mapped SQ or RQ. */
+static inline void srdma_uring_consumed(struct srdma_uring *ur, u32 cons)
+{
+	if (ur->hdr)	/* the provider reuses slots after seeing it */
+		smp_store_release(&ur->hdr->cons, cons);
 }
 
 static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
@@ -361,6 +404,13 @@ void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len);
 
+/* srdma_mmap.c */
+int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,
+		       u32 slots, u32 slot_size, struct srdma_uqueue *uq);
+void srdma_uring_destroy(struct srdma_uring *ur);
+int srdma_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
+void srdma_mmap_free(struct rdma_user_mmap_entry *rentry);
+
 /* srdma_cq.c */
 int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata);
@@ -384,6 +434,10 @@ void srdma_qp_flush(struct srdma_qp *qp);
 void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
 int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
 		       int num_sge, u32 *total);
+int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
+		    struct srdma_ring *r, u32 *uprod);
+int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
+		     const struct srdma_usge *src, u32 num_sge, u32 *total);
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		   u32 off, void *buf, const struct sk_buff *skb, int skb_off,
 		   u32 len, bool to_mr);
@@ -399,6 +453,10 @@ void srdma_req_rewind(struct srdma_qp *qp, u32 psn);
 void srdma_req_rnr_wait(struct srdma_qp *qp, u8 timer);
 void srdma_arm_timer(struct srdma_qp *qp);
 void srdma_rtt_sample(struct srdma_qp *qp, u32 una);
+void srdma_cwnd_loss(struct srdma_qp *qp);
+void srdma_cwnd_ack(struct srdma_qp *qp, u32 npkts);
+void srdma_req_init_window(struct srdma_qp *qp, u32 psn);
+int srdma_sq_pull(struct srdma_qp *qp);
 
 /* srdma_resp.c */
 int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
@@ -406,6 +464,7 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff);
 void srdma_read_work(struct work_struct *work);
+int srdma_rq_pull(struct srdma_qp *qp);
 void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn);
 
 /* srdma_comp.c */

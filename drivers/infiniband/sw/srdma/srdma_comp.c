@@ -53,11 +53,17 @@ static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 			return;
 	}
 
-	/* The oldest PSN still unacknowledged. */
+	/*
+	 * The oldest PSN still unacknowledged: never past the first missing
+	 * READ response, and exactly that once its READ is the oldest work
+	 * request (its responses may have run ahead of an older READ's).
+	 */
 	wqe = srdma_pending_read(qp);
-	if (wqe && srdma_psn_diff(una, wqe->rd_next_psn) > 0)
+	if (wqe && (srdma_psn_diff(una, wqe->rd_next_psn) > 0 ||
+		    wqe == srdma_ring_slot(&qp->sq, qp->sq.cons)))
 		una = wqe->rd_next_psn;
 	if (srdma_psn_diff(una, qp->una_psn) > 0) {
+		srdma_cwnd_ack(qp, (u32)srdma_psn_diff(una, qp->una_psn));
 		qp->una_psn = una;
 		srdma_rtt_sample(qp, una);
 		progress = true;
@@ -66,6 +72,7 @@ static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 		qp->retry_left = qp->attr.retry_cnt;
 		qp->rnr_left = qp->attr.rnr_retry;
 		qp->rto_backoff = 0;
+		qp->tlp_sent = false;
 		qp->last_progress = jiffies;
 		if (qp->una_psn == qp->next_psn && !qp->rnr_wait)
 			del_timer(&qp->retrans_timer);
@@ -136,6 +143,7 @@ static void srdma_comp_aeth(struct srdma_qp *qp, struct srdma_pkt *pkt)
 			if (qp->state == IB_QPS_ERR)
 				break;
 			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+			srdma_cwnd_loss(qp);
 			srdma_req_rewind(qp, pkt->psn);
 			break;
 		case SRDMA_NAK_REMOTE_ACCESS:
@@ -181,6 +189,7 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				     wqe->rd_next_psn);
 			qp->rd_gap_psn = wqe->rd_next_psn;
 			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+			srdma_cwnd_loss(qp);
 			srdma_req_rewind(qp, wqe->rd_next_psn);
 		}
 		return;
@@ -212,6 +221,9 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return;
 	}
 	wqe->rd_next_psn = srdma_psn_add(pkt->psn, 1);
+	/* The end of a chunk: the responder is done with that request. */
+	if ((last || (idx + 1) % SRDMA_READ_CHUNK == 0) && qp->rd_reqs)
+		qp->rd_reqs--;
 	if (last) {
 		wqe->done = true;
 		if (qp->rd_outstanding)

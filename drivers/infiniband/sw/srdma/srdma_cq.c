@@ -1,12 +1,45 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * srdma completion queues: a ring of ib_wc with free-running producer and
- * consumer indices, completion events, and overflow reported as a CQ error.
+ * srdma completion queues: a ring with free-running producer and consumer
+ * indices, completion events, and overflow reported as a CQ error. A
+ * kernel CQ is a ring of ib_wc polled through poll_cq; a user CQ is a ring
+ * of ib_uverbs_wc mapped into the process, which polls it without a
+ * system call.
  */
 #include <linux/log2.h>
 #include <linux/vmalloc.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "srdma.h"
+
+static int srdma_create_ucq(struct srdma_cq *cq, u32 slots,
+			    struct ib_udata *udata)
+{
+	struct srdma_ucontext *uctx = rdma_udata_to_drv_context(udata,
+							struct srdma_ucontext, ibuc);
+	struct srdma_create_cq_resp resp = {};
+	struct srdma_uqueue uq = {};
+	int err;
+
+	if (udata->outlen < sizeof(resp)) {
+		srdma_err(to_sdev(cq->ibcq.device),
+			  "create_cq: response of %zu bytes, need %zu\n",
+			  udata->outlen, sizeof(resp));
+		return -EINVAL;
+	}
+	err = srdma_uring_create(&uctx->ibuc, &cq->uring, slots,
+				 sizeof(struct ib_uverbs_wc), &uq);
+	if (err)
+		return err;
+	resp.offset = uq.offset;
+	resp.len = uq.len;
+	resp.slots = uq.slots;
+	resp.slot_size = uq.slot_size;
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err)
+		srdma_uring_destroy(&cq->uring);
+	return err;
+}
 
 int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata)
@@ -29,13 +62,13 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return -EINVAL;
 
 	slots = roundup_pow_of_two(attr->cqe + 1);
-	cq->ring = vcalloc(slots, sizeof(*cq->ring));
-	if (!cq->ring)
-		return -ENOMEM;
 	spin_lock_init(&cq->lock);
 	cq->mask = slots - 1;
 	ibcq->cqe = slots - 1;
-	return 0;
+	if (udata)
+		return srdma_create_ucq(cq, slots, udata);
+	cq->ring = vcalloc(slots, sizeof(*cq->ring));
+	return cq->ring ? 0 : -ENOMEM;
 }
 
 int srdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
@@ -43,8 +76,15 @@ int srdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct srdma_cq *cq = to_scq(ibcq);
 
 	/* The core guarantees no QP uses the CQ any more. */
+	srdma_uring_destroy(&cq->uring);
 	vfree(cq->ring);
 	return 0;
+}
+
+/* The CQ entries consumed so far: user CQs publish it in their ring. */
+static u32 srdma_cq_cons(struct srdma_cq *cq)
+{
+	return cq->uring.hdr ? READ_ONCE(cq->uring.hdr->cons) : cq->cons;
 }
 
 int srdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
@@ -53,6 +93,8 @@ int srdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	unsigned long flags;
 	int n = 0;
 
+	if (cq->uring.map)
+		return -EOPNOTSUPP;	/* user CQs are polled in user space */
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num && cq->cons != cq->prod) {
 		wc[n++] = cq->ring[cq->cons & cq->mask];
@@ -72,10 +114,33 @@ int srdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	/* NEXT_COMP overrides SOLICITED, never the other way round. */
 	if (cq->notify != IB_CQ_NEXT_COMP)
 		cq->notify = flags & IB_CQ_SOLICITED_MASK;
-	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && cq->cons != cq->prod)
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) &&
+	    srdma_cq_cons(cq) != cq->prod)
 		ret = 1;
 	spin_unlock_irqrestore(&cq->lock, irqflags);
 	return ret;
+}
+
+/* Write @wc as the user CQ's next entry. CQ lock held. */
+static void srdma_ucq_fill(struct srdma_cq *cq, const struct ib_wc *wc)
+{
+	struct ib_uverbs_wc *u = srdma_uring_slot(&cq->uring, cq->prod);
+
+	u->wr_id = wc->wr_id;
+	u->status = wc->status;
+	u->opcode = wc->opcode;
+	u->vendor_err = wc->vendor_err;
+	u->byte_len = wc->byte_len;
+	u->ex.imm_data = wc->ex.imm_data;
+	u->qp_num = wc->qp ? wc->qp->qp_num : 0;
+	u->src_qp = wc->src_qp;
+	u->wc_flags = wc->wc_flags;
+	u->pkey_index = wc->pkey_index;
+	u->slid = 0;
+	u->sl = wc->sl;
+	u->dlid_path_bits = 0;
+	u->port_num = wc->port_num;
+	u->reserved = 0;
 }
 
 /*
@@ -89,12 +154,18 @@ void srdma_cq_post(struct srdma_cq *cq, const struct ib_wc *wc, bool solicited)
 	bool fire = false, overflow = false;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	if (cq->prod - cq->cons > cq->mask) {
+	/* A user's consumer index out of range also reads as full. */
+	if (cq->prod - srdma_cq_cons(cq) > cq->mask) {
 		overflow = !cq->overflowed;
 		cq->overflowed = true;
 	} else {
-		cq->ring[cq->prod & cq->mask] = *wc;
+		if (cq->uring.map)
+			srdma_ucq_fill(cq, wc);
+		else
+			cq->ring[cq->prod & cq->mask] = *wc;
 		cq->prod++;
+		if (cq->uring.map)	/* entry before index */
+			smp_store_release(&cq->uring.hdr->prod, cq->prod);
 		if (cq->notify == IB_CQ_NEXT_COMP ||
 		    (cq->notify == IB_CQ_SOLICITED &&
 		     (solicited || wc->status != IB_WC_SUCCESS))) {

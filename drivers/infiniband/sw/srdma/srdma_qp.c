@@ -68,6 +68,91 @@ static int srdma_ring_init(struct srdma_ring *r, u32 max_wr, u32 max_sge,
 	return r->buf ? 0 : -ENOMEM;
 }
 
+/* Map the SQ and RQ of a user QP and tell the provider where they are. */
+static int srdma_create_uqp(struct srdma_qp *qp, struct ib_udata *udata)
+{
+	struct srdma_ucontext *uctx = rdma_udata_to_drv_context(udata,
+							struct srdma_ucontext, ibuc);
+	struct srdma_create_qp_resp resp = {};
+	int err;
+
+	if (udata->outlen < sizeof(resp)) {
+		srdma_err_qp(qp, "create_qp: response of %zu bytes, need %zu\n",
+			     udata->outlen, sizeof(resp));
+		return -EINVAL;
+	}
+	err = srdma_uring_create(&uctx->ibuc, &qp->usq, qp->sq.mask + 1,
+				 sizeof(struct srdma_usend_wqe) +
+				 qp->sq.max_sge * sizeof(struct srdma_usge),
+				 &resp.sq);
+	if (err)
+		return err;
+	err = srdma_uring_create(&uctx->ibuc, &qp->urq, qp->rq.mask + 1,
+				 sizeof(struct srdma_urecv_wqe) +
+				 qp->rq.max_sge * sizeof(struct srdma_usge),
+				 &resp.rq);
+	if (err)
+		goto err_destroy_usq;
+	resp.sq.max_wr = qp->sq.max_wr;
+	resp.sq.max_sge = qp->sq.max_sge;
+	resp.rq.max_wr = qp->rq.max_wr;
+	resp.rq.max_sge = qp->rq.max_sge;
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err)
+		goto err_destroy_urq;
+	return 0;
+
+err_destroy_urq:
+	srdma_uring_destroy(&qp->urq);
+err_destroy_usq:
+	srdma_uring_destroy(&qp->usq);
+	return err;
+}
+
+/*
+ * How far user space filled mapped ring @ur (kernel ring @r); -EINVAL if
+ * that is more than the queue holds. QP lock held.
+ */
+int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
+		    struct srdma_ring *r, u32 *uprod)
+{
+	if (qp->uring_bad)
+		return -EINVAL;
+	/* Entries written before the index are visible after it. */
+	*uprod = smp_load_acquire(&ur->hdr->prod);
+	if (*uprod - r->prod > r->max_wr - (r->prod - r->cons)) {
+		srdma_err_qp(qp, "%s ring: producer %u out of range (at %u/%u, depth %u)\n",
+			     r == &qp->sq ? "send" : "receive", *uprod,
+			     r->prod, r->cons, r->max_wr);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Read the SGE list of a mapped ring entry, each field once, into @dst and
+ * sum the lengths; -EINVAL if the sum overflows.
+ */
+int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
+		     const struct srdma_usge *src, u32 num_sge, u32 *total)
+{
+	u32 i;
+
+	*total = 0;
+	for (i = 0; i < num_sge; i++) {
+		dst[i].addr = READ_ONCE(src[i].addr);
+		dst[i].length = READ_ONCE(src[i].length);
+		dst[i].lkey = READ_ONCE(src[i].lkey);
+		if (check_add_overflow(*total, dst[i].length, total)) {
+			srdma_err_qp(qp, "ring entry: SGE lengths overflow\n");
+			qp->uring_bad = true;
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
 {
@@ -133,6 +218,12 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->sport = htons(0xc000 | (hash_32(qpn, 14) & 0x3fff));
 	cap->max_inline_data = 0;
 
+	if (udata) {
+		err = srdma_create_uqp(qp, udata);
+		if (err)
+			goto err_erase_qpn;
+	}
+
 	/* Publish only now that the QP is complete. */
 	xa_store(&srdma_qp_xa, qpn, qp, GFP_KERNEL);
 	srdma_dbg_qp(qp, "created, sq %u x %u sge, rq %u x %u sge\n",
@@ -140,6 +231,8 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		     cap->max_recv_sge);
 	return 0;
 
+err_erase_qpn:
+	xa_erase(&srdma_qp_xa, qpn);
 err_free_rq:
 	vfree(qp->rq.buf);
 err_free_sq:
@@ -156,6 +249,13 @@ void srdma_qp_flush(struct srdma_qp *qp)
 	struct ib_wc wc;
 
 	lockdep_assert_held(&qp->lock);
+	if (qp->usq.map) {
+		/* Take what user space posted so far, to flush it too. */
+		srdma_sq_pull(qp);
+		srdma_rq_pull(qp);
+		WRITE_ONCE(qp->usq.hdr->flags, SRDMA_RING_F_QP_ERR);
+		WRITE_ONCE(qp->urq.hdr->flags, SRDMA_RING_F_QP_ERR);
+	}
 	qp->recv_active = false;
 	while (qp->rq.cons != qp->rq.prod) {
 		rwqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
@@ -167,6 +267,7 @@ void srdma_qp_flush(struct srdma_qp *qp)
 		srdma_cq_post(rcq, &wc, false);
 		qp->rq.cons++;
 	}
+	srdma_uring_consumed(&qp->urq, qp->rq.cons);
 	while (qp->sq.cons != qp->sq.prod) {
 		swqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
 		srdma_req_complete(qp, swqe, IB_WC_WR_FLUSH_ERR);
@@ -194,12 +295,26 @@ static void srdma_qp_reset(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
 	qp->sq.prod = 0;
-	qp->sq.cons = 0;
 	qp->rq.prod = 0;
-	qp->rq.cons = 0;
-	qp->sq_next = 0;
+	if (qp->usq.map) {
+		/*
+		 * Everything posted is dropped: user space goes on from its
+		 * own producer indices, whatever they are.
+		 */
+		qp->sq.prod = READ_ONCE(qp->usq.hdr->prod);
+		qp->rq.prod = READ_ONCE(qp->urq.hdr->prod);
+		WRITE_ONCE(qp->usq.hdr->flags, 0);
+		WRITE_ONCE(qp->urq.hdr->flags, 0);
+		qp->uring_bad = false;
+	}
+	qp->sq.cons = qp->sq.prod;
+	qp->rq.cons = qp->rq.prod;
+	srdma_uring_consumed(&qp->usq, qp->sq.cons);
+	srdma_uring_consumed(&qp->urq, qp->rq.cons);
+	qp->sq_next = qp->sq.prod;
 	qp->sq_next_off = 0;
 	qp->rd_outstanding = 0;
+	qp->rd_reqs = 0;
 	qp->rd_prod = 0;
 	qp->rd_cons = 0;
 	qp->recv_active = false;
@@ -375,10 +490,7 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 	if (mask & IB_QP_SQ_PSN) {
 		qp->attr.sq_psn = attr->sq_psn;
-		qp->next_psn = attr->sq_psn;
-		qp->una_psn = attr->sq_psn;
-		qp->sent_psn = attr->sq_psn;
-		qp->rtt_pending = false;
+		srdma_req_init_window(qp, attr->sq_psn);
 	}
 	if (mask & IB_QP_AV) {
 		/* Keep the addresses; the core owns the sgid_attr ref. */
@@ -479,6 +591,8 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	if (qp->dst)
 		dst_release(qp->dst);
 	kfree(qp->rd_jobs);
+	srdma_uring_destroy(&qp->urq);
+	srdma_uring_destroy(&qp->usq);
 	vfree(qp->rq.buf);
 	vfree(qp->sq.buf);
 	srdma_dbg(qp->sdev, "qp %u destroyed\n", ibqp->qp_num);

@@ -47,12 +47,28 @@ static unsigned long srdma_rto(struct srdma_qp *qp)
 	return min(rto, full);
 }
 
-/* Arm the retransmit timer; 0 in the QP's timeout means never. */
+/*
+ * Arm the retransmit timer; 0 in the QP's timeout means never. Once per
+ * stretch without progress it first fires as a tail-loss probe, after
+ * about two round trips, if that comes before the retransmission timeout.
+ */
 void srdma_arm_timer(struct srdma_qp *qp)
 {
+	unsigned long rto, pto;
+
 	if (!srdma_sq_running(qp) || !qp->attr.timeout)
 		return;
-	mod_timer(&qp->retrans_timer, jiffies + srdma_rto(qp));
+	rto = srdma_rto(qp);
+	qp->tlp_armed = false;
+	if (qp->srtt_us && !qp->tlp_sent) {
+		pto = max_t(unsigned long, usecs_to_jiffies(2 * qp->srtt_us),
+			    SRDMA_RTO_MIN_JIFFIES);
+		if (pto < rto) {
+			rto = pto;
+			qp->tlp_armed = true;
+		}
+	}
+	mod_timer(&qp->retrans_timer, jiffies + rto);
 }
 
 /* Una moved to @una: finish the RTT sample if it is covered. */
@@ -78,6 +94,55 @@ void srdma_rtt_sample(struct srdma_qp *qp, u32 una)
 			      ((err < 0 ? -err : err) - (s32)qp->rttvar_us) / 4);
 	if (!qp->srtt_us)
 		qp->srtt_us = 1;
+}
+
+/* A new send PSN (modify_qp to RTS): fresh window and estimates. */
+void srdma_req_init_window(struct srdma_qp *qp, u32 psn)
+{
+	qp->next_psn = psn;
+	qp->una_psn = psn;
+	qp->sent_psn = psn;
+	qp->rtt_pending = false;
+	qp->srtt_us = 0;
+	qp->rttvar_us = 0;
+	qp->cwnd = SRDMA_WINDOW;
+	qp->cwnd_acc = 0;
+	qp->cwnd_cut = false;
+	qp->tlp_sent = false;
+}
+
+/*
+ * A loss was seen (sequence NAK, missing READ response, timeout): halve
+ * the congestion window, once per window of packets, so that go-back-N
+ * resends little more than what the path holds.
+ */
+void srdma_cwnd_loss(struct srdma_qp *qp)
+{
+	if (qp->cwnd_cut && srdma_psn_diff(qp->una_psn, qp->recover_psn) < 0)
+		return;
+	qp->cwnd = max_t(u32, qp->cwnd / 2, SRDMA_CWND_MIN);
+	qp->cwnd_acc = 0;
+	qp->recover_psn = qp->next_psn;
+	qp->cwnd_cut = true;
+}
+
+/*
+ * @npkts more packets acknowledged: grow by four packets per window, so
+ * that a window cut by a burst of drops comes back within a few dozen
+ * round trips.
+ */
+void srdma_cwnd_ack(struct srdma_qp *qp, u32 npkts)
+{
+	u32 step;
+
+	if (qp->cwnd >= SRDMA_WINDOW)
+		return;
+	qp->cwnd_acc += npkts;
+	step = max_t(u32, qp->cwnd / 4, 1);
+	while (qp->cwnd_acc >= step && qp->cwnd < SRDMA_WINDOW) {
+		qp->cwnd_acc -= step;
+		qp->cwnd++;
+	}
 }
 
 static enum ib_wc_opcode srdma_wc_opcode(u32 wr_opcode)
@@ -117,6 +182,7 @@ void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 		srdma_cq_post(to_scq(qp->ibqp.send_cq), &wc, false);
 	}
 	qp->sq.cons++;
+	srdma_uring_consumed(&qp->usq, qp->sq.cons);
 	if (qp->sq_next - qp->sq.cons > qp->sq.prod - qp->sq.cons) {
 		qp->sq_next = qp->sq.cons;
 		qp->sq_next_off = 0;
@@ -125,6 +191,46 @@ void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 		srdma_dbg_qp(qp, "wr %llu failed: %s\n", wqe->wr_id,
 			     ib_wc_status_msg(status));
 		srdma_qp_error(qp);
+	}
+}
+
+/*
+ * READ requests of @wqe the responder may still be answering: the chunks
+ * from the one holding the first missing response up to what was asked.
+ */
+static u32 srdma_rd_chunks_out(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	u32 next_idx = (u32)srdma_psn_diff(wqe->rd_next_psn, wqe->first_psn);
+	u32 sent_idx = DIV_ROUND_UP(wqe->rd_sent_off, qp->mtu);
+
+	if (wqe->done || sent_idx <= next_idx)
+		return 0;
+	return DIV_ROUND_UP(sent_idx, SRDMA_READ_CHUNK) -
+	       next_idx / SRDMA_READ_CHUNK;
+}
+
+/* Does the responder hold as many READ requests as it takes? */
+static bool srdma_rd_full(struct srdma_qp *qp)
+{
+	return qp->rd_reqs >= max_t(u8, qp->attr.max_rd_atomic, 1);
+}
+
+/*
+ * READ requests from @i on will be sent again, and the responder drops
+ * what it still holds of them when the first arrives: stop counting them.
+ */
+static void srdma_rd_forget(struct srdma_qp *qp, u32 i, u32 off)
+{
+	struct srdma_send_wqe *wqe;
+
+	for (; i != qp->sq.prod; i++, off = 0) {
+		wqe = srdma_ring_slot(&qp->sq, i);
+		if (!wqe->started)
+			break;
+		if (wqe->opcode != IB_WR_RDMA_READ)
+			continue;
+		qp->rd_reqs -= min(qp->rd_reqs, srdma_rd_chunks_out(qp, wqe));
+		wqe->rd_sent_off = min(wqe->rd_sent_off, off);
 	}
 }
 
@@ -152,6 +258,7 @@ void srdma_req_rewind(struct srdma_qp *qp, u32 psn)
 		qp->sq_next = i;
 		qp->sq_next_off = (u32)srdma_psn_diff(psn, wqe->first_psn) *
 				  qp->mtu;
+		srdma_rd_forget(qp, i, qp->sq_next_off);
 		return;
 	}
 	qp->sq_next = i;
@@ -222,6 +329,10 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		skb = srdma_alloc_pkt(qp, &pkt, &payload);
 		if (!skb)
 			return -ENOMEM;
+		if (off >= wqe->rd_sent_off) {
+			qp->rd_reqs++;
+			wqe->rd_sent_off = off + pkt.dmalen;
+		}
 		qp->sq_next_off = off + pkt.dmalen;
 		qp->pkts_since_ackreq = 0;
 		return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
@@ -241,7 +352,10 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	pkt.imm = (__force u32)wqe->imm;
 	pkt.se = last && (wqe->send_flags & IB_SEND_SOLICITED);
 	qp->pkts_since_ackreq++;
-	pkt.ackreq = last || qp->pkts_since_ackreq >= SRDMA_ACKREQ_EVERY;
+	/* At least four ACKs per window keep a small window moving. */
+	pkt.ackreq = last ||
+		     qp->pkts_since_ackreq >= min_t(u32, SRDMA_ACKREQ_EVERY,
+						    max_t(u32, qp->cwnd / 4, 1));
 	if (pkt.ackreq)
 		qp->pkts_since_ackreq = 0;
 
@@ -265,7 +379,7 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 void srdma_req_run(struct srdma_qp *qp)
 {
 	struct srdma_send_wqe *wqe;
-	u32 psn, sent = 0;
+	u32 psn, off, sent = 0;
 	int err;
 
 	lockdep_assert_held(&qp->lock);
@@ -279,19 +393,22 @@ void srdma_req_run(struct srdma_qp *qp)
 			if (qp->state == IB_QPS_SQD)
 				break;
 			if (wqe->opcode == IB_WR_RDMA_READ &&
-			    qp->rd_outstanding >= max_t(u8, qp->attr.max_rd_atomic, 1))
+			    (qp->rd_outstanding >=
+			     max_t(u8, qp->attr.max_rd_atomic, 1) ||
+			     srdma_rd_full(qp)))
 				break;
 			if ((wqe->send_flags & IB_SEND_FENCE) &&
 			    qp->rd_outstanding)
 				break;
 			if (srdma_psn_diff(qp->next_psn, qp->una_psn) >=
-			    SRDMA_WINDOW)
+			    (s32)qp->cwnd)
 				break;
 			wqe->npkts = srdma_npkts(wqe->length, qp->mtu);
 			wqe->first_psn = qp->next_psn;
 			wqe->last_psn = srdma_psn_add(qp->next_psn,
 						      wqe->npkts - 1);
 			wqe->rd_next_psn = wqe->first_psn;
+			wqe->rd_sent_off = 0;
 			wqe->started = true;
 			wqe->done = false;
 			qp->next_psn = srdma_psn_add(qp->next_psn, wqe->npkts);
@@ -299,15 +416,20 @@ void srdma_req_run(struct srdma_qp *qp)
 			if (wqe->opcode == IB_WR_RDMA_READ)
 				qp->rd_outstanding++;
 		} else {
-			psn = srdma_psn_add(wqe->first_psn,
-					    qp->sq_next_off / qp->mtu);
-			if (srdma_psn_diff(psn, qp->una_psn) >= SRDMA_WINDOW)
-				break;
 			if (wqe->done)
 				goto next;
-			/* Next READ chunk once the previous one is answered. */
-			if (wqe->opcode == IB_WR_RDMA_READ && qp->sq_next_off &&
-			    srdma_psn_diff(psn, wqe->rd_next_psn) > 0)
+			if (wqe->opcode == IB_WR_RDMA_READ) {
+				/* Never ask again for responses placed. */
+				off = (u32)srdma_psn_diff(wqe->rd_next_psn,
+							  wqe->first_psn) *
+				      qp->mtu;
+				qp->sq_next_off = max(qp->sq_next_off, off);
+				if (srdma_rd_full(qp))
+					break;
+			}
+			psn = srdma_psn_add(wqe->first_psn,
+					    qp->sq_next_off / qp->mtu);
+			if (srdma_psn_diff(psn, qp->una_psn) >= (s32)qp->cwnd)
 				break;
 		}
 
@@ -344,6 +466,34 @@ next:
 		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
 }
 
+/*
+ * Resend the last packet sent, with AckReq, leaving the transmit position
+ * alone. A READ is asked again from its first missing response like any
+ * rewind would, since the responder drops the READs queued after it.
+ */
+static void srdma_req_probe(struct srdma_qp *qp)
+{
+	u32 next = qp->sq_next, off = qp->sq_next_off;
+	struct srdma_send_wqe *wqe;
+
+	srdma_req_rewind(qp, srdma_psn_prev(qp->sent_psn));
+	if (qp->sq_next == qp->sq.prod)
+		goto restore;
+	wqe = srdma_ring_slot(&qp->sq, qp->sq_next);
+	if (!wqe->started || wqe->done)
+		goto restore;
+	if (wqe->opcode == IB_WR_RDMA_READ) {
+		srdma_req_rewind(qp, qp->una_psn);
+		srdma_req_run(qp);
+		return;
+	}
+	qp->pkts_since_ackreq = SRDMA_ACKREQ_EVERY;
+	srdma_req_packet(qp, wqe);
+restore:
+	qp->sq_next = next;
+	qp->sq_next_off = off;
+}
+
 void srdma_retrans_timer(struct timer_list *t)
 {
 	struct srdma_qp *qp = from_timer(qp, t, retrans_timer);
@@ -367,6 +517,19 @@ void srdma_retrans_timer(struct timer_list *t)
 		     qp->sq.prod, wqe->opcode, wqe->first_psn, wqe->last_psn,
 		     wqe->rd_next_psn, qp->retry_left);
 
+	if (qp->tlp_armed) {
+		/*
+		 * Tail-loss probe: nothing came back for two round trips.
+		 * Resend the last packet with AckReq; its ACK or the NAK it
+		 * draws ends the wait sooner than the timeout would.
+		 */
+		qp->tlp_sent = true;
+		srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+		srdma_req_probe(qp);
+		srdma_arm_timer(qp);
+		goto out_unlock;
+	}
+	srdma_cwnd_loss(qp);
 	if (time_before(jiffies, qp->last_progress + srdma_ack_timeout(qp))) {
 		/*
 		 * Early: the adaptive timeout expired, the QP's own has not.
@@ -408,16 +571,23 @@ void srdma_req_rnr_wait(struct srdma_qp *qp, u8 timer)
 				  1));
 }
 
-static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
+static bool srdma_opcode_ok(u32 opcode)
 {
-	switch (wr->opcode) {
+	switch (opcode) {
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 	case IB_WR_RDMA_READ:
-		break;
+		return true;
 	default:
+		return false;
+	}
+}
+
+static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
+{
+	if (!srdma_opcode_ok(wr->opcode)) {
 		srdma_err_qp(qp, "post_send: opcode %d not supported\n",
 			     wr->opcode);
 		return -EINVAL;
@@ -434,6 +604,89 @@ static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 	return 0;
 }
 
+/*
+ * Take the work requests a user process wrote to its mapped SQ into the
+ * kernel's ring, reading each field once and validating it. A bad entry
+ * stops the QP: -EINVAL. QP lock held.
+ */
+int srdma_sq_pull(struct srdma_qp *qp)
+{
+	const u32 flags_ok = IB_SEND_FENCE | IB_SEND_SIGNALED |
+			     IB_SEND_SOLICITED;
+	struct srdma_usend_wqe *u;
+	struct srdma_send_wqe *wqe;
+	u32 uprod, n, op, flags;
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	err = srdma_uring_new(qp, &qp->usq, &qp->sq, &uprod);
+	while (!err && qp->sq.prod != uprod) {
+		u = srdma_uring_slot(&qp->usq, qp->sq.prod);
+		wqe = srdma_ring_slot(&qp->sq, qp->sq.prod);
+		n = READ_ONCE(u->num_sge);
+		op = READ_ONCE(u->opcode);
+		flags = READ_ONCE(u->send_flags);
+		if (n > qp->sq.max_sge || !srdma_opcode_ok(op) ||
+		    (flags & ~flags_ok)) {
+			srdma_err_qp(qp, "send ring entry %u: op %u flags %#x sges %u refused\n",
+				     qp->sq.prod, op, flags, n);
+			qp->uring_bad = true;
+			return -EINVAL;
+		}
+		err = srdma_usges_read(qp, wqe->sge, u->sge, n, &wqe->length);
+		if (err)
+			return err;
+		wqe->wr_id = READ_ONCE(u->wr_id);
+		wqe->opcode = op;
+		wqe->send_flags = flags;
+		wqe->imm = (__force __be32)READ_ONCE(u->imm_data);
+		wqe->num_sge = n;
+		wqe->started = false;
+		wqe->done = false;
+		if (op != IB_WR_SEND && op != IB_WR_SEND_WITH_IMM) {
+			wqe->remote_addr = READ_ONCE(u->remote_addr);
+			wqe->rkey = READ_ONCE(u->rkey);
+		} else {
+			wqe->remote_addr = 0;
+			wqe->rkey = 0;
+		}
+		qp->sq.prod++;
+	}
+	return err;
+}
+
+/*
+ * The doorbell of a user QP: a post_send without work requests. The work
+ * requests are in the mapped SQ.
+ */
+static int srdma_post_send_user(struct srdma_qp *qp,
+				const struct ib_send_wr *wr,
+				const struct ib_send_wr **bad_wr)
+{
+	int err = 0;
+
+	spin_lock_bh(&qp->lock);
+	if (wr) {
+		srdma_err_qp(qp, "post_send: a user QP posts through its ring\n");
+		err = -EINVAL;
+	} else if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT ||
+		   qp->state == IB_QPS_RTR) {
+		srdma_err_qp(qp, "post_send in state %d\n", qp->state);
+		err = -EINVAL;
+	} else if (qp->state != IB_QPS_ERR && srdma_sq_pull(qp)) {
+		err = -EINVAL;
+		srdma_qp_error(qp);
+	}
+	if (err)
+		*bad_wr = wr;
+	if (qp->state == IB_QPS_ERR)
+		srdma_qp_flush(qp);
+	else
+		srdma_req_run(qp);
+	spin_unlock_bh(&qp->lock);
+	return err;
+}
+
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
@@ -442,6 +695,8 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	int err = 0;
 	u32 len;
 
+	if (qp->usq.map)
+		return srdma_post_send_user(qp, wr, bad_wr);
 	spin_lock_bh(&qp->lock);
 	if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT ||
 	    qp->state == IB_QPS_RTR) {

@@ -15,6 +15,73 @@ static bool srdma_rq_running(struct srdma_qp *qp)
 	       qp->state == IB_QPS_SQD || qp->state == IB_QPS_SQE;
 }
 
+/*
+ * Take the receives a user process wrote to its mapped RQ into the
+ * kernel's ring, reading each field once and validating it. A bad entry
+ * stops the QP: -EINVAL. QP lock held.
+ */
+int srdma_rq_pull(struct srdma_qp *qp)
+{
+	struct srdma_urecv_wqe *u;
+	struct srdma_recv_wqe *wqe;
+	u32 uprod, n;
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	err = srdma_uring_new(qp, &qp->urq, &qp->rq, &uprod);
+	while (!err && qp->rq.prod != uprod) {
+		u = srdma_uring_slot(&qp->urq, qp->rq.prod);
+		wqe = srdma_ring_slot(&qp->rq, qp->rq.prod);
+		n = READ_ONCE(u->num_sge);
+		if (n > qp->rq.max_sge) {
+			srdma_err_qp(qp, "receive ring entry %u: %u SGEs refused\n",
+				     qp->rq.prod, n);
+			qp->uring_bad = true;
+			return -EINVAL;
+		}
+		err = srdma_usges_read(qp, wqe->sge, u->sge, n, &wqe->length);
+		if (err)
+			return err;
+		wqe->wr_id = READ_ONCE(u->wr_id);
+		wqe->num_sge = n;
+		qp->rq.prod++;
+	}
+	return err;
+}
+
+/*
+ * Is a receive posted? For a user QP this takes what was written to the
+ * mapped RQ; a bad entry there moves the QP to ERR. QP lock held.
+ */
+static bool srdma_rq_ready(struct srdma_qp *qp)
+{
+	if (qp->rq.cons == qp->rq.prod && qp->urq.map && srdma_rq_pull(qp))
+		srdma_qp_error(qp);
+	return qp->rq.cons != qp->rq.prod;
+}
+
+/* The doorbell of a user QP in ERR: flush what the mapped RQ holds. */
+static int srdma_post_recv_user(struct srdma_qp *qp,
+				const struct ib_recv_wr *wr,
+				const struct ib_recv_wr **bad_wr)
+{
+	int err = 0;
+
+	spin_lock_bh(&qp->lock);
+	if (wr) {
+		srdma_err_qp(qp, "post_recv: a user QP posts through its ring\n");
+		*bad_wr = wr;
+		err = -EINVAL;
+	} else if (qp->state == IB_QPS_ERR) {
+		srdma_qp_flush(qp);
+	} else if (qp->state != IB_QPS_RESET && srdma_rq_pull(qp)) {
+		srdma_qp_error(qp);
+		err = -EINVAL;
+	}
+	spin_unlock_bh(&qp->lock);
+	return err;
+}
+
 int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
@@ -23,6 +90,8 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	int err = 0;
 	u32 len;
 
+	if (qp->urq.map)
+		return srdma_post_recv_user(qp, wr, bad_wr);
 	spin_lock_bh(&qp->lock);
 	if (qp->state == IB_QPS_RESET) {
 		srdma_err_qp(qp, "post_recv in RESET\n");
@@ -112,6 +181,7 @@ static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		wc.ex.imm_data = (__force __be32)pkt->imm;
 	}
 	qp->rq.cons++;
+	srdma_uring_consumed(&qp->urq, qp->rq.cons);
 	qp->recv_active = false;
 	srdma_cq_post(to_scq(qp->ibqp.recv_cq), &wc, pkt->se);
 }
@@ -148,8 +218,9 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	int err;
 
 	if (pkt->flags & SRDMA_F_FIRST) {
-		if (qp->rq.cons == qp->rq.prod)
-			return srdma_send_rnr(qp, pkt->psn);
+		if (!srdma_rq_ready(qp))
+			return qp->state == IB_QPS_ERR ? -EIO :
+			       srdma_send_rnr(qp, pkt->psn);
 		qp->recv_active = true;
 		qp->recv_off = 0;
 	}
@@ -218,8 +289,9 @@ static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 
 	if (pkt->flags & SRDMA_F_FIRST) {
 		/* WRITE with immediate consumes a receive: check it first. */
-		if ((pkt->flags & SRDMA_F_IMM) && qp->rq.cons == qp->rq.prod)
-			return srdma_send_rnr(qp, pkt->psn);
+		if ((pkt->flags & SRDMA_F_IMM) && !srdma_rq_ready(qp))
+			return qp->state == IB_QPS_ERR ? -EIO :
+			       srdma_send_rnr(qp, pkt->psn);
 		if (srdma_resp_access(qp, pkt, IB_ACCESS_REMOTE_WRITE))
 			return -EACCES;
 		qp->write_va = pkt->va;
@@ -318,7 +390,7 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	struct srdma_read_job *job;
-	u32 npkts, msn, off, i;
+	u32 npkts, msn, off, i, last;
 
 	if (srdma_resp_access(qp, pkt, IB_ACCESS_REMOTE_READ))
 		return -EACCES;
@@ -326,10 +398,19 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		/*
 		 * A READ asked again: the requester went back to its first
 		 * missing response and will ask again for everything after
-		 * it, so what is still queued or being sent is stale.
+		 * it, so queued requests reaching that far are stale. Older
+		 * ones are still wanted.
 		 */
-		qp->rd_cons = qp->rd_prod;
-		qp->rd_gen++;
+		while (qp->rd_prod != qp->rd_cons) {
+			job = &qp->rd_jobs[(qp->rd_prod - 1) & qp->rd_mask];
+			last = srdma_psn_add(job->psn,
+					     srdma_npkts(job->len, qp->mtu) - 1);
+			if (srdma_psn_diff(last, pkt->psn) < 0)
+				break;
+			qp->rd_prod--;
+		}
+		if (qp->rd_prod == qp->rd_cons)
+			qp->rd_gen++;	/* stop the one being answered */
 		srdma_dbg_qp(qp, "READ psn %u asked again (epsn %u)\n", pkt->psn,
 			     qp->epsn);
 	}
@@ -383,12 +464,19 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 
 	d = srdma_psn_diff(pkt->psn, qp->epsn);
 	if (d > 0) {
-		/* A gap: NAK once, drop until the missing PSN comes. */
+		/*
+		 * A gap: NAK once and drop until the missing PSN comes. A
+		 * PSN at or below the highest seen since means the requester
+		 * went back and its resend missed the gap too: NAK again,
+		 * once per such round.
+		 */
 		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
-		if (!qp->nak_sent) {
+		if (!qp->nak_sent ||
+		    srdma_psn_diff(pkt->psn, qp->nak_hi_psn) <= 0) {
 			qp->nak_sent = true;
 			srdma_send_nak(qp, SRDMA_NAK_PSN_SEQ, qp->epsn);
 		}
+		qp->nak_hi_psn = pkt->psn;
 		goto out_unlock;
 	}
 	if (d < 0) {

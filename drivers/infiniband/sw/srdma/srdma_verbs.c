@@ -129,7 +129,7 @@ static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct srdma_dev *sdev = to_sdev(ibuc->device);
 	struct srdma_alloc_ucontext_resp resp = {
 		.abi_version = SRDMA_UVERBS_ABI_VERSION,
-		.caps = SRDMA_CAP_CMD_DATAPATH,
+		.caps = SRDMA_CAP_MAPPED_RINGS,
 	};
 	int err;
 
@@ -232,6 +232,8 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.post_recv = srdma_post_recv,
 	.alloc_hw_port_stats = srdma_alloc_hw_port_stats,
 	.get_hw_stats = srdma_get_hw_stats,
+	.mmap = srdma_mmap,
+	.mmap_free = srdma_mmap_free,
 
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, srdma_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_pd, srdma_pd, ibpd),
@@ -255,9 +257,9 @@ int srdma_register_device(struct srdma_dev *sdev, const char *name)
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = 1;
 	ibdev->local_dma_lkey = 0;
+	/* POST_SEND and POST_RECV without work requests are doorbells. */
 	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
 				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
-				  BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
 			    sdev->ndev->dev_addr);

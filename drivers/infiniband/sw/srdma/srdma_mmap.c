@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * srdma mapped rings: the CQ, SQ and RQ memory a user process shares with
+ * the kernel (layout in include/uapi/rdma/srdma-abi.h).
+ *
+ * A ring is vmalloc_user() memory owned by an rdma_user_mmap_entry. The
+ * driver drops its use of the memory when the CQ or QP is destroyed; the
+ * memory itself goes when the last mapping of it is gone (mmap_free).
+ * The kernel never dereferences user virtual addresses here: it works on
+ * its own vmalloc mapping of the same pages.
+ */
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "srdma.h"
+
+struct srdma_umap {
+	struct rdma_user_mmap_entry rentry;
+	void *buf;
+};
+
+static struct srdma_umap *to_umap(struct rdma_user_mmap_entry *rentry)
+{
+	return container_of(rentry, struct srdma_umap, rentry);
+}
+
+/*
+ * Create a ring of @slots (a power of two) slots of @slot_size bytes and
+ * make it mappable by @uctx; the mmap() offset and length go to @uq.
+ */
+int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,
+		       u32 slots, u32 slot_size, struct srdma_uqueue *uq)
+{
+	struct srdma_umap *map;
+	size_t len;
+	int err;
+
+	if (check_mul_overflow((size_t)slots, (size_t)slot_size, &len) ||
+	    check_add_overflow(len, (size_t)SRDMA_RING_HDR_SIZE, &len))
+		return -EINVAL;
+	len = PAGE_ALIGN(len);
+
+	map = kzalloc(sizeof(*map), GFP_KERNEL);
+	if (!map)
+		return -ENOMEM;
+	map->buf = vmalloc_user(len);
+	if (!map->buf) {
+		err = -ENOMEM;
+		goto err_free_map;
+	}
+	err = rdma_user_mmap_entry_insert(uctx, &map->rentry, len);
+	if (err)
+		goto err_free_buf;
+
+	ur->map = map;
+	ur->hdr = map->buf;
+	ur->slots = map->buf + SRDMA_RING_HDR_SIZE;
+	ur->slot_size = slot_size;
+	ur->mask = slots - 1;
+	uq->offset = rdma_user_mmap_get_offset(&map->rentry);
+	uq->len = len;
+	uq->slots = slots;
+	uq->slot_size = slot_size;
+	return 0;
+
+err_free_buf:
+	vfree(map->buf);
+err_free_map:
+	kfree(map);
+	return err;
+}
+
+/* Stop using @ur; its memory lives on while user space still maps it. */
+void srdma_uring_destroy(struct srdma_uring *ur)
+{
+	if (!ur->map)
+		return;
+	rdma_user_mmap_entry_remove(&ur->map->rentry);
+	ur->map = NULL;
+	ur->hdr = NULL;
+	ur->slots = NULL;
+}
+
+int srdma_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rentry;
+	int err;
+
+	/* Checks the offset, the length and that the mapping is shared. */
+	rentry = rdma_user_mmap_entry_get(uctx, vma);
+	if (!rentry) {
+		ibdev_dbg(uctx->device, "mmap: no ring at page offset %lu\n",
+			  vma->vm_pgoff);
+		return -EINVAL;
+	}
+	err = remap_vmalloc_range(vma, to_umap(rentry)->buf, 0);
+	rdma_user_mmap_entry_put(rentry);
+	return err;
+}
+
+void srdma_mmap_free(struct rdma_user_mmap_entry *rentry)
+{
+	struct srdma_umap *map = to_umap(rentry);
+
+	vfree(map->buf);
+	kfree(map);
+}
