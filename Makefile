@@ -32,6 +32,7 @@ LINT_FILES = $(filter-out %.mod.c,$(wildcard $(DRV)/*.c $(DRV)/*.h)) \
 	     include/uapi/rdma/srdma-abi.h
 
 SELFTEST_BINS := $(BUILD)/selftests/srdma_verbs_test \
+		 $(BUILD)/selftests/srdma_ring_test \
 		 $(BUILD)/selftests/srdma_hold \
 		 $(BUILD)/selftests/srdma_xfer
 

@@ -96,6 +96,7 @@ for t in $(declare -F | awk '$3 ~ /^test_/ { sub(/^test_/, "", $3); print $3 }')
 done
 
 run_harness srdma_verbs_test setup_bound_veth
+run_harness srdma_ring_test setup_bound_veth
 
 # After everything: the module unloads and the whole log is clean.
 final_out=$(env_reset 2>&1; lsmod | grep '^srdma ' && echo "srdma still loaded";

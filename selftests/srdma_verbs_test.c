@@ -162,63 +162,6 @@ FIXTURE(qp) {
 	int gidx;
 };
 
-/* An RC QP connected to itself through the device's IPv4 RoCEv2 GID. */
-static int connect_self(struct ibv_qp *qp, int gidx, union ibv_gid *gid)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
-	a.rq_psn = 0x100;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0x100;
-	a.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-static int find_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
-{
-	struct ibv_gid_entry ent;
-	int i;
-
-	for (i = 0; i < 16; i++) {
-		if (ibv_query_gid_ex(ctx, 1, i, &ent, 0))
-			continue;
-		if (ent.gid_type == IBV_GID_TYPE_ROCE_V2 &&
-		    ent.gid.raw[10] == 0xff && ent.gid.raw[11] == 0xff) {
-			*gid = ent.gid;
-			return i;
-		}
-	}
-	return -1;
-}
-
 FIXTURE_SETUP(qp)
 {
 	struct ibv_qp_init_attr init = {
@@ -329,9 +272,9 @@ TEST_F(qp, post_send_checks)
 	struct ibv_wc wc;
 
 	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
-	self->gidx = find_ipv4_gid(self->ctx, &gid);
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	ASSERT_GE(self->gidx, 0);
-	ASSERT_EQ(0, connect_self(self->qp, self->gidx, &gid));
+	ASSERT_EQ(0, srdma_test_connect_self(self->qp, self->gidx, &gid));
 	wr.send_flags = IBV_SEND_INLINE;
 	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
 	EXPECT_EQ(&wr, bad);
@@ -365,9 +308,9 @@ TEST_F(qp, self_write_read)
 	struct ibv_wc wc;
 	int i, n;
 
-	self->gidx = find_ipv4_gid(self->ctx, &gid);
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	ASSERT_GE(self->gidx, 0);
-	ASSERT_EQ(0, connect_self(self->qp, self->gidx, &gid));
+	ASSERT_EQ(0, srdma_test_connect_self(self->qp, self->gidx, &gid));
 	for (i = 0; i < 5000; i++)
 		self->buf[i] = (char)(i * 7 + 3);
 	memset(&wr, 0, sizeof(wr));
@@ -419,8 +362,8 @@ TEST_F(qp, cq_overflow_event)
 	init.recv_cq = small;
 	q = ibv_create_qp(self->pd, &init);
 	ASSERT_NE(NULL, q);
-	self->gidx = find_ipv4_gid(self->ctx, &gid);
-	ASSERT_EQ(0, connect_self(q, self->gidx, &gid));
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+	ASSERT_EQ(0, srdma_test_connect_self(q, self->gidx, &gid));
 	memset(&wr, 0, sizeof(wr));
 	sge.addr = (uintptr_t)self->buf;
 	sge.length = 64;

@@ -387,6 +387,9 @@ extern struct workqueue_struct *srdma_wq;
 
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
+int srdma_loop_xmit(struct net *net, struct sk_buff *skb);
+void srdma_loop_init(void);
+void srdma_loop_exit(void);
 
 /* srdma_mr.c */
 int srdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);

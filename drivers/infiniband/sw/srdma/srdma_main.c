@@ -214,6 +214,7 @@ static int __init srdma_init(void)
 	srdma_wq = alloc_workqueue("srdma", WQ_UNBOUND, 0);
 	if (!srdma_wq)
 		return -ENOMEM;
+	srdma_loop_init();
 
 	err = srdma_net_init();
 	if (err)
@@ -240,6 +241,7 @@ static void __exit srdma_exit(void)
 	srdma_remove_all();
 	unregister_netdevice_notifier(&srdma_netdev_nb);
 	srdma_net_exit();
+	srdma_loop_exit();
 	destroy_workqueue(srdma_wq);
 	pr_info("srdma: unloaded\n");
 }

@@ -283,7 +283,8 @@ static void srdma_icrc_fill(u8 *iph, u32 iplen, u8 *bth, u32 len, bool ipv6)
 
 /*
  * Add UDP and IP headers, compute the ICRC and send @skb (built by
- * srdma_alloc_pkt()) through the IP stack. Consumes @skb.
+ * srdma_alloc_pkt()) through the IP stack; or, if the destination is this
+ * host, hand it to local delivery without an ICRC. Consumes @skb.
  */
 int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 {
@@ -293,6 +294,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	struct dst_entry *dst;
 	struct udphdr *uh;
 	u8 *bth = skb->data;
+	bool local;
 	int err;
 
 	dst = srdma_get_dst(qp);
@@ -301,6 +303,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		srdma_count(sdev, SRDMA_CNT_TX_ERR);
 		return -EHOSTUNREACH;
 	}
+	local = dst->dev->flags & IFF_LOOPBACK;
 
 	uh = skb_push(skb, sizeof(*uh));
 	skb_reset_transport_header(skb);
@@ -326,8 +329,10 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		iph->daddr = qp->daddr.v4;
 		iph->check = 0;
 		__ip_select_ident(net, iph, 1);
-		srdma_icrc_fill((u8 *)iph, sizeof(*iph), bth, len, false);
 		skb->protocol = htons(ETH_P_IP);
+		if (local)
+			goto out_local;
+		srdma_icrc_fill((u8 *)iph, sizeof(*iph), bth, len, false);
 		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 		err = ip_local_out(net, NULL, skb);
 	} else {
@@ -340,14 +345,24 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		ip6h->hop_limit = qp->ttl;
 		ip6h->saddr = qp->saddr.v6;
 		ip6h->daddr = qp->daddr.v6;
-		srdma_icrc_fill((u8 *)ip6h, sizeof(*ip6h), bth, len, true);
 		skb->protocol = htons(ETH_P_IPV6);
+		if (local)
+			goto out_local;
+		srdma_icrc_fill((u8 *)ip6h, sizeof(*ip6h), bth, len, true);
 		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 		err = ip6_local_out(net, NULL, skb);
 	}
 	if (unlikely(net_xmit_eval(err))) {
 		srdma_count(sdev, SRDMA_CNT_TX_ERR);
 		return -EIO;
+	}
+	srdma_count(sdev, SRDMA_CNT_TX_PKTS);
+	return 0;
+
+out_local:
+	if (srdma_loop_xmit(net, skb)) {
+		srdma_count(sdev, SRDMA_CNT_TX_ERR);
+		return -ENOBUFS;
 	}
 	srdma_count(sdev, SRDMA_CNT_TX_PKTS);
 	return 0;

@@ -67,9 +67,14 @@ static bool srdma_addr_ok(struct srdma_qp *qp, struct sk_buff *skb, bool ipv6)
 	       ipv6_addr_equal(&ipv6_hdr(skb)->daddr, &qp->saddr.v6);
 }
 
-int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+/*
+ * Validate a RoCEv2 datagram (IP header at the network header, UDP at the
+ * transport header) received in namespace @net_cookie and hand it to its
+ * QP. @local: delivered by srdma_loop, never on a wire, no ICRC to check.
+ * Consumes @skb; returns false if it was dropped before a QP was found.
+ */
+static bool srdma_rcv(struct sk_buff *skb, u64 net_cookie, bool local)
 {
-	struct srdma_sockset *ss = rcu_dereference_sk_user_data(sk);
 	u8 buf[SRDMA_MAX_HDR_LEN];
 	struct srdma_pkt pkt;
 	struct srdma_qp *qp;
@@ -102,11 +107,13 @@ int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		goto drop;
 	sdev = qp->sdev;
 	srdma_count(sdev, SRDMA_CNT_RX_PKTS);
-	if (!srdma_icrc_ok(skb, payoff, udp_paylen, ipv6)) {
+	if (!local && !srdma_icrc_ok(skb, payoff, udp_paylen, ipv6)) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_ICRC);
 		goto drop_put;
 	}
-	if ((pkt.pkey & 0x7fff) != 0x7fff || !srdma_addr_ok(qp, skb, ipv6)) {
+	/* QPNs are module-wide: the QP must live where the packet arrived. */
+	if ((pkt.pkey & 0x7fff) != 0x7fff || !srdma_addr_ok(qp, skb, ipv6) ||
+	    dev_net(sdev->ndev)->net_cookie != net_cookie) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
 		goto drop_put;
 	}
@@ -117,13 +124,102 @@ int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		srdma_comp_rcv(qp, &pkt, skb, payoff + pkt.hdr_len);
 	srdma_qp_put(qp);
 	consume_skb(skb);
-	return 0;
+	return true;
 
 drop_put:
 	srdma_qp_put(qp);
-drop:
-	if (ss)
-		atomic64_inc(&ss->rx_dropped);
 	kfree_skb(skb);
+	return true;
+drop:
+	kfree_skb(skb);
+	return false;
+}
+
+int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+{
+	struct srdma_sockset *ss = rcu_dereference_sk_user_data(sk);
+
+	if (!srdma_rcv(skb, sock_net(sk)->net_cookie, false) && ss)
+		atomic64_inc(&ss->rx_dropped);
 	return 0;
+}
+
+/*
+ * Local delivery. A packet whose route ends on this host's loopback would
+ * go down the IP stack and straight back up to our own socket. srdma_loop
+ * skips that: the sender queues it on a per-CPU list and a tasklet hands
+ * it to srdma_rcv() in softirq, a packet budget at a time. Never in the
+ * sender's context: it may hold the locks the receiver takes.
+ */
+#define SRDMA_LOOP_BUDGET	64
+#define SRDMA_LOOP_QLEN		4096
+
+struct srdma_loop {
+	struct sk_buff_head q;		/* only touched on its CPU, BHs off */
+	struct tasklet_struct tasklet;
+};
+
+static DEFINE_PER_CPU(struct srdma_loop, srdma_loop);
+
+struct srdma_loop_cb {
+	u64 net_cookie;			/* the sender's network namespace */
+};
+
+static void srdma_loop_run(struct tasklet_struct *t)
+{
+	struct srdma_loop *l = from_tasklet(l, t, tasklet);
+	struct sk_buff *skb;
+	int budget = SRDMA_LOOP_BUDGET;
+
+	while (budget-- && (skb = __skb_dequeue(&l->q)))
+		srdma_rcv(skb, ((struct srdma_loop_cb *)skb->cb)->net_cookie,
+			  true);
+	if (!skb_queue_empty(&l->q))
+		tasklet_schedule(&l->tasklet);
+}
+
+/* Queue @skb (IP header built, no ICRC) for local delivery. */
+int srdma_loop_xmit(struct net *net, struct sk_buff *skb)
+{
+	struct srdma_loop *l;
+	int err = 0;
+
+	skb_dst_drop(skb);
+	((struct srdma_loop_cb *)skb->cb)->net_cookie = net->net_cookie;
+	local_bh_disable();
+	l = this_cpu_ptr(&srdma_loop);
+	if (skb_queue_len(&l->q) < SRDMA_LOOP_QLEN) {
+		__skb_queue_tail(&l->q, skb);
+		tasklet_schedule(&l->tasklet);
+	} else {
+		kfree_skb(skb);
+		err = -ENOBUFS;
+	}
+	local_bh_enable();
+	return err;
+}
+
+void srdma_loop_init(void)
+{
+	struct srdma_loop *l;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		l = per_cpu_ptr(&srdma_loop, cpu);
+		__skb_queue_head_init(&l->q);
+		tasklet_setup(&l->tasklet, srdma_loop_run);
+	}
+}
+
+/* Module exit, with no device left to queue more. */
+void srdma_loop_exit(void)
+{
+	struct srdma_loop *l;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		l = per_cpu_ptr(&srdma_loop, cpu);
+		tasklet_kill(&l->tasklet);
+		__skb_queue_purge(&l->q);
+	}
 }

@@ -171,6 +171,9 @@ void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 	if (wqe->opcode == IB_WR_RDMA_READ && wqe->started && !wqe->done &&
 	    qp->rd_outstanding)
 		qp->rd_outstanding--;
+	/* The slot is free by the time the completion can be seen. */
+	qp->sq.cons++;
+	srdma_uring_consumed(&qp->usq, qp->sq.cons);
 	if (status != IB_WC_SUCCESS || qp->sig_all ||
 	    (wqe->send_flags & IB_SEND_SIGNALED)) {
 		wc.wr_id = wqe->wr_id;
@@ -181,8 +184,6 @@ void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 		wc.port_num = 1;
 		srdma_cq_post(to_scq(qp->ibqp.send_cq), &wc, false);
 	}
-	qp->sq.cons++;
-	srdma_uring_consumed(&qp->usq, qp->sq.cons);
 	if (qp->sq_next - qp->sq.cons > qp->sq.prod - qp->sq.cons) {
 		qp->sq_next = qp->sq.cons;
 		qp->sq_next_off = 0;

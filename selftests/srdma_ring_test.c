@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * The mapped rings under a hostile owner: the process scribbles over its
+ * own CQ, SQ and RQ rings (found through /proc/self/maps) and the kernel
+ * must refuse what it reads there with an errno and a QP or CQ error,
+ * never crash, and the device must keep working. Run in the test VM with
+ * the device bound to a veth (see selftests/run.sh); the runner checks the
+ * kernel log for WARN/BUG/oops after it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <rdma/srdma-abi.h>
+
+#include "kselftest_harness.h"
+#include "srdma_test.h"
+
+struct ring_map {
+	char *addr;
+	size_t len;
+	unsigned long off;
+};
+
+/* The uverbs mappings of this process, by mmap offset: CQ, SQ, RQ. */
+static int find_rings(struct ring_map *m, int max)
+{
+	unsigned long start, end, off;
+	char line[512], path[256];
+	struct ring_map t;
+	int n = 0, i, j;
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f) && n < max) {
+		path[0] = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %255s", &start, &end,
+			   &off, path) < 3 || !strstr(path, "infiniband/uverbs"))
+			continue;
+		m[n].addr = (char *)start;
+		m[n].len = end - start;
+		m[n].off = off;
+		n++;
+	}
+	fclose(f);
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (m[j].off < m[i].off) {
+				t = m[i];
+				m[i] = m[j];
+				m[j] = t;
+			}
+	return n;
+}
+
+#define MAX_SGE 2
+#define SQ_SLOT (sizeof(struct srdma_usend_wqe) + \
+		 MAX_SGE * sizeof(struct srdma_usge))
+#define RQ_SLOT (sizeof(struct srdma_urecv_wqe) + \
+		 MAX_SGE * sizeof(struct srdma_usge))
+
+FIXTURE(ring) {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	char *buf;
+	struct ring_map m[3];	/* CQ, SQ, RQ */
+	struct srdma_ring_hdr *cqh, *sqh, *rqh;
+};
+
+FIXTURE_SETUP(ring)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE },
+	};
+	union ibv_gid gid;
+	int gidx;
+
+	self->ctx = srdma_test_open();
+	ASSERT_NE(NULL, self->ctx);
+	self->pd = ibv_alloc_pd(self->ctx);
+	ASSERT_NE(NULL, self->pd);
+	self->buf = calloc(1, 1 << 16);
+	self->mr = ibv_reg_mr(self->pd, self->buf, 1 << 16,
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_REMOTE_READ);
+	ASSERT_NE(NULL, self->mr);
+	self->cq = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
+	ASSERT_NE(NULL, self->cq);
+	init.send_cq = self->cq;
+	init.recv_cq = self->cq;
+	self->qp = ibv_create_qp(self->pd, &init);
+	ASSERT_NE(NULL, self->qp);
+	gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+	ASSERT_GE(gidx, 0);
+	ASSERT_EQ(0, srdma_test_connect_self(self->qp, gidx, &gid));
+	ASSERT_EQ(3, find_rings(self->m, 3));
+	self->cqh = (struct srdma_ring_hdr *)self->m[0].addr;
+	self->sqh = (struct srdma_ring_hdr *)self->m[1].addr;
+	self->rqh = (struct srdma_ring_hdr *)self->m[2].addr;
+}
+
+FIXTURE_TEARDOWN(ring)
+{
+	if (self->qp)
+		ibv_destroy_qp(self->qp);
+	if (self->cq)
+		ibv_destroy_cq(self->cq);
+	if (self->mr)
+		ibv_dereg_mr(self->mr);
+	if (self->pd)
+		ibv_dealloc_pd(self->pd);
+	if (self->ctx)
+		ibv_close_device(self->ctx);
+	free(self->buf);
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &init))
+		return (enum ibv_qp_state)-1;
+	return a.qp_state;
+}
+
+/* Post one signaled WRITE of @len bytes from buf to buf + 32 KiB. */
+static int post_write(FIXTURE_DATA(ring) *self, uint32_t len)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+
+	sge.addr = (uintptr_t)self->buf;
+	sge.length = len;
+	sge.lkey = self->mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + 32768;
+	wr.wr.rdma.rkey = self->mr->rkey;
+	return ibv_post_send(self->qp, &wr, &bad);
+}
+
+/* Poll up to ~2 s for one completion; 1 if found. */
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int i, n;
+
+	for (i = 0; i < 20000; i++) {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep(100);
+	}
+	return 0;
+}
+
+/* The ring works as such: data arrives, one completion, indices move. */
+TEST_F(ring, write_through_ring)
+{
+	struct ibv_wc wc;
+	int i;
+
+	for (i = 0; i < 3000; i++)
+		self->buf[i] = (char)(i * 13 + 1);
+	ASSERT_EQ(0, post_write(self, 3000));
+	ASSERT_EQ(1, wait_wc(self->cq, &wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
+	EXPECT_EQ(self->qp->qp_num, wc.qp_num);
+	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 3000));
+	EXPECT_EQ(1, self->sqh->prod);
+	EXPECT_EQ(1, self->sqh->cons);
+	EXPECT_EQ(1, self->cqh->prod);
+	EXPECT_EQ(1, self->cqh->cons);
+}
+
+/* A send ring producer index beyond the ring: EINVAL, QP to ERR. */
+TEST_F(ring, sq_producer_out_of_range)
+{
+	/* Fool the provider's own space check with a matching cons. */
+	self->sqh->prod = 0x80000000u;
+	self->sqh->cons = 0x80000000u;
+	EXPECT_EQ(EINVAL, post_write(self, 64));
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp));
+}
+
+/* Garbage send entries ahead of a good one: EINVAL, QP to ERR. */
+TEST_F(ring, sq_bad_entries)
+{
+	struct srdma_usend_wqe *u;
+	struct ibv_wc wc;
+	int kind;
+
+	for (kind = 0; kind < 4; kind++) {
+		if (kind) {
+			/* A fresh QP for each kind of garbage. */
+			ibv_destroy_qp(self->qp);
+			self->qp = NULL;
+			TH_LOG("kind %d", kind);
+		}
+		if (!self->qp) {
+			struct ibv_qp_init_attr init = {
+				.qp_type = IBV_QPT_RC,
+				.send_cq = self->cq, .recv_cq = self->cq,
+				.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+					 .max_send_sge = MAX_SGE,
+					 .max_recv_sge = MAX_SGE },
+			};
+			union ibv_gid gid;
+			int gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+
+			self->qp = ibv_create_qp(self->pd, &init);
+			ASSERT_NE(NULL, self->qp);
+			ASSERT_EQ(0, srdma_test_connect_self(self->qp, gidx,
+							     &gid));
+			ASSERT_EQ(3, find_rings(self->m, 3));
+			self->sqh = (struct srdma_ring_hdr *)self->m[1].addr;
+		}
+		u = (struct srdma_usend_wqe *)(self->m[1].addr +
+					       SRDMA_RING_HDR_SIZE);
+		memset(u, 0, SQ_SLOT);
+		u->opcode = IBV_WR_RDMA_WRITE;
+		u->num_sge = 1;
+		u->sge[0].length = 8;
+		u->sge[0].lkey = self->mr->lkey;
+		u->sge[0].addr = (uintptr_t)self->buf;
+		switch (kind) {
+		case 0:
+			u->num_sge = 1000;		/* past max_sge */
+			break;
+		case 1:
+			u->opcode = 77;			/* no such opcode */
+			break;
+		case 2:
+			u->num_sge = 2;			/* lengths overflow */
+			u->sge[0].length = 0xffffffffu;
+			u->sge[1].length = 0xffffffffu;
+			break;
+		case 3:
+			u->send_flags = 0x80000000u;	/* unknown flag */
+			break;
+		}
+		self->sqh->prod = 1;		/* publish it by hand */
+		EXPECT_EQ(EINVAL, post_write(self, 64));
+		EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp));
+		/* The kernel took neither the garbage nor what follows. */
+		EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
+	}
+}
+
+/* A garbage receive entry met by an incoming SEND: QP to ERR. */
+TEST_F(ring, rq_bad_entry)
+{
+	struct srdma_urecv_wqe *u;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+
+	u = (struct srdma_urecv_wqe *)(self->m[2].addr + SRDMA_RING_HDR_SIZE);
+	memset(u, 0, RQ_SLOT);
+	u->wr_id = 42;
+	u->num_sge = 0x10000;
+	self->rqh->prod = 1;
+	sge.addr = (uintptr_t)self->buf;
+	sge.length = 16;
+	sge.lkey = self->mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 7;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
+	ASSERT_EQ(1, wait_wc(self->cq, &wc));
+	EXPECT_EQ(7, wc.wr_id);
+	EXPECT_NE(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp));
+}
+
+/* A CQ consumer index out of range reads as a full CQ: CQ error event. */
+TEST_F(ring, cq_consumer_garbage)
+{
+	struct ibv_async_event ev;
+	struct pollfd pfd;
+	struct ibv_wc wc;
+
+	self->cqh->cons = 0x12345678;
+	ASSERT_EQ(0, post_write(self, 64));
+	pfd.fd = self->ctx->async_fd;
+	pfd.events = POLLIN;
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	ASSERT_EQ(0, ibv_get_async_event(self->ctx, &ev));
+	EXPECT_EQ(IBV_EVENT_CQ_ERR, ev.event_type);
+	EXPECT_EQ(self->cq, ev.element.cq);
+	ibv_ack_async_event(&ev);
+	EXPECT_EQ(0, self->cqh->prod);	/* the completion was not written */
+	self->cqh->cons = 0;
+	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
+}
+
+/*
+ * Random bytes over every ring, then the verbs in a loop: whatever the
+ * verbs return, the kernel survives, and a new QP works afterwards.
+ */
+TEST_F(ring, random_scribble)
+{
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_sge sge;
+	struct ibv_wc wc[8];
+	unsigned int seed = 1234;
+	size_t i;
+	int r, k;
+
+	for (r = 0; r < 20; r++) {
+		for (k = 0; k < 3; k++)
+			for (i = 0; i < self->m[k].len; i++)
+				self->m[k].addr[i] = (char)rand_r(&seed);
+		post_write(self, 64);
+		sge.addr = (uintptr_t)self->buf;
+		sge.length = 64;
+		sge.lkey = self->mr->lkey;
+		memset(&rwr, 0, sizeof(rwr));
+		rwr.sg_list = &sge;
+		rwr.num_sge = 1;
+		ibv_post_recv(self->qp, &rwr, &rbad);
+		ibv_poll_cq(self->cq, 8, wc);
+		usleep(2000);
+	}
+	ibv_destroy_qp(self->qp);
+	self->qp = NULL;
+	ibv_destroy_cq(self->cq);
+	self->cq = NULL;
+
+	/* The device still moves data. */
+	{
+		struct ibv_qp_init_attr init = {
+			.qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+				 .max_send_sge = MAX_SGE,
+				 .max_recv_sge = MAX_SGE },
+		};
+		union ibv_gid gid;
+		int gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+
+		self->cq = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
+		ASSERT_NE(NULL, self->cq);
+		init.send_cq = self->cq;
+		init.recv_cq = self->cq;
+		self->qp = ibv_create_qp(self->pd, &init);
+		ASSERT_NE(NULL, self->qp);
+		ASSERT_EQ(0, srdma_test_connect_self(self->qp, gidx, &gid));
+		for (i = 0; i < 2000; i++)
+			self->buf[i] = (char)(i * 5 + 2);
+		ASSERT_EQ(0, post_write(self, 2000));
+		ASSERT_EQ(1, wait_wc(self->cq, wc));
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
+		EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 2000));
+	}
+}
+
+/*
+ * The process unmaps its rings while the kernel still produces into and
+ * consumes from them: the kernel works on its own mapping, nothing breaks.
+ */
+TEST_F(ring, unmapped_rings)
+{
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_qp_attr a;
+	struct ibv_sge sge;
+	int k;
+
+	sge.addr = (uintptr_t)self->buf;
+	sge.length = 64;
+	sge.lkey = self->mr->lkey;
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	ASSERT_EQ(0, ibv_post_recv(self->qp, &rwr, &rbad));
+	ASSERT_EQ(0, post_write(self, 4096));
+	for (k = 0; k < 3; k++)
+		ASSERT_EQ(0, munmap(self->m[k].addr, self->m[k].len));
+	usleep(200000);
+	/* ERR flushes the receive into the unmapped CQ ring. */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_ERR;
+	EXPECT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp));
+}
+
+TEST_HARNESS_MAIN
