@@ -50,6 +50,8 @@
 #define SRDMA_READ_INLINE_PKTS	4
 /* Floor of the adaptive retransmission timeout, in jiffies. */
 #define SRDMA_RTO_MIN_JIFFIES	2
+/* Payloads of at least this many bytes go out from the MR's pages. */
+#define SRDMA_ZCOPY_MIN		1024
 /* Ask for an ACK at least every this many packets. */
 #define SRDMA_ACKREQ_EVERY	16
 
@@ -381,6 +383,8 @@ void srdma_sockset_put(struct srdma_sockset *ss);
 int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb);
 struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload);
+int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt);
+u32 srdma_skb_crc(struct sk_buff *skb, int off, u32 len, u32 crc);
 int srdma_route(struct srdma_qp *qp);
 
 extern struct workqueue_struct *srdma_wq;
@@ -406,6 +410,12 @@ void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 		   bool to_mr);
 int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len);
+int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
+		    u32 len);
+
+/* srdma_icrc.c */
+void srdma_icrc_init(void);
+void srdma_icrc_exit(void);
 
 /* srdma_mmap.c */
 int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,
@@ -442,7 +452,7 @@ int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
 int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
 		     const struct srdma_usge *src, u32 num_sge, u32 *total);
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
-		   u32 off, void *buf, const struct sk_buff *skb, int skb_off,
+		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
 		   u32 len, bool to_mr);
 
 /* srdma_req.c */

@@ -215,6 +215,7 @@ static int __init srdma_init(void)
 	if (!srdma_wq)
 		return -ENOMEM;
 	srdma_loop_init();
+	srdma_icrc_init();
 
 	err = srdma_net_init();
 	if (err)
@@ -231,6 +232,7 @@ static int __init srdma_init(void)
 err_net_exit:
 	srdma_net_exit();
 err_destroy_wq:
+	srdma_icrc_exit();
 	destroy_workqueue(srdma_wq);
 	return err;
 }
@@ -242,6 +244,7 @@ static void __exit srdma_exit(void)
 	unregister_netdevice_notifier(&srdma_netdev_nb);
 	srdma_net_exit();
 	srdma_loop_exit();
+	srdma_icrc_exit();
 	destroy_workqueue(srdma_wq);
 	pr_info("srdma: unloaded\n");
 }

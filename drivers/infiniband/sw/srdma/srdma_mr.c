@@ -280,3 +280,32 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 	}
 	return 0;
 }
+
+/*
+ * Attach @len bytes of user MR @mr at @iova to @skb as page fragments,
+ * taking a page reference for each (dropped when the skb is freed).
+ * -EOPNOTSUPP for a DMA MR, -EMSGSIZE if the fragments run out; the
+ * caller then copies instead.
+ */
+int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
+		    u32 len)
+{
+	struct page *pg;
+	u32 n, done, pgoff;
+	int i;
+
+	if (mr->type != SRDMA_MR_USER)
+		return -EOPNOTSUPP;
+	for (done = 0; done < len; done += n) {
+		i = skb_shinfo(skb)->nr_frags;
+		if (i >= MAX_SKB_FRAGS)
+			return -EMSGSIZE;
+		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
+		get_page(pg);
+		skb_fill_page_desc(skb, i, pg, pgoff, n);
+		skb->len += n;
+		skb->data_len += n;
+		skb->truesize += n;
+	}
+	return 0;
+}

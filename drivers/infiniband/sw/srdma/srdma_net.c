@@ -239,9 +239,11 @@ out_unlock:
 }
 
 /*
- * Allocate a packet for @pkt with room for its IP/UDP headers, build BTH
- * and the extension headers, and reserve pkt->paylen bytes of payload
- * (returned in *payload, pad zeroed) plus the ICRC.
+ * Allocate a packet for @pkt with room for its IP/UDP headers and build
+ * BTH and the extension headers. With @payload, also reserve pkt->paylen
+ * bytes of payload (returned in *payload, pad zeroed) plus the ICRC. With
+ * @payload NULL the payload is attached as page fragments by the caller,
+ * who then calls srdma_pkt_seal().
  */
 struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload)
@@ -249,36 +251,84 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	struct net_device *ndev = qp->sdev->ndev;
 	unsigned int head = LL_RESERVED_SPACE(ndev) +
 			    sizeof(struct ipv6hdr) + sizeof(struct udphdr);
-	u32 hlen = srdma_hdr_len(pkt->opcode);
+	u32 hlen = srdma_hdr_len(pkt->opcode), body = 0;
 	struct sk_buff *skb;
 	u8 *p;
 
 	pkt->pad = (-pkt->paylen) & 3;
-	skb = alloc_skb(head + hlen + pkt->paylen + pkt->pad + SRDMA_ICRC_LEN +
-			ndev->needed_tailroom, GFP_ATOMIC);
+	if (payload)
+		body = pkt->paylen + pkt->pad + SRDMA_ICRC_LEN;
+	skb = alloc_skb(head + hlen + body + ndev->needed_tailroom,
+			GFP_ATOMIC);
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, head);
-	p = skb_put(skb, hlen + pkt->paylen + pkt->pad + SRDMA_ICRC_LEN);
+	p = skb_put(skb, hlen + body);
 	srdma_build_hdr(p, pkt);
-	memset(p + hlen + pkt->paylen, 0, pkt->pad);
-	*payload = p + hlen;
+	if (payload) {
+		memset(p + hlen + pkt->paylen, 0, pkt->pad);
+		*payload = p + hlen;
+	}
 	return skb;
 }
 
-/*
- * Compute and store the ICRC of a packet built in one buffer: the IP
- * header of @iplen bytes, UDP, then @len bytes from BTH to the ICRC.
- */
-static void srdma_icrc_fill(u8 *iph, u32 iplen, u8 *bth, u32 len, bool ipv6)
+/* After a payload attached as fragments: the pad and the ICRC's room. */
+int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
 {
-	u32 crc;
+	u32 n = pkt->pad + SRDMA_ICRC_LEN;
+	int i = skb_shinfo(skb)->nr_frags;
+	struct page *pg;
+	void *p;
 
-	crc = srdma_icrc_hdrs(iph, iplen + sizeof(struct udphdr) +
-			      SRDMA_BTH_LEN, ipv6);
-	crc = srdma_crc32(crc, bth + SRDMA_BTH_LEN,
-			  len - SRDMA_BTH_LEN - SRDMA_ICRC_LEN);
-	srdma_icrc_store(bth + len - SRDMA_ICRC_LEN, crc);
+	if (i >= MAX_SKB_FRAGS)
+		return -EMSGSIZE;
+	p = netdev_alloc_frag(n);
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, n);
+	/* Our own page-fragment memory, never a user page. */
+	pg = virt_to_head_page(p);
+	skb_fill_page_desc(skb, i, pg, p - page_address(pg), n);
+	skb->len += n;
+	skb->data_len += n;
+	skb->truesize += n;
+	return 0;
+}
+
+/* CRC-32 of @len bytes of @skb from @off, wherever they live. */
+u32 srdma_skb_crc(struct sk_buff *skb, int off, u32 len, u32 crc)
+{
+	struct skb_seq_state st;
+	unsigned int done = 0, n;
+	const u8 *data;
+
+	skb_prepare_seq_read(skb, off, off + len, &st);
+	while (done < len && (n = skb_seq_read(done, &data, &st)) != 0) {
+		/* A block may run past the end of the range asked for. */
+		n = min(n, len - done);
+		crc = srdma_crc32(crc, data, n);
+		done += n;
+	}
+	skb_abort_seq_read(&st);
+	return crc;
+}
+
+/*
+ * Compute and store the ICRC of @skb, whose data starts with the IP
+ * header of @iplen bytes, then UDP, then @len bytes from BTH to the ICRC.
+ * The headers are linear; the payload may be in fragments.
+ */
+static void srdma_icrc_fill(struct sk_buff *skb, u32 iplen, u32 len,
+			    bool ipv6)
+{
+	u32 off = iplen + sizeof(struct udphdr) + SRDMA_BTH_LEN, crc;
+	u8 icrc[SRDMA_ICRC_LEN];
+
+	crc = srdma_icrc_hdrs(skb->data, off, ipv6);
+	crc = srdma_skb_crc(skb, off, len - SRDMA_BTH_LEN - SRDMA_ICRC_LEN,
+			    crc);
+	srdma_icrc_store(icrc, crc);
+	skb_store_bits(skb, skb->len - SRDMA_ICRC_LEN, icrc, SRDMA_ICRC_LEN);
 }
 
 /*
@@ -293,7 +343,6 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	u32 len = skb->len;
 	struct dst_entry *dst;
 	struct udphdr *uh;
-	u8 *bth = skb->data;
 	bool local;
 	int err;
 
@@ -332,7 +381,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		skb->protocol = htons(ETH_P_IP);
 		if (local)
 			goto out_local;
-		srdma_icrc_fill((u8 *)iph, sizeof(*iph), bth, len, false);
+		srdma_icrc_fill(skb, sizeof(*iph), len, false);
 		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 		err = ip_local_out(net, NULL, skb);
 	} else {
@@ -348,7 +397,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		skb->protocol = htons(ETH_P_IPV6);
 		if (local)
 			goto out_local;
-		srdma_icrc_fill((u8 *)ip6h, sizeof(*ip6h), bth, len, true);
+		srdma_icrc_fill(skb, sizeof(*ip6h), len, true);
 		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 		err = ip6_local_out(net, NULL, skb);
 	}

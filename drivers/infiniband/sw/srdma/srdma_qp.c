@@ -626,7 +626,7 @@ int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
  * -EACCES for a bad lkey or missing right.
  */
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
-		   u32 off, void *buf, const struct sk_buff *skb, int skb_off,
+		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
 		   u32 len, bool to_mr)
 {
 	struct srdma_mr *mr;
@@ -652,6 +652,9 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 			if (skb && to_mr)
 				err = srdma_mr_copy_skb(mr, sge[i].addr + off,
 							skb, skb_off + done, n);
+			else if (skb)
+				err = srdma_mr_attach(mr, sge[i].addr + off,
+						      skb, n);
 			else
 				srdma_mr_copy(mr, sge[i].addr + off, buf + done,
 					      n, to_mr);

@@ -13,23 +13,6 @@
 
 #include "srdma.h"
 
-static u32 srdma_skb_crc(struct sk_buff *skb, int off, u32 len, u32 crc)
-{
-	struct skb_seq_state st;
-	unsigned int done = 0, n;
-	const u8 *data;
-
-	skb_prepare_seq_read(skb, off, off + len, &st);
-	while (done < len && (n = skb_seq_read(done, &data, &st)) != 0) {
-		/* A block may run past the end of the range asked for. */
-		n = min(n, len - done);
-		crc = srdma_crc32(crc, data, n);
-		done += n;
-	}
-	skb_abort_seq_read(&st);
-	return crc;
-}
-
 /* Check the ICRC of the datagram whose UDP payload starts at @payoff. */
 static bool srdma_icrc_ok(struct sk_buff *skb, int payoff, u32 udp_paylen,
 			  bool ipv6)

@@ -290,13 +290,30 @@ static u8 srdma_req_opcode(struct srdma_send_wqe *wqe, bool first, bool last)
 	return SRDMA_OP_SEND_MIDDLE;
 }
 
+/*
+ * Will another SEND or WRITE packet follow the current work request's
+ * last one right away? Not if nothing is posted behind it, or if what is
+ * waits for this one's ACK (a fence, a READ over the limit, SQD).
+ */
+static bool srdma_more_follows(struct srdma_qp *qp)
+{
+	struct srdma_send_wqe *next;
+
+	if (qp->sq_next + 1 == qp->sq.prod || qp->state != IB_QPS_RTS)
+		return false;
+	next = srdma_ring_slot(&qp->sq, qp->sq_next + 1);
+	return (next->started && !next->done) ||
+	       (next->opcode != IB_WR_RDMA_READ &&
+		!(next->send_flags & IB_SEND_FENCE));
+}
+
 /* Send the next packet of @wqe at qp->sq_next_off. QP lock held. */
 static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 {
 	u32 off = qp->sq_next_off, mtu = qp->mtu, idx;
 	struct srdma_pkt pkt = {};
 	struct sk_buff *skb;
-	bool first, last;
+	bool first, last, zcopy;
 	u8 *payload;
 	int err;
 
@@ -353,20 +370,33 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	pkt.imm = (__force u32)wqe->imm;
 	pkt.se = last && (wqe->send_flags & IB_SEND_SOLICITED);
 	qp->pkts_since_ackreq++;
-	/* At least four ACKs per window keep a small window moving. */
-	pkt.ackreq = last ||
+	/*
+	 * ACKs are coalesced: ask for one at the end of what can be sent
+	 * now, and at least four times per window to keep it moving.
+	 */
+	pkt.ackreq = (last && !srdma_more_follows(qp)) ||
 		     qp->pkts_since_ackreq >= min_t(u32, SRDMA_ACKREQ_EVERY,
 						    max_t(u32, qp->cwnd / 4, 1));
 	if (pkt.ackreq)
 		qp->pkts_since_ackreq = 0;
 
-	skb = srdma_alloc_pkt(qp, &pkt, &payload);
+	/* Large payloads go out from the MR's pages; else copied. */
+	zcopy = pkt.paylen >= SRDMA_ZCOPY_MIN;
+again:
+	skb = srdma_alloc_pkt(qp, &pkt, zcopy ? NULL : &payload);
 	if (!skb)
 		return -ENOMEM;
-	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, off, payload, NULL, 0,
+	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, off,
+			     zcopy ? NULL : payload, zcopy ? skb : NULL, 0,
 			     pkt.paylen, false);
+	if (!err && zcopy)
+		err = srdma_pkt_seal(skb, &pkt);
 	if (err) {
 		kfree_skb(skb);
+		if (zcopy && err != -EACCES && err != -EINVAL) {
+			zcopy = false;	/* DMA MR, too many pieces, memory */
+			goto again;
+		}
 		return err;
 	}
 	qp->sq_next_off = off + pkt.paylen;

@@ -372,9 +372,22 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 			return -EACCES;
 		}
 	}
+	/* Large payloads go out from the MR's pages; else copied. */
+	if (mr && pkt.paylen >= SRDMA_ZCOPY_MIN) {
+		skb = srdma_alloc_pkt(qp, &pkt, NULL);
+		if (skb && (srdma_mr_attach(mr, job->va + off, skb,
+					    pkt.paylen) ||
+			    srdma_pkt_seal(skb, &pkt))) {
+			kfree_skb(skb);
+			skb = NULL;	/* DMA MR, too many pieces: copy */
+		}
+		if (skb)
+			goto out_put;
+	}
 	skb = srdma_alloc_pkt(qp, &pkt, &payload);
 	if (skb && mr)
 		srdma_mr_copy(mr, job->va + off, payload, pkt.paylen, false);
+out_put:
 	if (mr)
 		srdma_mr_put(mr);
 	if (!skb)

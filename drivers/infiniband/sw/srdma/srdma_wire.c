@@ -5,15 +5,6 @@
  */
 #include "srdma_wire.h"
 
-#ifdef __KERNEL__
-#include <linux/crc32.h>
-
-u32 srdma_crc32(u32 crc, const void *buf, u32 len)
-{
-	return crc32_le(crc, buf, len);
-}
-#endif
-
 #define PL	SRDMA_F_PAYLOAD
 
 static const u16 srdma_opflags_tbl[SRDMA_OP_ACK + 1] = {

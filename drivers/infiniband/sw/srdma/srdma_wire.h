@@ -128,7 +128,10 @@ static inline u32 srdma_npkts(u32 len, u32 mtu)
 	return len ? (len - 1) / mtu + 1 : 1;
 }
 
-/* CRC-32 (IEEE, reflected), no pre- or post-inversion. */
+/*
+ * CRC-32 (IEEE, reflected), no pre- or post-inversion. The kernel's is in
+ * srdma_icrc.c, the user-space tests bring their own.
+ */
 u32 srdma_crc32(u32 crc, const void *buf, u32 len);
 
 /* CRC state after the 8 bytes of 0xff that stand for the masked LRH. */
