@@ -412,13 +412,21 @@ static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	}
 	if (prod != first) {
 		srdma_store(&r->hdr->prod, prod);
-		/* The doorbell: a post_send command without work requests. */
+		/*
+		 * The doorbell, a post_send command without work requests, is
+		 * needed unless the kernel will look at the ring anyway. Store
+		 * prod, fence, load the flag: the kernel does the mirror image.
+		 */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&r->hdr->no_doorbell, __ATOMIC_RELAXED))
+			goto out_unlock;
 		if (ibv_cmd_post_send(ibqp, NULL, &dummy)) {
 			/* Wrong state: the kernel took none of them. */
 			srdma_store(&r->hdr->prod, first);
 			ret = errno ? errno : EINVAL;
 		}
 	}
+out_unlock:
 	pthread_spin_unlock(&r->lock);
 	return ret;
 }
@@ -454,7 +462,12 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	}
 	if (prod != first) {
 		srdma_store(&r->hdr->prod, prod);
-		/* In the error state the kernel flushes only when asked. */
+		/*
+		 * In the error state the kernel flushes only when asked.
+		 * Store prod, fence, load the flag: the kernel sets the flag,
+		 * fences, then reads prod.
+		 */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (srdma_load(&r->hdr->flags) & SRDMA_RING_F_QP_ERR)
 			ibv_cmd_post_recv(ibqp, NULL, &dummy);
 	}

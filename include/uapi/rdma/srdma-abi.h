@@ -48,7 +48,15 @@ struct srdma_ring_hdr {
 	__u32 reserved0[15];	/* prod and cons on their own cache lines */
 	__u32 cons;
 	__u32 flags;		/* enum srdma_ring_flags, kernel-written */
-	__u32 reserved1[14];
+	/*
+	 * SQ only, kernel-written: nonzero while the kernel will read the
+	 * ring again by itself (packets are in flight, and their ACKs or the
+	 * retransmit timer run the requester). The provider then skips the
+	 * doorbell. Both sides store their index or flag, then fence, then
+	 * load the other's, so one of them always sees new work.
+	 */
+	__u32 no_doorbell;
+	__u32 reserved1[13];
 };
 
 enum srdma_ring_flags {

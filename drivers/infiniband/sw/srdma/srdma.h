@@ -274,7 +274,7 @@ struct srdma_qp {
 	/* RTT estimate (RFC 6298 style), one sample in flight at a time. */
 	u32 sent_psn;			/* one past the highest PSN sent */
 	u32 rtt_psn;			/* PSN being timed */
-	ktime_t rtt_start;
+	u64 rtt_start;			/* local_clock() ns: cheap to read */
 	bool rtt_pending;
 	u32 srtt_us;			/* 0: no sample yet */
 	u32 rttvar_us;

@@ -250,11 +250,18 @@ void srdma_qp_flush(struct srdma_qp *qp)
 
 	lockdep_assert_held(&qp->lock);
 	if (qp->usq.map) {
-		/* Take what user space posted so far, to flush it too. */
-		srdma_sq_pull(qp);
-		srdma_rq_pull(qp);
+		/*
+		 * From now on the provider rings a doorbell for everything it
+		 * posts. Flag first, then a full barrier (pairing with the
+		 * provider's prod store and fence), then take what was posted
+		 * so far, to flush it too.
+		 */
 		WRITE_ONCE(qp->usq.hdr->flags, SRDMA_RING_F_QP_ERR);
 		WRITE_ONCE(qp->urq.hdr->flags, SRDMA_RING_F_QP_ERR);
+		WRITE_ONCE(qp->usq.hdr->no_doorbell, 0);
+		smp_mb();	/* flags before reading prod */
+		srdma_sq_pull(qp);
+		srdma_rq_pull(qp);
 	}
 	qp->recv_active = false;
 	while (qp->rq.cons != qp->rq.prod) {
@@ -305,6 +312,7 @@ static void srdma_qp_reset(struct srdma_qp *qp)
 		qp->rq.prod = READ_ONCE(qp->urq.hdr->prod);
 		WRITE_ONCE(qp->usq.hdr->flags, 0);
 		WRITE_ONCE(qp->urq.hdr->flags, 0);
+		WRITE_ONCE(qp->usq.hdr->no_doorbell, 0);
 		qp->uring_bad = false;
 	}
 	qp->sq.cons = qp->sq.prod;

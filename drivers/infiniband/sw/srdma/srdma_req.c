@@ -6,6 +6,7 @@
  * Runs under the QP lock in process context (post_send, modify_qp), in
  * softirq when ACKs open the window (completer) and from the timer.
  */
+#include <linux/sched/clock.h>
 #include <linux/skbuff.h>
 
 #include "srdma.h"
@@ -79,8 +80,9 @@ void srdma_rtt_sample(struct srdma_qp *qp, u32 una)
 	if (!qp->rtt_pending || srdma_psn_diff(una, qp->rtt_psn) <= 0)
 		return;
 	qp->rtt_pending = false;
-	m = (s32)min_t(s64, ktime_us_delta(ktime_get(), qp->rtt_start),
-		       S32_MAX);
+	/* The ACK may arrive on another CPU: local_clock() can step back. */
+	m = (s32)min_t(s64, div_s64((s64)(local_clock() - qp->rtt_start),
+				    NSEC_PER_USEC), S32_MAX);
 	if (m <= 0)
 		m = 1;
 	if (!qp->srtt_us) {
@@ -291,6 +293,22 @@ static u8 srdma_req_opcode(struct srdma_send_wqe *wqe, bool first, bool last)
 }
 
 /*
+ * Tell a user process whether it must ring the doorbell after posting.
+ * Not needed while packets are in flight: their ACKs, or the timer, run
+ * the requester, which takes new work from the ring. Clearing is followed
+ * by a full barrier and a last look at the ring (in srdma_req_run()),
+ * pairing with the provider's store of prod, fence, load of this flag.
+ */
+static void srdma_req_doorbell(struct srdma_qp *qp, bool skip)
+{
+	if (!qp->usq.map)
+		return;
+	WRITE_ONCE(qp->usq.hdr->no_doorbell, skip);
+	if (!skip)
+		smp_mb();	/* flag before the provider's prod */
+}
+
+/*
  * Will another SEND or WRITE packet follow the current work request's
  * last one right away? Not if nothing is posted behind it, or if what is
  * waits for this one's ACK (a fence, a READ over the limit, SQD).
@@ -325,7 +343,7 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		if (!qp->rtt_pending) {
 			qp->rtt_pending = true;
 			qp->rtt_psn = pkt.psn;
-			qp->rtt_start = ktime_get();
+			qp->rtt_start = local_clock();
 		}
 		qp->sent_psn = srdma_psn_add(pkt.psn, 1);
 	}
@@ -414,9 +432,16 @@ void srdma_req_run(struct srdma_qp *qp)
 	int err;
 
 	lockdep_assert_held(&qp->lock);
-	if (!srdma_sq_running(qp) || qp->rnr_wait || qp->sq_error)
+	if (!srdma_sq_running(qp) || qp->rnr_wait || qp->sq_error) {
+		srdma_req_doorbell(qp, false);
 		return;
-
+	}
+	/* A user process may have posted without a doorbell. */
+	if (qp->usq.map && srdma_sq_pull(qp)) {
+		srdma_qp_error(qp);
+		return;
+	}
+again:
 	while (qp->sq_next != qp->sq.prod) {
 		wqe = srdma_ring_slot(&qp->sq, qp->sq_next);
 		if (!wqe->started) {
@@ -491,6 +516,20 @@ next:
 	if (sent && !timer_pending(&qp->retrans_timer)) {
 		qp->last_progress = jiffies;
 		srdma_arm_timer(qp);
+	}
+	/* Idle now: ask for doorbells again, then look once more. */
+	if (qp->usq.map && qp->una_psn == qp->next_psn &&
+	    qp->state == IB_QPS_RTS) {
+		srdma_req_doorbell(qp, false);
+		psn = qp->sq.prod;
+		if (srdma_sq_pull(qp)) {
+			srdma_qp_error(qp);
+			return;
+		}
+		if (qp->sq.prod != psn)
+			goto again;	/* posted meanwhile, no doorbell */
+	} else {
+		srdma_req_doorbell(qp, qp->state == IB_QPS_RTS);
 	}
 	if (qp->state == IB_QPS_SQD && qp->attr.en_sqd_async_notify &&
 	    qp->sq_next == qp->sq.prod && qp->una_psn == qp->next_psn)
