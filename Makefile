@@ -137,6 +137,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(ROOT)/tools/bench/run
 	@$(ROOT)/tools/bench/loss-run
+	@$(ROOT)/tools/bench/profile
 
 demo: deps
 	@$(MAKE) --no-print-directory all
