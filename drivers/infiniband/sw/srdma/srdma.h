@@ -41,8 +41,9 @@
 /* QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). */
 #define SRDMA_MIN_QPN		16
 /* Unacknowledged packets a requester may have in flight, at most. */
-#define SRDMA_WINDOW		128
-/* The congestion window never shrinks below this many packets. */
+#define SRDMA_WINDOW		512
+/* The congestion window starts here and never shrinks below the min. */
+#define SRDMA_CWND_INIT		128
 #define SRDMA_CWND_MIN		8
 /* Response packets one READ request asks for at most. */
 #define SRDMA_READ_CHUNK	16
@@ -274,7 +275,7 @@ struct srdma_qp {
 	/* RTT estimate (RFC 6298 style), one sample in flight at a time. */
 	u32 sent_psn;			/* one past the highest PSN sent */
 	u32 rtt_psn;			/* PSN being timed */
-	u64 rtt_start;			/* local_clock() ns: cheap to read */
+	ktime_t rtt_start;
 	bool rtt_pending;
 	u32 srtt_us;			/* 0: no sample yet */
 	u32 rttvar_us;

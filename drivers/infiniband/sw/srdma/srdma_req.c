@@ -6,7 +6,6 @@
  * Runs under the QP lock in process context (post_send, modify_qp), in
  * softirq when ACKs open the window (completer) and from the timer.
  */
-#include <linux/sched/clock.h>
 #include <linux/skbuff.h>
 
 #include "srdma.h"
@@ -80,9 +79,8 @@ void srdma_rtt_sample(struct srdma_qp *qp, u32 una)
 	if (!qp->rtt_pending || srdma_psn_diff(una, qp->rtt_psn) <= 0)
 		return;
 	qp->rtt_pending = false;
-	/* The ACK may arrive on another CPU: local_clock() can step back. */
-	m = (s32)min_t(s64, div_s64((s64)(local_clock() - qp->rtt_start),
-				    NSEC_PER_USEC), S32_MAX);
+	m = (s32)min_t(s64, ktime_us_delta(ktime_get(), qp->rtt_start),
+		       S32_MAX);
 	if (m <= 0)
 		m = 1;
 	if (!qp->srtt_us) {
@@ -107,7 +105,7 @@ void srdma_req_init_window(struct srdma_qp *qp, u32 psn)
 	qp->rtt_pending = false;
 	qp->srtt_us = 0;
 	qp->rttvar_us = 0;
-	qp->cwnd = SRDMA_WINDOW;
+	qp->cwnd = SRDMA_CWND_INIT;
 	qp->cwnd_acc = 0;
 	qp->cwnd_cut = false;
 	qp->tlp_sent = false;
@@ -343,7 +341,7 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		if (!qp->rtt_pending) {
 			qp->rtt_pending = true;
 			qp->rtt_psn = pkt.psn;
-			qp->rtt_start = local_clock();
+			qp->rtt_start = ktime_get();
 		}
 		qp->sent_psn = srdma_psn_add(pkt.psn, 1);
 	}
