@@ -73,16 +73,31 @@ FIXTURE(ring) {
 	struct srdma_ring_hdr *cqh, *sqh, *rqh;
 };
 
-FIXTURE_SETUP(ring)
+/*
+ * A fresh self-connected QP on the fixture's CQ (the old one destroyed),
+ * and the rings as they are mapped now: 0 when all went well.
+ */
+static int new_qp(FIXTURE_DATA(ring) *self)
 {
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-			 .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE },
-	};
 	union ibv_gid gid;
 	int gidx;
 
+	if (self->qp)
+		ibv_destroy_qp(self->qp);
+	self->qp = srdma_test_rc_qp(self->pd, self->cq, 16, 16, MAX_SGE);
+	gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+	if (!self->qp || gidx < 0 ||
+	    srdma_test_connect_self(self->qp, gidx, &gid) ||
+	    find_rings(self->m, 3) != 3)
+		return -1;
+	self->cqh = (struct srdma_ring_hdr *)self->m[0].addr;
+	self->sqh = (struct srdma_ring_hdr *)self->m[1].addr;
+	self->rqh = (struct srdma_ring_hdr *)self->m[2].addr;
+	return 0;
+}
+
+FIXTURE_SETUP(ring)
+{
 	self->ctx = srdma_test_open();
 	ASSERT_NE(NULL, self->ctx);
 	self->pd = ibv_alloc_pd(self->ctx);
@@ -94,17 +109,7 @@ FIXTURE_SETUP(ring)
 	ASSERT_NE(NULL, self->mr);
 	self->cq = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
 	ASSERT_NE(NULL, self->cq);
-	init.send_cq = self->cq;
-	init.recv_cq = self->cq;
-	self->qp = ibv_create_qp(self->pd, &init);
-	ASSERT_NE(NULL, self->qp);
-	gidx = srdma_test_ipv4_gid(self->ctx, &gid);
-	ASSERT_GE(gidx, 0);
-	ASSERT_EQ(0, srdma_test_connect_self(self->qp, gidx, &gid));
-	ASSERT_EQ(3, find_rings(self->m, 3));
-	self->cqh = (struct srdma_ring_hdr *)self->m[0].addr;
-	self->sqh = (struct srdma_ring_hdr *)self->m[1].addr;
-	self->rqh = (struct srdma_ring_hdr *)self->m[2].addr;
+	ASSERT_EQ(0, new_qp(self));
 }
 
 FIXTURE_TEARDOWN(ring)
@@ -203,30 +208,9 @@ TEST_F(ring, sq_bad_entries)
 	int kind;
 
 	for (kind = 0; kind < 4; kind++) {
-		if (kind) {
-			/* A fresh QP for each kind of garbage. */
-			ibv_destroy_qp(self->qp);
-			self->qp = NULL;
-			TH_LOG("kind %d", kind);
-		}
-		if (!self->qp) {
-			struct ibv_qp_init_attr init = {
-				.qp_type = IBV_QPT_RC,
-				.send_cq = self->cq, .recv_cq = self->cq,
-				.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-					 .max_send_sge = MAX_SGE,
-					 .max_recv_sge = MAX_SGE },
-			};
-			union ibv_gid gid;
-			int gidx = srdma_test_ipv4_gid(self->ctx, &gid);
-
-			self->qp = ibv_create_qp(self->pd, &init);
-			ASSERT_NE(NULL, self->qp);
-			ASSERT_EQ(0, srdma_test_connect_self(self->qp, gidx,
-							     &gid));
-			ASSERT_EQ(3, find_rings(self->m, 3));
-			self->sqh = (struct srdma_ring_hdr *)self->m[1].addr;
-		}
+		/* A fresh QP for each kind of garbage. */
+		if (kind)
+			ASSERT_EQ(0, new_qp(self)) TH_LOG("kind %d", kind);
 		u = (struct srdma_usend_wqe *)(self->m[1].addr +
 					       SRDMA_RING_HDR_SIZE);
 		memset(u, 0, SQ_SLOT);
@@ -340,33 +324,17 @@ TEST_F(ring, random_scribble)
 	ibv_destroy_qp(self->qp);
 	self->qp = NULL;
 	ibv_destroy_cq(self->cq);
-	self->cq = NULL;
 
 	/* The device still moves data. */
-	{
-		struct ibv_qp_init_attr init = {
-			.qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-				 .max_send_sge = MAX_SGE,
-				 .max_recv_sge = MAX_SGE },
-		};
-		union ibv_gid gid;
-		int gidx = srdma_test_ipv4_gid(self->ctx, &gid);
-
-		self->cq = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
-		ASSERT_NE(NULL, self->cq);
-		init.send_cq = self->cq;
-		init.recv_cq = self->cq;
-		self->qp = ibv_create_qp(self->pd, &init);
-		ASSERT_NE(NULL, self->qp);
-		ASSERT_EQ(0, srdma_test_connect_self(self->qp, gidx, &gid));
-		for (i = 0; i < 2000; i++)
-			self->buf[i] = (char)(i * 5 + 2);
-		ASSERT_EQ(0, post_write(self, 2000));
-		ASSERT_EQ(1, wait_wc(self->cq, wc));
-		EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
-		EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 2000));
-	}
+	self->cq = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
+	ASSERT_NE(NULL, self->cq);
+	ASSERT_EQ(0, new_qp(self));
+	for (i = 0; i < 2000; i++)
+		self->buf[i] = (char)(i * 5 + 2);
+	ASSERT_EQ(0, post_write(self, 2000));
+	ASSERT_EQ(1, wait_wc(self->cq, wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 2000));
 }
 
 /*

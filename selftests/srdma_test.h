@@ -92,4 +92,21 @@ static inline int srdma_test_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gi
 	return -1;
 }
 
+/* An RC QP on @pd with @cq for both queues, @sge SGEs per work request. */
+static inline struct ibv_qp *srdma_test_rc_qp(struct ibv_pd *pd,
+					      struct ibv_cq *cq,
+					      uint32_t send_wr,
+					      uint32_t recv_wr, uint32_t sge)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = send_wr, .max_recv_wr = recv_wr,
+			 .max_send_sge = sge, .max_recv_sge = sge },
+	};
+
+	return ibv_create_qp(pd, &init);
+}
+
 #endif /* SRDMA_TEST_H */

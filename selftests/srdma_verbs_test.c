@@ -164,12 +164,6 @@ FIXTURE(qp) {
 
 FIXTURE_SETUP(qp)
 {
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-			 .max_send_sge = 2, .max_recv_sge = 2 },
-	};
-
 	self->ctx = srdma_test_open();
 	ASSERT_NE(NULL, self->ctx);
 	self->pd = ibv_alloc_pd(self->ctx);
@@ -181,9 +175,7 @@ FIXTURE_SETUP(qp)
 	ASSERT_NE(NULL, self->mr);
 	self->cq = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
 	ASSERT_NE(NULL, self->cq);
-	init.send_cq = self->cq;
-	init.recv_cq = self->cq;
-	self->qp = ibv_create_qp(self->pd, &init);
+	self->qp = srdma_test_rc_qp(self->pd, self->cq, 16, 16, 2);
 	ASSERT_NE(NULL, self->qp);
 }
 
@@ -342,11 +334,6 @@ TEST_F(qp, self_write_read)
 /* More completions than the CQ holds: IBV_EVENT_CQ_ERR on the async fd. */
 TEST_F(qp, cq_overflow_event)
 {
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 1,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
 	struct ibv_send_wr wr, *bad;
 	struct ibv_async_event ev;
 	struct ibv_cq *small;
@@ -358,9 +345,7 @@ TEST_F(qp, cq_overflow_event)
 
 	small = ibv_create_cq(self->ctx, 1, NULL, NULL, 0);
 	ASSERT_NE(NULL, small);
-	init.send_cq = small;
-	init.recv_cq = small;
-	q = ibv_create_qp(self->pd, &init);
+	q = srdma_test_rc_qp(self->pd, small, 16, 1, 1);
 	ASSERT_NE(NULL, q);
 	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	ASSERT_EQ(0, srdma_test_connect_self(q, self->gidx, &gid));

@@ -363,6 +363,31 @@ static int srdma_put_sges(struct srdma_usge *dst, const struct ibv_sge *src,
 	return total > (1ULL << 31) ? EINVAL : 0;
 }
 
+/*
+ * Fill the SGEs of entry @prod of ring @r (at @sge_off in the slot) and
+ * return the slot, or NULL with *err: EINVAL for a bad SGE list, ENOMEM
+ * if the ring is full.
+ */
+static void *srdma_ring_fill(struct srdma_uring *r, uint32_t prod,
+			     const struct ibv_sge *sg, int num_sge,
+			     size_t sge_off, int *err)
+{
+	char *slot;
+
+	if (num_sge < 0 || (uint32_t)num_sge > r->max_sge) {
+		*err = EINVAL;
+		return NULL;
+	}
+	if (prod - srdma_load(&r->hdr->cons) >= r->max_wr) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	slot = srdma_slot(r, prod);
+	*err = srdma_put_sges((struct srdma_usge *)(slot + sge_off), sg,
+			      num_sge);
+	return *err ? NULL : slot;
+}
+
 static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr)
 {
@@ -386,17 +411,14 @@ static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			ret = EINVAL;
 			break;
 		}
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > r->max_sge ||
-		    (wr->send_flags & ~(IBV_SEND_FENCE | IBV_SEND_SIGNALED |
-					IBV_SEND_SOLICITED)))
+		if (wr->send_flags & ~(IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+				       IBV_SEND_SOLICITED))
 			ret = EINVAL;
-		else if (!ret && prod - srdma_load(&r->hdr->cons) >= r->max_wr)
-			ret = ENOMEM;
-		if (!ret) {
-			u = srdma_slot(r, prod);
-			ret = srdma_put_sges(u->sge, wr->sg_list, wr->num_sge);
-		}
-		if (ret) {
+		u = ret ? NULL : srdma_ring_fill(r, prod, wr->sg_list,
+						 wr->num_sge,
+						 offsetof(struct srdma_usend_wqe,
+							  sge), &ret);
+		if (!u) {
 			*bad_wr = wr;
 			break;
 		}
@@ -443,15 +465,9 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	pthread_spin_lock(&r->lock);
 	first = prod = r->hdr->prod;
 	for (; wr; wr = wr->next) {
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > r->max_sge)
-			ret = EINVAL;
-		else if (prod - srdma_load(&r->hdr->cons) >= r->max_wr)
-			ret = ENOMEM;
-		if (!ret) {
-			u = srdma_slot(r, prod);
-			ret = srdma_put_sges(u->sge, wr->sg_list, wr->num_sge);
-		}
-		if (ret) {
+		u = srdma_ring_fill(r, prod, wr->sg_list, wr->num_sge,
+				    offsetof(struct srdma_urecv_wqe, sge), &ret);
+		if (!u) {
 			*bad_wr = wr;
 			break;
 		}
