@@ -43,7 +43,7 @@
 /* Unacknowledged packets a requester may have in flight, at most. */
 #define SRDMA_WINDOW		512
 /* The congestion window starts here and never shrinks below the min. */
-#define SRDMA_CWND_INIT		128
+#define SRDMA_CWND_INIT		64
 #define SRDMA_CWND_MIN		8
 /* Response packets one READ request asks for at most. */
 #define SRDMA_READ_CHUNK	16
