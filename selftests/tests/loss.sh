@@ -51,12 +51,18 @@ test_loss_1pct() {
 	pair_setup && netem loss 1% || fail "setup"
 	xfer_pair "$TESTS" 1048576 || fail "transfers under 1% loss"
 	[ "$(counter retransmits)" -ge 1 ] || fail "nothing retransmitted"
+	# Fast recovery: losses are repaired on sequence NAKs and early
+	# resends, never by waiting out the 67 ms local ACK timeout.
+	[ "$(counter nak_received)" -ge 1 ] || fail "no sequence NAK seen"
+	[ "$(counter ack_timeouts)" -eq 0 ] ||
+		fail "$(counter ack_timeouts) full ACK timeouts at 1% loss"
 }
 
 test_loss_10pct() {
 	pair_setup && netem loss 10% || fail "setup"
 	xfer_pair "$TESTS" 262144 || fail "transfers under 10% loss"
 	[ "$(counter retransmits)" -ge 1 ] || fail "nothing retransmitted"
+	[ "$(counter nak_received)" -ge 1 ] || fail "no sequence NAK seen"
 }
 
 test_loss_reorder() {
