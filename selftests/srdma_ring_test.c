@@ -140,34 +140,23 @@ static enum ibv_qp_state qp_state(struct ibv_qp *qp)
 /* Post one signaled WRITE of @len bytes from buf to buf + 32 KiB. */
 static int post_write(FIXTURE_DATA(ring) *self, uint32_t len)
 {
-	struct ibv_send_wr wr, *bad;
+	return srdma_test_post_rdma(self->qp, self->mr, IBV_WR_RDMA_WRITE,
+				    self->buf, len, self->buf + 32768);
+}
+
+/* Post one receive of 64 bytes into buf. */
+static int post_recv64(FIXTURE_DATA(ring) *self)
+{
+	struct ibv_recv_wr rwr, *rbad;
 	struct ibv_sge sge;
 
 	sge.addr = (uintptr_t)self->buf;
-	sge.length = len;
+	sge.length = 64;
 	sge.lkey = self->mr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + 32768;
-	wr.wr.rdma.rkey = self->mr->rkey;
-	return ibv_post_send(self->qp, &wr, &bad);
-}
-
-/* Poll up to ~2 s for one completion; 1 if found. */
-static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	int i, n;
-
-	for (i = 0; i < 20000; i++) {
-		n = ibv_poll_cq(cq, 1, wc);
-		if (n)
-			return n;
-		usleep(100);
-	}
-	return 0;
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	return ibv_post_recv(self->qp, &rwr, &rbad);
 }
 
 /* The ring works as such: data arrives, one completion, indices move. */
@@ -179,7 +168,7 @@ TEST_F(ring, write_through_ring)
 	for (i = 0; i < 3000; i++)
 		self->buf[i] = (char)(i * 13 + 1);
 	ASSERT_EQ(0, post_write(self, 3000));
-	ASSERT_EQ(1, wait_wc(self->cq, &wc));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
 	EXPECT_EQ(self->qp->qp_num, wc.qp_num);
@@ -266,7 +255,7 @@ TEST_F(ring, rq_bad_entry)
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
-	ASSERT_EQ(1, wait_wc(self->cq, &wc));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
 	EXPECT_EQ(7, wc.wr_id);
 	EXPECT_NE(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp));
@@ -299,8 +288,6 @@ TEST_F(ring, cq_consumer_garbage)
  */
 TEST_F(ring, random_scribble)
 {
-	struct ibv_recv_wr rwr, *rbad;
-	struct ibv_sge sge;
 	struct ibv_wc wc[8];
 	unsigned int seed = 1234;
 	size_t i;
@@ -311,13 +298,7 @@ TEST_F(ring, random_scribble)
 			for (i = 0; i < self->m[k].len; i++)
 				self->m[k].addr[i] = (char)rand_r(&seed);
 		post_write(self, 64);
-		sge.addr = (uintptr_t)self->buf;
-		sge.length = 64;
-		sge.lkey = self->mr->lkey;
-		memset(&rwr, 0, sizeof(rwr));
-		rwr.sg_list = &sge;
-		rwr.num_sge = 1;
-		ibv_post_recv(self->qp, &rwr, &rbad);
+		post_recv64(self);
 		ibv_poll_cq(self->cq, 8, wc);
 		usleep(2000);
 	}
@@ -332,7 +313,7 @@ TEST_F(ring, random_scribble)
 	for (i = 0; i < 2000; i++)
 		self->buf[i] = (char)(i * 5 + 2);
 	ASSERT_EQ(0, post_write(self, 2000));
-	ASSERT_EQ(1, wait_wc(self->cq, wc));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, wc));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 2000));
 }
@@ -343,18 +324,10 @@ TEST_F(ring, random_scribble)
  */
 TEST_F(ring, unmapped_rings)
 {
-	struct ibv_recv_wr rwr, *rbad;
 	struct ibv_qp_attr a;
-	struct ibv_sge sge;
 	int k;
 
-	sge.addr = (uintptr_t)self->buf;
-	sge.length = 64;
-	sge.lkey = self->mr->lkey;
-	memset(&rwr, 0, sizeof(rwr));
-	rwr.sg_list = &sge;
-	rwr.num_sge = 1;
-	ASSERT_EQ(0, ibv_post_recv(self->qp, &rwr, &rbad));
+	ASSERT_EQ(0, post_recv64(self));
 	ASSERT_EQ(0, post_write(self, 4096));
 	for (k = 0; k < 3; k++)
 		ASSERT_EQ(0, munmap(self->m[k].addr, self->m[k].len));

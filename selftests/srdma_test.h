@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 /* The device under test: $SRDMA_DEV, default srdma0. */
@@ -107,6 +108,44 @@ static inline struct ibv_qp *srdma_test_rc_qp(struct ibv_pd *pd,
 	};
 
 	return ibv_create_qp(pd, &init);
+}
+
+/*
+ * Post one signaled RDMA WRITE or READ of @len bytes between @local and
+ * @remote, both inside @mr; ibv_post_send()'s result.
+ */
+static inline int srdma_test_post_rdma(struct ibv_qp *qp, struct ibv_mr *mr,
+				       enum ibv_wr_opcode op, void *local,
+				       uint32_t len, void *remote)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+
+	sge.addr = (uintptr_t)local;
+	sge.length = len;
+	sge.lkey = mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)remote;
+	wr.wr.rdma.rkey = mr->rkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* Poll @cq for up to about 2 s for one completion; 1 if one came. */
+static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int i, n;
+
+	for (i = 0; i < 20000; i++) {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep(100);
+	}
+	return 0;
 }
 
 #endif /* SRDMA_TEST_H */

@@ -294,37 +294,25 @@ TEST_F(qp, reg_mr_checks)
 /* A QP connected to itself: WRITE then READ back, data checked. */
 TEST_F(qp, self_write_read)
 {
-	struct ibv_sge sge;
-	struct ibv_send_wr wr, *bad;
 	union ibv_gid gid;
 	struct ibv_wc wc;
-	int i, n;
+	int i;
 
 	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	ASSERT_GE(self->gidx, 0);
 	ASSERT_EQ(0, srdma_test_connect_self(self->qp, self->gidx, &gid));
 	for (i = 0; i < 5000; i++)
 		self->buf[i] = (char)(i * 7 + 3);
-	memset(&wr, 0, sizeof(wr));
-	sge.addr = (uintptr_t)self->buf;
-	sge.length = 5000;
-	sge.lkey = self->mr->lkey;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + 8192;
-	wr.wr.rdma.rkey = self->mr->rkey;
-	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
-	for (n = 0; n < 200000 && ibv_poll_cq(self->cq, 1, &wc) == 0; n++)
-		usleep(10);
+	ASSERT_EQ(0, srdma_test_post_rdma(self->qp, self->mr,
+					  IBV_WR_RDMA_WRITE, self->buf, 5000,
+					  self->buf + 8192));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 8192, 5000));
-	sge.addr = (uintptr_t)self->buf + 16384;
-	wr.opcode = IBV_WR_RDMA_READ;
-	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
-	for (n = 0; n < 200000 && ibv_poll_cq(self->cq, 1, &wc) == 0; n++)
-		usleep(10);
+	ASSERT_EQ(0, srdma_test_post_rdma(self->qp, self->mr, IBV_WR_RDMA_READ,
+					  self->buf + 16384, 5000,
+					  self->buf + 8192));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(IBV_WC_RDMA_READ, wc.opcode);
 	EXPECT_EQ(5000, wc.byte_len);
@@ -334,11 +322,9 @@ TEST_F(qp, self_write_read)
 /* More completions than the CQ holds: IBV_EVENT_CQ_ERR on the async fd. */
 TEST_F(qp, cq_overflow_event)
 {
-	struct ibv_send_wr wr, *bad;
 	struct ibv_async_event ev;
 	struct ibv_cq *small;
 	struct ibv_qp *q;
-	struct ibv_sge sge;
 	struct pollfd pfd;
 	union ibv_gid gid;
 	int i;
@@ -349,18 +335,10 @@ TEST_F(qp, cq_overflow_event)
 	ASSERT_NE(NULL, q);
 	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	ASSERT_EQ(0, srdma_test_connect_self(q, self->gidx, &gid));
-	memset(&wr, 0, sizeof(wr));
-	sge.addr = (uintptr_t)self->buf;
-	sge.length = 64;
-	sge.lkey = self->mr->lkey;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + 4096;
-	wr.wr.rdma.rkey = self->mr->rkey;
 	for (i = 0; i < 8; i++)
-		ASSERT_EQ(0, ibv_post_send(q, &wr, &bad));
+		ASSERT_EQ(0, srdma_test_post_rdma(q, self->mr,
+						  IBV_WR_RDMA_WRITE, self->buf,
+						  64, self->buf + 4096));
 	pfd.fd = self->ctx->async_fd;
 	pfd.events = POLLIN;
 	ASSERT_EQ(1, poll(&pfd, 1, 10000));

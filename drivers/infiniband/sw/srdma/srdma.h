@@ -451,7 +451,8 @@ int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
 int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
 		    struct srdma_ring *r, u32 *uprod);
 int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
-		     const struct srdma_usge *src, u32 num_sge, u32 *total);
+		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
+		     u32 *total);
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
 		   u32 len, bool to_mr);

@@ -132,13 +132,21 @@ int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
 
 /*
  * Read the SGE list of a mapped ring entry, each field once, into @dst and
- * sum the lengths; -EINVAL if the sum overflows.
+ * sum the lengths; -EINVAL if there are more than @max_sge or the sum
+ * overflows. Either marks the ring bad.
  */
 int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
-		     const struct srdma_usge *src, u32 num_sge, u32 *total)
+		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
+		     u32 *total)
 {
 	u32 i;
 
+	if (num_sge > max_sge) {
+		srdma_err_qp(qp, "ring entry: %u SGEs, max %u\n", num_sge,
+			     max_sge);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
 	*total = 0;
 	for (i = 0; i < num_sge; i++) {
 		dst[i].addr = READ_ONCE(src[i].addr);

@@ -694,14 +694,14 @@ int srdma_sq_pull(struct srdma_qp *qp)
 		n = READ_ONCE(u->num_sge);
 		op = READ_ONCE(u->opcode);
 		flags = READ_ONCE(u->send_flags);
-		if (n > qp->sq.max_sge || !srdma_opcode_ok(op) ||
-		    (flags & ~flags_ok)) {
-			srdma_err_qp(qp, "send ring entry %u: op %u flags %#x sges %u refused\n",
-				     qp->sq.prod, op, flags, n);
+		if (!srdma_opcode_ok(op) || (flags & ~flags_ok)) {
+			srdma_err_qp(qp, "send ring entry %u: opcode %u, flags %#x refused\n",
+				     qp->sq.prod, op, flags);
 			qp->uring_bad = true;
 			return -EINVAL;
 		}
-		err = srdma_usges_read(qp, wqe->sge, u->sge, n, &wqe->length);
+		err = srdma_usges_read(qp, wqe->sge, u->sge, n, qp->sq.max_sge,
+				       &wqe->length);
 		if (err)
 			return err;
 		wqe->wr_id = READ_ONCE(u->wr_id);

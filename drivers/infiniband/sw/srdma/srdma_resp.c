@@ -33,13 +33,8 @@ int srdma_rq_pull(struct srdma_qp *qp)
 		u = srdma_uring_slot(&qp->urq, qp->rq.prod);
 		wqe = srdma_ring_slot(&qp->rq, qp->rq.prod);
 		n = READ_ONCE(u->num_sge);
-		if (n > qp->rq.max_sge) {
-			srdma_err_qp(qp, "receive ring entry %u: %u SGEs refused\n",
-				     qp->rq.prod, n);
-			qp->uring_bad = true;
-			return -EINVAL;
-		}
-		err = srdma_usges_read(qp, wqe->sge, u->sge, n, &wqe->length);
+		err = srdma_usges_read(qp, wqe->sge, u->sge, n, qp->rq.max_sge,
+				       &wqe->length);
 		if (err)
 			return err;
 		wqe->wr_id = READ_ONCE(u->wr_id);
