@@ -52,10 +52,15 @@ test_loss_1pct() {
 	xfer_pair "$TESTS" 1048576 || fail "transfers under 1% loss"
 	[ "$(counter retransmits)" -ge 1 ] || fail "nothing retransmitted"
 	# Fast recovery: losses are repaired on sequence NAKs and early
-	# resends, never by waiting out the 67 ms local ACK timeout.
-	[ "$(counter nak_received)" -ge 1 ] || fail "no sequence NAK seen"
-	[ "$(counter ack_timeouts)" -eq 0 ] ||
-		fail "$(counter ack_timeouts) full ACK timeouts at 1% loss"
+	# resends; waiting out the 67 ms local ACK timeout is the rare
+	# exception (a run of losses of the same resend), at most one for
+	# every ten NAKs.
+	local naks timeouts
+	naks=$(counter nak_received) timeouts=$(counter ack_timeouts)
+	echo "# nak_received $naks ack_timeouts $timeouts"
+	[ "$naks" -ge 1 ] || fail "no sequence NAK seen"
+	[ $((timeouts * 10)) -le "$naks" ] ||
+		fail "$timeouts full ACK timeouts against $naks NAKs at 1% loss"
 }
 
 test_loss_10pct() {
