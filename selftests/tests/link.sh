@@ -143,6 +143,53 @@ test_ibv_devices() {
 	! grep -qi 'warning\|fail' <<< "$out" || fail "ibv_devices complained"
 }
 
+# Any device name works with the stock tools, and an rxe device next to it
+# stays with librxe. rdma_rxe holds UDP 4791 in init_net, so srdma's netdev
+# goes to ns1; devices are visible in every namespace.
+test_link_any_name() {
+	modprobe rdma_rxe 2>/dev/null || return 4
+	veth_setup || fail "veth"
+	ip netns add ns1 && ip link set v0 netns ns1 || fail "netns"
+	ip netns exec ns1 ip link set lo up
+	ip netns exec ns1 ip link set v0 up
+	ip netns exec ns1 rdma link add foo0 type srdma netdev v0 ||
+		fail "link add foo0"
+	rdma link add rxe0 type rxe netdev v1 || fail "link add rxe0"
+	wait_for 5 sh -c "rdma link show foo0/1 | grep -q 'state ACTIVE'" ||
+		fail "foo0 not ACTIVE: $(rdma link show)"
+
+	out=$(ibv_devices 2>&1)
+	echo "$out"
+	grep -qE '^\s+foo0\s+[0-9a-f]{16}' <<< "$out" || fail "foo0 not listed"
+	grep -qE '^\s+rxe0\s+[0-9a-f]{16}' <<< "$out" || fail "rxe0 not listed"
+	! grep -qi 'warning\|fail' <<< "$out" || fail "ibv_devices complained"
+	for ns in "" "ip netns exec ns1"; do
+		out=$($ns ibv_devinfo -d foo0 2>&1) ||
+			fail "${ns:+$ns }ibv_devinfo -d foo0: $out"
+		grep -q 'state:.*PORT_ACTIVE' <<< "$out" ||
+			fail "foo0 port not active: $out"
+	done
+	echo "$out"
+	# libsrdma would open rxe0 with RDMA_DRIVER_UNKNOWN, which the kernel
+	# refuses: a working context means librxe has it.
+	out=$(ibv_devinfo -d rxe0 2>&1) || fail "ibv_devinfo -d rxe0: $out"
+	echo "$out"
+	grep -q 'transport:.*InfiniBand' <<< "$out" || fail "rxe0 transport"
+	grep -q 'vendor_id:.*0xffffff' <<< "$out" || fail "rxe0 vendor_id"
+	# With libsrdma as the only provider, foo0 is still listed and rxe0,
+	# which libsrdma must not claim, is not. (A private mount namespace
+	# hides /etc/libibverbs.d from this one command.)
+	out=$(unshare -m sh -c \
+		'mount -t tmpfs none /etc/libibverbs.d && ibv_devices' 2>&1)
+	echo "$out"
+	grep -qE '^\s+foo0\s' <<< "$out" || fail "libsrdma alone: no foo0"
+	! grep -qE '^\s+rxe0\s' <<< "$out" || fail "libsrdma claimed rxe0"
+
+	ip netns exec ns1 rdma link delete foo0 || fail "link delete foo0"
+	wait_for 5 dev_absent foo0 || fail "foo0 still present"
+	rdma link delete rxe0
+}
+
 test_ibv_devinfo() {
 	setup_bound_veth || fail "link add"
 	out=$(ibv_devinfo -v -d srdma0 2>&1) || fail "ibv_devinfo failed: $out"

@@ -2,10 +2,11 @@
 /*
  * libsrdma: the rdma-core provider for the srdma kernel module.
  *
- * Matches srdma ib_devices by name and opens a verbs context through the
- * uverbs commands. The data path runs on rings shared with the kernel
- * (layout in srdma-abi.h): poll_cq and post_recv never enter the kernel,
- * post_send writes its work requests and rings one doorbell per call.
+ * Claims srdma ib_devices, whatever their name, by their node description
+ * and opens a verbs context through the uverbs commands. The data path runs
+ * on rings shared with the kernel (layout in srdma-abi.h): poll_cq and
+ * post_recv never enter the kernel, post_send writes its work requests and
+ * rings one doorbell per call.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -595,18 +596,40 @@ static void srdma_uninit_device(struct verbs_device *vdev)
 	free((struct srdma_device *)vdev);
 }
 
-/* The kernel names every device "srdma<something>"; match on that. */
+/*
+ * srdma is out of tree: its driver_id is RDMA_DRIVER_UNKNOWN, so there is no
+ * driver-id entry to match, and `rdma link add NAME type srdma` accepts any
+ * NAME, so the name says nothing either. Every device is therefore a
+ * candidate in the table, and srdma_match_device(), which libibverbs calls
+ * after the table, keeps only the devices whose node_desc is srdma's.
+ * Devices with a driver_id are claimed by their own provider before any
+ * provider is tried by name, and are refused here too. (librxe also claims
+ * any device named rxe*; if it loads first it takes an srdma device of that
+ * name, so such names are unsafe: see Documentation/abi.rst.)
+ */
 static const struct verbs_match_ent srdma_match_table[] = {
-	{ .u.modalias = "rdma_device:*N" SRDMA_IBDEV_PREFIX "*",
-	  .kind = SRDMA_MATCH_MODALIAS },
+	{ .u.modalias = "rdma_device:*", .kind = SRDMA_MATCH_MODALIAS },
 	{}
 };
+
+static bool srdma_match_device(struct verbs_sysfs_dev *sdev)
+{
+	char desc[80];	/* node_desc: up to 64 characters and a newline */
+
+	if (sdev->driver_id != RDMA_DRIVER_UNKNOWN)
+		return false;
+	if (ibv_read_ibdev_sysfs_file(desc, sizeof(desc), sdev,
+				      "node_desc") <= 0)
+		return false;
+	return strcmp(desc, SRDMA_NODE_DESC) == 0;
+}
 
 static const struct verbs_device_ops srdma_dev_ops = {
 	.name = "srdma",
 	.match_min_abi_version = SRDMA_UVERBS_ABI_VERSION,
 	.match_max_abi_version = SRDMA_UVERBS_ABI_VERSION,
 	.match_table = srdma_match_table,
+	.match_device = srdma_match_device,
 	.alloc_device = srdma_alloc_device,
 	.uninit_device = srdma_uninit_device,
 	.alloc_context = srdma_alloc_context,

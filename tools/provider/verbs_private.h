@@ -13,12 +13,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 
 #define SRDMA_PABI_VERSION 34
-
-struct verbs_sysfs_dev;			/* opaque to providers */
 
 struct verbs_match_ent {
 	void *driver_data;
@@ -33,6 +33,33 @@ struct verbs_match_ent {
 
 #define SRDMA_MATCH_MODALIAS 2
 
+struct srdma_list_node {
+	struct srdma_list_node *next, *prev;
+};
+
+/*
+ * One uverbs device found by libibverbs, handed to match_device and
+ * alloc_device. srdma reads driver_id; the library reads the rest.
+ */
+struct verbs_sysfs_dev {
+	struct srdma_list_node entry;
+	void *provider_data;
+	const struct verbs_match_ent *match;
+	unsigned int flags;
+	char sysfs_name[IBV_SYSFS_NAME_MAX];
+	dev_t sysfs_cdev;
+	char ibdev_name[IBV_SYSFS_NAME_MAX];
+	char ibdev_path[IBV_SYSFS_PATH_MAX];
+	char modalias[512];
+	uint64_t node_guid;
+	uint32_t driver_id;		/* enum rdma_driver_id, from netlink */
+	enum ibv_node_type node_type;
+	int ibdev_idx;
+	uint32_t num_ports;
+	uint32_t abi_ver;		/* uverbs driver ABI (abi_version) */
+	struct timespec time_created;
+};
+
 struct verbs_device_ops {
 	const char *name;
 	uint32_t match_min_abi_version;
@@ -46,10 +73,6 @@ struct verbs_device_ops {
 						int cmd_fd);
 	struct verbs_device *(*alloc_device)(struct verbs_sysfs_dev *sysfs_dev);
 	void (*uninit_device)(struct verbs_device *device);
-};
-
-struct srdma_list_node {
-	struct srdma_list_node *next, *prev;
 };
 
 struct verbs_device {
@@ -163,6 +186,17 @@ static_assert(offsetof(struct verbs_device, ops) ==
 	      sizeof(struct ibv_device), "verbs_device layout");
 static_assert(sizeof(struct verbs_match_ent) == 24, "verbs_match_ent size");
 static_assert(sizeof(struct verbs_device_ops) == 72, "verbs_device_ops size");
+static_assert(offsetof(struct verbs_device_ops, match_device) == 32,
+	      "verbs_device_ops.match_device");
+static_assert(offsetof(struct verbs_sysfs_dev, ibdev_name) == 112,
+	      "verbs_sysfs_dev.ibdev_name");
+static_assert(offsetof(struct verbs_sysfs_dev, ibdev_path) == 176,
+	      "verbs_sysfs_dev.ibdev_path");
+static_assert(offsetof(struct verbs_sysfs_dev, driver_id) == 952,
+	      "verbs_sysfs_dev.driver_id");
+static_assert(offsetof(struct verbs_sysfs_dev, abi_ver) == 968,
+	      "verbs_sysfs_dev.abi_ver");
+static_assert(sizeof(struct verbs_sysfs_dev) == 992, "verbs_sysfs_dev size");
 
 /* Command buffers of the write() ABI: header, then the kernel's struct. */
 struct ibv_get_context {
@@ -222,6 +256,11 @@ int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr);
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
+/* Reads <ibdev_path>/<file> into buf, minus its trailing newline. */
+int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
+			      struct verbs_sysfs_dev *sysfs_dev,
+			      const char *fnfmt, ...)
+	__attribute__((format(printf, 4, 5)));
 void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
 				    size_t alloc_size,
 				    struct verbs_context *context_offset,

@@ -14,8 +14,13 @@
 /* uverbs driver ABI version, reported in sysfs and matched by the provider */
 #define SRDMA_UVERBS_ABI_VERSION	2
 
-/* Name prefix of every srdma ib_device; the provider matches on it. */
-#define SRDMA_IBDEV_PREFIX		"srdma"
+/*
+ * node_desc of every srdma ib_device. An srdma device may have any name and
+ * its driver_id is RDMA_DRIVER_UNKNOWN, so the provider recognises srdma
+ * devices by this node description (sysfs node_desc), which srdma does not
+ * let anyone change (it has no modify_device).
+ */
+#define SRDMA_NODE_DESC			"srdma"
 
 /* Bits of srdma_alloc_ucontext_resp.caps */
 enum srdma_ucontext_caps {
