@@ -244,3 +244,14 @@ test_link_delete_while_open() {
 	wait "$hold_pid" || fail "holder: query after delete did not fail"
 	rmmod srdma || fail "rmmod after the holder exited"
 }
+
+# Names that rdma-core's rxe provider would claim are refused, with a reason.
+test_link_rxe_name_refused() {
+	modprobe srdma || fail "modprobe"
+	veth_setup || fail "veth"
+	expect_err "Invalid argument" rdma link add rxe_s type srdma netdev v0
+	dev_absent rxe_s || fail "rxe_s exists"
+	dmesg | tail -5 | grep -q "names starting with rxe" ||
+		fail "no kernel message saying why"
+	rdma link add srdma0 type srdma netdev v0 || fail "a good name after it"
+}

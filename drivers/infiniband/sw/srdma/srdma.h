@@ -37,6 +37,14 @@
 #define SRDMA_MAX_RD_ATOM	128
 #define SRDMA_MAX_MR_SIZE	BIT_ULL(40)
 #define SRDMA_MAX_MSG_SIZE	BIT(31)
+/*
+ * Packets one message may take. PSN distances are signed 24-bit numbers,
+ * so a message must span far less than 2^23 PSNs: at path MTU 256 and 512
+ * this caps a message below SRDMA_MAX_MSG_SIZE (512 MiB and 1 GiB).
+ */
+#define SRDMA_MAX_MSG_PKTS	BIT(21)
+/* Smallest netdev MTU that carries a 256-byte RoCE payload. */
+#define SRDMA_MIN_NETDEV_MTU	(256 + 96)
 
 /* QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). */
 #define SRDMA_MIN_QPN		16
@@ -65,8 +73,17 @@ struct srdma_sockset {
 	refcount_t refcnt;		/* one per device using it */
 	struct net *net;		/* not a counted reference, see net.c */
 	struct socket *sk4;		/* NULL once the namespace is gone */
-	struct socket *sk6;		/* NULL if IPv6 is unavailable */
+	struct socket __rcu *sk6;	/* NULL if IPv6 is unavailable */
 	atomic64_t rx_dropped;		/* packets the stub receive dropped */
+};
+
+/* Objects whose number per device is limited (query_device's max_*). */
+enum srdma_res {
+	SRDMA_RES_PD,
+	SRDMA_RES_CQ,
+	SRDMA_RES_QP,
+	SRDMA_RES_MR,
+	SRDMA_NUM_RES
 };
 
 /* Per-device counters, exposed through rdma statistic (hw counters). */
@@ -95,6 +112,8 @@ struct srdma_dev {
 	struct xarray mr_xa;		/* MR index -> srdma_mr, own lock */
 	u32 mr_next;			/* next MR index, under mr_xa's lock */
 	atomic64_t counters[SRDMA_NUM_COUNTERS];
+	atomic_t res_used[SRDMA_NUM_RES];	/* objects that exist */
+	u32 res_max[SRDMA_NUM_RES];		/* set at creation, then fixed */
 	struct net_device *ndev;	/* counted, see ndev_tracker */
 	netdevice_tracker ndev_tracker;
 	struct srdma_sockset *sockset;	/* counted reference */
@@ -124,6 +143,7 @@ struct srdma_mr {
 	struct ib_mr ibmr;
 	struct rcu_head rcu;
 	refcount_t ref;			/* registration + in-flight users */
+	u64 serial;			/* unique per registration, never reused */
 	struct completion released;	/* ref reached zero */
 	enum srdma_mr_type type;
 	int access;			/* IB_ACCESS_* */
@@ -213,6 +233,18 @@ struct srdma_read_job {
 	u32 rkey;
 	u32 len;
 	u32 psn;			/* PSN of the first response */
+	u32 mtu;			/* path MTU when it was accepted */
+};
+
+/* Where a QP's packets go: resolved into a local, published whole. */
+struct srdma_av {
+	bool ipv6;
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} saddr, daddr;
+	u8 tos;
+	u8 ttl;
 };
 
 struct srdma_qp {
@@ -234,18 +266,15 @@ struct srdma_qp {
 	bool is_user;
 	bool sig_all;			/* IB_SIGNAL_ALL_WR */
 
-	/* Path, set at RTR. */
-	bool ipv6;
-	union {
-		__be32 v4;
-		struct in6_addr v6;
-	} saddr, daddr;
+	/*
+	 * Path, set at RTR: written under both the QP lock and dst_lock,
+	 * read under either. Packets go out under the QP lock only.
+	 */
+	struct srdma_av av;
 	spinlock_t dst_lock;		/* guards dst and dst_cookie */
 	struct dst_entry *dst;		/* counted, re-looked up if obsolete */
 	u32 dst_cookie;
 	__be16 sport;
-	u8 tos;
-	u8 ttl;
 
 	/*
 	 * The kernel's rings. For a user QP they hold what was pulled, and
@@ -298,6 +327,7 @@ struct srdma_qp {
 	bool recv_active;		/* a SEND is being placed */
 	u32 recv_off;
 	u64 write_va;			/* WRITE in progress */
+	u64 write_mr_serial;		/* the MR its FIRST packet checked */
 	u32 write_rkey;
 	u32 write_left;
 	u32 write_len;
@@ -305,7 +335,7 @@ struct srdma_qp {
 	u32 rd_mask;
 	u32 rd_prod;
 	u32 rd_cons;
-	u32 rd_gen;			/* bumped when the queue is reset */
+	u32 rd_gen;			/* bumped whenever the queue is reset */
 	struct work_struct read_work;
 };
 
@@ -386,7 +416,8 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload);
 int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt);
 u32 srdma_skb_crc(struct sk_buff *skb, int off, u32 len, u32 crc);
-int srdma_route(struct srdma_qp *qp);
+int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
+		       struct dst_entry **dstp, u32 *cookie);
 
 extern struct workqueue_struct *srdma_wq;
 
@@ -407,8 +438,8 @@ struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote);
 void srdma_mr_put(struct srdma_mr *mr);
 int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
 		   int access);
-void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
-		   bool to_mr);
+int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
+		  bool to_mr);
 int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len);
 int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
@@ -444,6 +475,7 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 struct srdma_qp *srdma_qp_get(u32 qpn);
 void srdma_qp_put(struct srdma_qp *qp);
 void srdma_qp_error(struct srdma_qp *qp);
+void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type);
 void srdma_qp_flush(struct srdma_qp *qp);
 void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
 int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
@@ -478,6 +510,7 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff);
+void srdma_rd_queue_reset(struct srdma_qp *qp);
 void srdma_read_work(struct work_struct *work);
 int srdma_rq_pull(struct srdma_qp *qp);
 void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn);
@@ -490,6 +523,8 @@ void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 void srdma_dealloc_driver(struct ib_device *ibdev);
 
 /* srdma_verbs.c */
+int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res);
+void srdma_res_put(struct srdma_dev *sdev, enum srdma_res res);
 void srdma_init_device(struct srdma_dev *sdev);
 int srdma_register_device(struct srdma_dev *sdev, const char *name);
 enum ib_port_state srdma_port_state(struct srdma_dev *sdev);

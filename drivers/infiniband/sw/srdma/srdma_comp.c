@@ -236,20 +236,21 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	srdma_comp_ack(qp, pkt->psn);
 }
 
+/* An ACK or READ response for @qp, QP lock held (srdma_rcv() takes it). */
 void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff)
 {
-	spin_lock_bh(&qp->lock);
+	lockdep_assert_held(&qp->lock);
 	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD &&
 	    qp->state != IB_QPS_SQE) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
-		goto out_unlock;
+		return;
 	}
 	/* Ignore anything outside what we have sent. */
 	if (srdma_psn_diff(pkt->psn, qp->next_psn) >= 0 ||
 	    srdma_psn_diff(pkt->psn, qp->una_psn) < -SRDMA_WINDOW) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
-		goto out_unlock;
+		return;
 	}
 
 	if (pkt->flags & SRDMA_F_RRESP) {
@@ -264,6 +265,4 @@ void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	}
 out_run:
 	srdma_req_run(qp);
-out_unlock:
-	spin_unlock_bh(&qp->lock);
 }

@@ -47,6 +47,7 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct srdma_dev *sdev = to_sdev(ibcq->device);
 	struct srdma_cq *cq = to_scq(ibcq);
 	u32 slots;
+	int err;
 
 	if (attr->flags) {
 		srdma_err(sdev, "create_cq: flags %#x not supported\n",
@@ -61,14 +62,23 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (attr->comp_vector >= ibcq->device->num_comp_vectors)
 		return -EINVAL;
 
+	err = srdma_res_get(sdev, SRDMA_RES_CQ);
+	if (err)
+		return err;
 	slots = roundup_pow_of_two(attr->cqe + 1);
 	spin_lock_init(&cq->lock);
 	cq->mask = slots - 1;
 	ibcq->cqe = slots - 1;
-	if (udata)
-		return srdma_create_ucq(cq, slots, udata);
-	cq->ring = vcalloc(slots, sizeof(*cq->ring));
-	return cq->ring ? 0 : -ENOMEM;
+	if (udata) {
+		err = srdma_create_ucq(cq, slots, udata);
+	} else {
+		cq->ring = __vcalloc(slots, sizeof(*cq->ring),
+				     GFP_KERNEL_ACCOUNT);
+		err = cq->ring ? 0 : -ENOMEM;
+	}
+	if (err)
+		srdma_res_put(sdev, SRDMA_RES_CQ);
+	return err;
 }
 
 int srdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
@@ -78,6 +88,7 @@ int srdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	/* The core guarantees no QP uses the CQ any more. */
 	srdma_uring_destroy(&cq->uring);
 	vfree(cq->ring);
+	srdma_res_put(to_sdev(ibcq->device), SRDMA_RES_CQ);
 	return 0;
 }
 

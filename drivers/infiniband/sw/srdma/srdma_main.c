@@ -5,6 +5,7 @@
  */
 #include <linux/module.h>
 #include <linux/if_arp.h>
+#include <rdma/ib_addr.h>
 #include <rdma/rdma_netlink.h>
 
 #include "srdma.h"
@@ -65,6 +66,22 @@ static int srdma_newlink(const char *ibdev_name, struct net_device *ndev)
 	if (ndev->type != ARPHRD_ETHER || (ndev->flags & IFF_LOOPBACK)) {
 		pr_err("srdma: %s: %s is not an Ethernet device\n",
 		       ibdev_name, ndev->name);
+		return -EINVAL;
+	}
+	/*
+	 * rdma-core's rxe provider claims every device named rxe*, and the
+	 * provider that loads first wins: such a name would work or not by
+	 * chance. Any other name works with the stock tools.
+	 */
+	if (!strncmp(ibdev_name, "rxe", 3)) {
+		pr_err("srdma: %s: names starting with rxe belong to rdma_rxe's provider; choose another\n",
+		       ibdev_name);
+		return -EINVAL;
+	}
+	if (!iboe_get_mtu(READ_ONCE(ndev->mtu))) {
+		pr_err("srdma: %s: %s has MTU %u, RoCE needs at least %u\n",
+		       ibdev_name, ndev->name, READ_ONCE(ndev->mtu),
+		       SRDMA_MIN_NETDEV_MTU);
 		return -EINVAL;
 	}
 

@@ -3,7 +3,10 @@
  * srdma mapped rings: the CQ, SQ and RQ memory a user process shares with
  * the kernel (layout in include/uapi/rdma/srdma-abi.h).
  *
- * A ring is vmalloc_user() memory owned by an rdma_user_mmap_entry. The
+ * A ring is zeroed pages charged to the creating process's memory cgroup,
+ * mapped contiguously in the kernel with vmap(VM_USERMAP) so that
+ * remap_vmalloc_range() can hand them to user space; the ring is owned by
+ * an rdma_user_mmap_entry. The
  * driver drops its use of the memory when the CQ or QP is destroyed; the
  * memory itself goes when the last mapping of it is gone (mmap_free).
  * The kernel never dereferences user virtual addresses here: it works on
@@ -18,8 +21,43 @@
 
 struct srdma_umap {
 	struct rdma_user_mmap_entry rentry;
-	void *buf;
+	void *buf;			/* vmap() of pages[] */
+	struct page **pages;
+	unsigned int npages;
 };
+
+static void srdma_umap_free_pages(struct srdma_umap *map)
+{
+	unsigned int i;
+
+	for (i = 0; i < map->npages; i++)
+		__free_page(map->pages[i]);
+	kvfree(map->pages);
+}
+
+/* Zeroed, accounted pages for @len bytes (page aligned), mapped in @map. */
+static int srdma_umap_alloc(struct srdma_umap *map, size_t len)
+{
+	unsigned int n = len >> PAGE_SHIFT;
+
+	map->pages = kvcalloc(n, sizeof(*map->pages), GFP_KERNEL_ACCOUNT);
+	if (!map->pages)
+		return -ENOMEM;
+	for (map->npages = 0; map->npages < n; map->npages++) {
+		map->pages[map->npages] = alloc_page(GFP_KERNEL_ACCOUNT |
+						     __GFP_ZERO);
+		if (!map->pages[map->npages])
+			goto err_free_pages;
+	}
+	map->buf = vmap(map->pages, n, VM_MAP | VM_USERMAP, PAGE_KERNEL);
+	if (!map->buf)
+		goto err_free_pages;
+	return 0;
+
+err_free_pages:
+	srdma_umap_free_pages(map);
+	return -ENOMEM;
+}
 
 static struct srdma_umap *to_umap(struct rdma_user_mmap_entry *rentry)
 {
@@ -41,15 +79,15 @@ int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,
 	    check_add_overflow(len, (size_t)SRDMA_RING_HDR_SIZE, &len))
 		return -EINVAL;
 	len = PAGE_ALIGN(len);
+	if (len >> PAGE_SHIFT > UINT_MAX)
+		return -EINVAL;
 
-	map = kzalloc(sizeof(*map), GFP_KERNEL);
+	map = kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
 	if (!map)
 		return -ENOMEM;
-	map->buf = vmalloc_user(len);
-	if (!map->buf) {
-		err = -ENOMEM;
+	err = srdma_umap_alloc(map, len);
+	if (err)
 		goto err_free_map;
-	}
 	err = rdma_user_mmap_entry_insert(uctx, &map->rentry, len);
 	if (err)
 		goto err_free_buf;
@@ -66,7 +104,8 @@ int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,
 	return 0;
 
 err_free_buf:
-	vfree(map->buf);
+	vunmap(map->buf);
+	srdma_umap_free_pages(map);
 err_free_map:
 	kfree(map);
 	return err;
@@ -104,6 +143,7 @@ void srdma_mmap_free(struct rdma_user_mmap_entry *rentry)
 {
 	struct srdma_umap *map = to_umap(rentry);
 
-	vfree(map->buf);
+	vunmap(map->buf);
+	srdma_umap_free_pages(map);
 	kfree(map);
 }

@@ -19,16 +19,21 @@
 #define SRDMA_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ)
 
+/* Registrations so far, module-wide: tells a reused key from the original. */
+static atomic64_t srdma_mr_serial = ATOMIC64_INIT(0);
+
 int srdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	return 0;
+	return srdma_res_get(to_sdev(ibpd->device), SRDMA_RES_PD);
 }
 
 int srdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
+	srdma_res_put(to_sdev(ibpd->device), SRDMA_RES_PD);
 	return 0;
 }
 
+/* Give @mr its keys and publish it. */
 static int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
 {
 	u32 index;
@@ -36,10 +41,12 @@ static int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
 	int err;
 
 	err = xa_alloc_cyclic(&sdev->mr_xa, &index, mr,
-			      XA_LIMIT(1, SRDMA_MAX_MR), &sdev->mr_next,
-			      GFP_KERNEL);
+			      XA_LIMIT(1, sdev->res_max[SRDMA_RES_MR]),
+			      &sdev->mr_next,
+			      GFP_KERNEL_ACCOUNT);
 	if (err < 0)
 		return err == -EBUSY ? -ENOMEM : err;
+	mr->serial = atomic64_inc_return(&srdma_mr_serial);
 	get_random_bytes(&key, sizeof(key));
 	mr->ibmr.lkey = index << 8 | key;
 	mr->ibmr.rkey = mr->ibmr.lkey;
@@ -48,9 +55,12 @@ static int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
 	return 0;
 }
 
+/* A new MR counted against the device's limit, or an ERR_PTR. */
 static struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access)
 {
+	struct srdma_dev *sdev = to_sdev(ibpd->device);
 	struct srdma_mr *mr;
+	int err;
 
 	if (access & ~(SRDMA_MR_ACCESS | IB_ACCESS_RELAXED_ORDERING |
 		       IB_ACCESS_OPTIONAL))
@@ -60,9 +70,14 @@ static struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access)
 	    !(access & IB_ACCESS_LOCAL_WRITE))
 		return ERR_PTR(-EINVAL);
 
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	if (!mr)
+	err = srdma_res_get(sdev, SRDMA_RES_MR);
+	if (err)
+		return ERR_PTR(err);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
+	if (!mr) {
+		srdma_res_put(sdev, SRDMA_RES_MR);
 		return ERR_PTR(-ENOMEM);
+	}
 	mr->access = access & SRDMA_MR_ACCESS;
 	return mr;
 }
@@ -82,6 +97,7 @@ struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access)
 	err = srdma_mr_add(sdev, mr);
 	if (err) {
 		kfree(mr);
+		srdma_res_put(sdev, SRDMA_RES_MR);
 		return ERR_PTR(err);
 	}
 	return &mr->ibmr;
@@ -113,7 +129,8 @@ struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 
 	mr = srdma_mr_alloc(ibpd, access);
 	if (IS_ERR(mr)) {
-		srdma_err(sdev, "reg_mr: bad access flags %#x\n", access);
+		srdma_err(sdev, "reg_mr: access %#x refused: %ld\n", access,
+			  PTR_ERR(mr));
 		return ERR_CAST(mr);
 	}
 	mr->type = SRDMA_MR_USER;
@@ -127,7 +144,8 @@ struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 	mr->page_off = ib_umem_offset(mr->umem);
 	mr->npages = ib_umem_num_pages(mr->umem);
-	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages),
+			     GFP_KERNEL_ACCOUNT);
 	if (!mr->pages) {
 		err = -ENOMEM;
 		goto err_release_umem;
@@ -153,6 +171,7 @@ err_release_umem:
 	ib_umem_release(mr->umem);
 err_free_mr:
 	kfree(mr);
+	srdma_res_put(sdev, SRDMA_RES_MR);
 	return ERR_PTR(err);
 }
 
@@ -171,6 +190,7 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		ib_umem_release(mr->umem);
 	}
 	kfree_rcu(mr, rcu);
+	srdma_res_put(sdev, SRDMA_RES_MR);
 	return 0;
 }
 
@@ -219,22 +239,33 @@ int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
 
 /*
  * The page holding byte @done of [iova, ...) in a user MR, the offset in
- * it, and how many of the @left remaining bytes it holds. The range must
- * have passed srdma_mr_check().
+ * it, and how many of the @left remaining bytes it holds; 0 if that byte
+ * is not in the MR. Callers check the range with srdma_mr_check() first;
+ * this is the last line of defence before indexing the page array.
  */
 static u32 srdma_mr_chunk(struct srdma_mr *mr, u64 iova, u32 done, u32 left,
 			  struct page **pg, u32 *pgoff)
 {
-	u64 off = mr->page_off + (iova - mr->iova) + done;
+	u64 off;
 
+	if (iova < mr->iova || check_add_overflow(iova - mr->iova, (u64)done,
+						  &off) ||
+	    off >= mr->length)
+		return 0;
+	off += mr->page_off;
+	if (off >> PAGE_SHIFT >= mr->npages)
+		return 0;
 	*pg = mr->pages[off >> PAGE_SHIFT];
 	*pgoff = off & ~PAGE_MASK;
 	return min_t(u32, left, PAGE_SIZE - *pgoff);
 }
 
-/* Copy between @buf and the MR; @to_mr picks the direction. */
-void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
-		   bool to_mr)
+/*
+ * Copy between @buf and the MR; @to_mr picks the direction. -EFAULT if the
+ * range leaves the MR.
+ */
+int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
+		  bool to_mr)
 {
 	struct page *pg;
 	u32 n, done, pgoff;
@@ -245,10 +276,12 @@ void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 			memcpy((void *)(uintptr_t)iova, buf, len);
 		else
 			memcpy(buf, (void *)(uintptr_t)iova, len);
-		return;
+		return 0;
 	}
 	for (done = 0; done < len; done += n) {
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
+		if (!n)
+			return -EFAULT;
 		va = kmap_local_page(pg);
 		if (to_mr)
 			memcpy(va + pgoff, buf + done, n);
@@ -256,6 +289,7 @@ void srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 			memcpy(buf + done, va + pgoff, n);
 		kunmap_local(va);
 	}
+	return 0;
 }
 
 /* Copy @len bytes at @off in @skb into the MR, from fragments in place. */
@@ -272,6 +306,8 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 
 	for (done = 0; done < len; done += n) {
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
+		if (!n)
+			return -EFAULT;
 		va = kmap_local_page(pg);
 		err = skb_copy_bits(skb, off + done, va + pgoff, n);
 		kunmap_local(va);
@@ -301,6 +337,8 @@ int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		if (i >= MAX_SKB_FRAGS)
 			return -EMSGSIZE;
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
+		if (!n)
+			return -EFAULT;
 		get_page(pg);
 		skb_fill_page_desc(skb, i, pg, pgoff, n);
 		skb->len += n;

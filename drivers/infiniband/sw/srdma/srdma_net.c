@@ -19,7 +19,11 @@
 
 #include "srdma.h"
 
-/* Guards srdma_socksets and the sk4/sk6/net fields of every set on it. */
+/*
+ * Guards srdma_socksets and the sk4/sk6/net fields of every set on it.
+ * sk6 is also read under RCU by route lookups (packets, timers), so it is
+ * unpublished and a grace period waited out before its socket is released.
+ */
 static DEFINE_MUTEX(srdma_net_mutex);
 static LIST_HEAD(srdma_socksets);
 
@@ -56,13 +60,18 @@ static struct socket *srdma_udp_open(struct net *net, struct srdma_sockset *ss,
 
 static void srdma_sockset_close(struct srdma_sockset *ss)
 {
+	struct socket *sk6 = rcu_dereference_protected(ss->sk6,
+				lockdep_is_held(&srdma_net_mutex));
+
 	lockdep_assert_held(&srdma_net_mutex);
-	if (ss->sk6)
-		udp_tunnel_sock_release(ss->sk6);
+	RCU_INIT_POINTER(ss->sk6, NULL);
+	if (sk6) {
+		synchronize_rcu();	/* no route lookup uses it any more */
+		udp_tunnel_sock_release(sk6);
+	}
 	if (ss->sk4)
 		udp_tunnel_sock_release(ss->sk4);
 	ss->sk4 = NULL;
-	ss->sk6 = NULL;
 }
 
 /*
@@ -73,6 +82,7 @@ static void srdma_sockset_close(struct srdma_sockset *ss)
 struct srdma_sockset *srdma_sockset_get(struct net *net)
 {
 	struct srdma_sockset *ss;
+	struct socket *sk6;
 	int err = 0;
 
 	mutex_lock(&srdma_net_mutex);
@@ -101,8 +111,9 @@ struct srdma_sockset *srdma_sockset_get(struct net *net)
 		       "");
 		goto err_free_set;
 	}
-	ss->sk6 = srdma_udp_open(net, ss, true, &err);
-	if (!ss->sk6) {
+	sk6 = srdma_udp_open(net, ss, true, &err);
+	rcu_assign_pointer(ss->sk6, sk6);
+	if (!sk6) {
 		if (err != -EAFNOSUPPORT) {
 			pr_err("srdma: cannot bind UDP port %u for IPv6: %d\n",
 			       SRDMA_UDP_PORT, err);
@@ -163,60 +174,51 @@ void srdma_net_exit(void)
 	unregister_pernet_subsys(&srdma_net_ops);
 }
 
-/* Look the QP's path up again; QP dst_lock held. */
-static int srdma_route_locked(struct srdma_qp *qp)
+/*
+ * Look up the route for @av from @sdev's netdev. On success *@dstp holds a
+ * counted dst and *@cookie its IPv6 validity cookie. Any context.
+ */
+int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
+		       struct dst_entry **dstp, u32 *cookie)
 {
-	struct net_device *ndev = qp->sdev->ndev;
+	struct net_device *ndev = sdev->ndev;
 	struct net *net = dev_net(ndev);
+	struct flowi6 fl6 = {};
 	struct dst_entry *dst;
+	struct socket *sk6;
 
-	if (!qp->ipv6) {
+	if (!av->ipv6) {
 		struct flowi4 fl = {
 			.flowi4_oif = ndev->ifindex,
 			.flowi4_proto = IPPROTO_UDP,
-			.flowi4_tos = RT_TOS(qp->tos),
-			.daddr = qp->daddr.v4,
-			.saddr = qp->saddr.v4,
+			.flowi4_tos = RT_TOS(av->tos),
+			.daddr = av->daddr.v4,
+			.saddr = av->saddr.v4,
 		};
 		struct rtable *rt = ip_route_output_key(net, &fl);
 
 		if (IS_ERR(rt))
 			return PTR_ERR(rt);
-		dst = &rt->dst;
-		qp->dst_cookie = 0;
-	} else {
-		struct srdma_sockset *ss = qp->sdev->sockset;
-		struct flowi6 fl6 = {
-			.flowi6_oif = ndev->ifindex,
-			.flowi6_proto = IPPROTO_UDP,
-			.daddr = qp->daddr.v6,
-			.saddr = qp->saddr.v6,
-		};
-
-		if (!ss->sk6)
-			return -EAFNOSUPPORT;
-		dst = ipv6_stub->ipv6_dst_lookup_flow(net, ss->sk6->sk, &fl6,
-						      NULL);
-		if (IS_ERR(dst))
-			return PTR_ERR(dst);
-		qp->dst_cookie = rt6_get_cookie((struct rt6_info *)dst);
+		*dstp = &rt->dst;
+		*cookie = 0;
+		return 0;
 	}
-	if (qp->dst)
-		dst_release(qp->dst);
-	qp->dst = dst;
+
+	fl6.flowi6_oif = ndev->ifindex;
+	fl6.flowi6_proto = IPPROTO_UDP;
+	fl6.daddr = av->daddr.v6;
+	fl6.saddr = av->saddr.v6;
+	/* The namespace may be going away: its socket with it. */
+	rcu_read_lock();
+	sk6 = rcu_dereference(sdev->sockset->sk6);
+	dst = sk6 ? ipv6_stub->ipv6_dst_lookup_flow(net, sk6->sk, &fl6, NULL) :
+		    ERR_PTR(-EAFNOSUPPORT);
+	rcu_read_unlock();
+	if (IS_ERR(dst))
+		return PTR_ERR(dst);
+	*dstp = dst;
+	*cookie = rt6_get_cookie((struct rt6_info *)dst);
 	return 0;
-}
-
-int srdma_route(struct srdma_qp *qp)
-{
-	int err;
-
-	spin_lock_bh(&qp->dst_lock);
-	err = srdma_route_locked(qp);
-	spin_unlock_bh(&qp->dst_lock);
-	if (err)
-		srdma_err_qp(qp, "no route to the destination: %d\n", err);
-	return err;
 }
 
 static struct dst_entry *srdma_get_dst(struct srdma_qp *qp)
@@ -229,7 +231,8 @@ static struct dst_entry *srdma_get_dst(struct srdma_qp *qp)
 			dst_release(qp->dst);
 			qp->dst = NULL;
 		}
-		if (srdma_route_locked(qp))
+		if (srdma_route_lookup(qp->sdev, &qp->av, &qp->dst,
+				       &qp->dst_cookie))
 			goto out_unlock;
 	}
 	dst = dst_clone(qp->dst);
@@ -251,15 +254,20 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	struct net_device *ndev = qp->sdev->ndev;
 	unsigned int head = LL_RESERVED_SPACE(ndev) +
 			    sizeof(struct ipv6hdr) + sizeof(struct udphdr);
-	u32 hlen = srdma_hdr_len(pkt->opcode), body = 0;
+	u32 hlen = srdma_hdr_len(pkt->opcode), body = 0, size;
 	struct sk_buff *skb;
 	u8 *p;
 
+	/* Never more than one path MTU of payload; never a wrapped size. */
+	if (WARN_ON_ONCE(pkt->paylen > ib_mtu_enum_to_int(IB_MTU_4096)))
+		return NULL;
 	pkt->pad = (-pkt->paylen) & 3;
 	if (payload)
 		body = pkt->paylen + pkt->pad + SRDMA_ICRC_LEN;
-	skb = alloc_skb(head + hlen + body + ndev->needed_tailroom,
-			GFP_ATOMIC);
+	if (check_add_overflow(head + hlen, body, &size) ||
+	    check_add_overflow(size, (u32)ndev->needed_tailroom, &size))
+		return NULL;
+	skb = alloc_skb(size, GFP_ATOMIC);
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, head);
@@ -338,6 +346,7 @@ static void srdma_icrc_fill(struct sk_buff *skb, u32 iplen, u32 len,
  */
 int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 {
+	const struct srdma_av *av = &qp->av;
 	struct srdma_dev *sdev = qp->sdev;
 	struct net *net = dev_net(sdev->ndev);
 	u32 len = skb->len;
@@ -354,6 +363,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	}
 	local = dst->dev->flags & IFF_LOOPBACK;
 
+	lockdep_assert_held(&qp->lock);	/* keeps the AV whole */
 	uh = skb_push(skb, sizeof(*uh));
 	skb_reset_transport_header(skb);
 	uh->source = qp->sport;
@@ -363,19 +373,19 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	skb_dst_set(skb, dst);
 	skb->priority = 0;
 
-	if (!qp->ipv6) {
+	if (!av->ipv6) {
 		struct iphdr *iph = skb_push(skb, sizeof(*iph));
 
 		skb_reset_network_header(skb);
 		iph->version = 4;
 		iph->ihl = 5;
-		iph->tos = qp->tos;
+		iph->tos = av->tos;
 		iph->tot_len = htons(skb->len);
 		iph->frag_off = htons(IP_DF);
-		iph->ttl = qp->ttl;
+		iph->ttl = av->ttl;
 		iph->protocol = IPPROTO_UDP;
-		iph->saddr = qp->saddr.v4;
-		iph->daddr = qp->daddr.v4;
+		iph->saddr = av->saddr.v4;
+		iph->daddr = av->daddr.v4;
 		iph->check = 0;
 		__ip_select_ident(net, iph, 1);
 		skb->protocol = htons(ETH_P_IP);
@@ -388,12 +398,12 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		struct ipv6hdr *ip6h = skb_push(skb, sizeof(*ip6h));
 
 		skb_reset_network_header(skb);
-		ip6_flow_hdr(ip6h, qp->tos, 0);
+		ip6_flow_hdr(ip6h, av->tos, 0);
 		ip6h->payload_len = htons(len + sizeof(*uh));
 		ip6h->nexthdr = IPPROTO_UDP;
-		ip6h->hop_limit = qp->ttl;
-		ip6h->saddr = qp->saddr.v6;
-		ip6h->daddr = qp->daddr.v6;
+		ip6h->hop_limit = av->ttl;
+		ip6h->saddr = av->saddr.v6;
+		ip6h->daddr = av->daddr.v6;
 		skb->protocol = htons(ETH_P_IPV6);
 		if (local)
 			goto out_local;

@@ -64,7 +64,9 @@ static int srdma_ring_init(struct srdma_ring *r, u32 max_wr, u32 max_sge,
 	r->mask = slots - 1;
 	r->prod = 0;
 	r->cons = 0;
-	r->buf = vzalloc(array_size(slots, r->slot_size));
+	/* Charged to the creator's memory cgroup, like the mapped rings. */
+	r->buf = __vmalloc(array_size(slots, r->slot_size),
+			   GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	return r->buf ? 0 : -ENOMEM;
 }
 
@@ -191,6 +193,9 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return -EINVAL;
 	}
 
+	err = srdma_res_get(sdev, SRDMA_RES_QP);
+	if (err)
+		return err;
 	qp->sdev = sdev;
 	qp->is_user = !!udata;
 	spin_lock_init(&qp->lock);
@@ -210,7 +215,7 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = srdma_ring_init(&qp->sq, cap->max_send_wr, cap->max_send_sge,
 			      sizeof(struct srdma_send_wqe));
 	if (err)
-		return err;
+		goto err_put_res;
 	err = srdma_ring_init(&qp->rq, cap->max_recv_wr, cap->max_recv_sge,
 			      sizeof(struct srdma_recv_wqe));
 	if (err)
@@ -245,6 +250,8 @@ err_free_rq:
 	vfree(qp->rq.buf);
 err_free_sq:
 	vfree(qp->sq.buf);
+err_put_res:
+	srdma_res_put(sdev, SRDMA_RES_QP);
 	return err;
 }
 
@@ -272,7 +279,8 @@ void srdma_qp_flush(struct srdma_qp *qp)
 		srdma_rq_pull(qp);
 	}
 	qp->recv_active = false;
-	while (qp->rq.cons != qp->rq.prod) {
+	/* Signed distances: a bad index can never make these loops run long. */
+	while ((s32)(qp->rq.prod - qp->rq.cons) > 0) {
 		rwqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = rwqe->wr_id;
@@ -282,19 +290,25 @@ void srdma_qp_flush(struct srdma_qp *qp)
 		srdma_cq_post(rcq, &wc, false);
 		qp->rq.cons++;
 	}
+	qp->rq.cons = qp->rq.prod;
 	srdma_uring_consumed(&qp->urq, qp->rq.cons);
-	while (qp->sq.cons != qp->sq.prod) {
+	while ((s32)(qp->sq.prod - qp->sq.cons) > 0) {
 		swqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
 		srdma_req_complete(qp, swqe, IB_WC_WR_FLUSH_ERR);
 	}
+	qp->sq.cons = qp->sq.prod;
 	qp->sq_next = qp->sq.cons;
 	qp->sq_next_off = 0;
 	qp->rd_outstanding = 0;
-	qp->rd_cons = qp->rd_prod;
+	qp->write_left = 0;
+	srdma_rd_queue_reset(qp);
 }
 
-/* Move to ERR (from any state but RESET) and flush; QP lock held. */
-void srdma_qp_error(struct srdma_qp *qp)
+/*
+ * Move to ERR (from any state but RESET), flush, and raise @type; QP lock
+ * held.
+ */
+void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type)
 {
 	lockdep_assert_held(&qp->lock);
 	if (qp->state == IB_QPS_ERR || qp->state == IB_QPS_RESET)
@@ -303,7 +317,12 @@ void srdma_qp_error(struct srdma_qp *qp)
 	qp->state = IB_QPS_ERR;
 	qp->attr.qp_state = IB_QPS_ERR;
 	srdma_qp_flush(qp);
-	srdma_qp_event(qp, IB_EVENT_QP_FATAL);
+	srdma_qp_event(qp, type);
+}
+
+void srdma_qp_error(struct srdma_qp *qp)
+{
+	srdma_qp_error_event(qp, IB_EVENT_QP_FATAL);
 }
 
 static void srdma_qp_reset(struct srdma_qp *qp)
@@ -331,8 +350,7 @@ static void srdma_qp_reset(struct srdma_qp *qp)
 	qp->sq_next_off = 0;
 	qp->rd_outstanding = 0;
 	qp->rd_reqs = 0;
-	qp->rd_prod = 0;
-	qp->rd_cons = 0;
+	srdma_rd_queue_reset(qp);
 	qp->recv_active = false;
 	qp->write_left = 0;
 	qp->nak_sent = false;
@@ -342,8 +360,13 @@ static void srdma_qp_reset(struct srdma_qp *qp)
 	qp->resp_opcode = SRDMA_OP_ACK;
 }
 
-/* Resolve the AV of @attr into the QP's path. Process context. */
-static int srdma_set_av(struct srdma_qp *qp, struct ib_qp_attr *attr)
+/*
+ * Resolve the AV of @attr into @av and a route (*@dstp, *@cookie), without
+ * touching the QP: the caller publishes all of it at once. Process context.
+ */
+static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
+			    struct srdma_av *av, struct dst_entry **dstp,
+			    u32 *cookie)
 {
 	const struct ib_global_route *grh;
 	const struct ib_gid_attr *sgid;
@@ -351,6 +374,7 @@ static int srdma_set_av(struct srdma_qp *qp, struct ib_qp_attr *attr)
 		struct sockaddr_in in;
 		struct sockaddr_in6 in6;
 	} sa, da;
+	int err;
 
 	if (!(rdma_ah_get_ah_flags(&attr->ah_attr) & IB_AH_GRH)) {
 		srdma_err_qp(qp, "address vector without GRH\n");
@@ -369,17 +393,21 @@ static int srdma_set_av(struct srdma_qp *qp, struct ib_qp_attr *attr)
 		srdma_err_qp(qp, "source and destination GIDs differ in family\n");
 		return -EINVAL;
 	}
-	qp->ipv6 = sa.in.sin_family == AF_INET6;
-	if (qp->ipv6) {
-		qp->saddr.v6 = sa.in6.sin6_addr;
-		qp->daddr.v6 = da.in6.sin6_addr;
+	memset(av, 0, sizeof(*av));
+	av->ipv6 = sa.in.sin_family == AF_INET6;
+	if (av->ipv6) {
+		av->saddr.v6 = sa.in6.sin6_addr;
+		av->daddr.v6 = da.in6.sin6_addr;
 	} else {
-		qp->saddr.v4 = sa.in.sin_addr.s_addr;
-		qp->daddr.v4 = da.in.sin_addr.s_addr;
+		av->saddr.v4 = sa.in.sin_addr.s_addr;
+		av->daddr.v4 = da.in.sin_addr.s_addr;
 	}
-	qp->tos = grh->traffic_class;
-	qp->ttl = grh->hop_limit ? grh->hop_limit : 64;
-	return srdma_route(qp);
+	av->tos = grh->traffic_class;
+	av->ttl = grh->hop_limit ? grh->hop_limit : 64;
+	err = srdma_route_lookup(qp->sdev, av, dstp, cookie);
+	if (err)
+		srdma_err_qp(qp, "no route to the destination: %d\n", err);
+	return err;
 }
 
 static int srdma_check_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
@@ -425,8 +453,11 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 {
 	struct srdma_qp *qp = to_sqp(ibqp);
 	struct srdma_read_job *jobs = NULL, *old_jobs = NULL;
+	struct dst_entry *dst = NULL;
 	enum ib_qp_state cur, new;
-	u32 njobs = 0;
+	enum ib_mtu mtu = 0;
+	struct srdma_av av;
+	u32 njobs = 0, cookie = 0;
 	int err;
 
 	if (udata && udata->inlen)
@@ -441,44 +472,65 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 
 	spin_lock_bh(&qp->lock);
-	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
-	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	cur = qp->state;
 	spin_unlock_bh(&qp->lock);
+	/*
+	 * The caller's idea of the current state is only a claim: it must be
+	 * the QP's real state, or the checks below are checks of a fiction.
+	 */
+	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != cur) {
+		srdma_err_qp(qp, "modify_qp: claims state %d, is in %d\n",
+			     attr->cur_qp_state, cur);
+		return -EINVAL;
+	}
+	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
 
 	if (!ib_modify_qp_is_ok(cur, new, IB_QPT_RC, mask)) {
 		srdma_err_qp(qp, "modify_qp: %d -> %d with mask %#x not allowed\n",
 			     cur, new, mask);
 		return -EINVAL;
 	}
+	if (mask & IB_QP_PATH_MTU) {
+		/* Never above what the netdev carries without fragments. */
+		mtu = min_t(enum ib_mtu, attr->path_mtu,
+			    iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu)));
+		if (!mtu) {
+			srdma_err_qp(qp, "modify_qp: %s's MTU %u is too small for RoCE\n",
+				     qp->sdev->ndev->name,
+				     READ_ONCE(qp->sdev->ndev->mtu));
+			return -EINVAL;
+		}
+	}
 
-	/* Sleeping work first: route lookup, read-job ring. */
+	/* Sleeping work first, into locals: route lookup, read-job ring. */
 	if (mask & IB_QP_AV) {
-		err = srdma_set_av(qp, attr);
+		err = srdma_resolve_av(qp, attr, &av, &dst, &cookie);
 		if (err)
 			return err;
 	}
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
 		njobs = roundup_pow_of_two(max_t(u32, attr->max_dest_rd_atomic,
 						 1) + 1);
-		jobs = kcalloc(njobs, sizeof(*jobs), GFP_KERNEL);
-		if (!jobs)
-			return -ENOMEM;
+		jobs = kcalloc(njobs, sizeof(*jobs), GFP_KERNEL_ACCOUNT);
+		if (!jobs) {
+			err = -ENOMEM;
+			goto err_release_dst;
+		}
 	}
 
 	spin_lock_bh(&qp->lock);
-	if (qp->state != cur && !(mask & IB_QP_CUR_STATE)) {
+	if (qp->state != cur) {
 		/* The QP changed state (went to ERR) under us. */
 		spin_unlock_bh(&qp->lock);
 		kfree(jobs);
-		return -EINVAL;
+		err = -EINVAL;
+		goto err_release_dst;
 	}
 	if (mask & IB_QP_ACCESS_FLAGS)
 		qp->attr.qp_access_flags = attr->qp_access_flags;
 	if (mask & IB_QP_PATH_MTU) {
-		/* Never above what the netdev carries without fragments. */
-		qp->attr.path_mtu = min_t(int, attr->path_mtu,
-					  iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu)));
-		qp->mtu = ib_mtu_enum_to_int(qp->attr.path_mtu);
+		qp->attr.path_mtu = mtu;
+		qp->mtu = ib_mtu_enum_to_int(mtu);
 	}
 	if (mask & IB_QP_TIMEOUT)
 		qp->attr.timeout = attr->timeout;
@@ -495,8 +547,7 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		old_jobs = qp->rd_jobs;
 		qp->rd_jobs = jobs;
 		qp->rd_mask = njobs - 1;
-		qp->rd_prod = 0;
-		qp->rd_cons = 0;
+		srdma_rd_queue_reset(qp);
 	}
 	if (mask & IB_QP_DEST_QPN)
 		qp->attr.dest_qp_num = attr->dest_qp_num;
@@ -512,6 +563,12 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		/* Keep the addresses; the core owns the sgid_attr ref. */
 		qp->attr.ah_attr = attr->ah_attr;
 		qp->attr.ah_attr.grh.sgid_attr = NULL;
+		/* Addresses and route together: no packet sees half of it. */
+		spin_lock(&qp->dst_lock);
+		qp->av = av;
+		swap(qp->dst, dst);
+		qp->dst_cookie = cookie;
+		spin_unlock(&qp->dst_lock);
 	}
 	if (mask & IB_QP_PORT)
 		qp->attr.port_num = attr->port_num;
@@ -551,7 +608,14 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		srdma_req_run(qp);
 	spin_unlock_bh(&qp->lock);
 	kfree(old_jobs);
+	if (dst)		/* the route replaced */
+		dst_release(dst);
 	return 0;
+
+err_release_dst:
+	if (dst)
+		dst_release(dst);
+	return err;
 }
 
 int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -611,6 +675,7 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	srdma_uring_destroy(&qp->usq);
 	vfree(qp->rq.buf);
 	vfree(qp->sq.buf);
+	srdma_res_put(qp->sdev, SRDMA_RES_QP);
 	srdma_dbg(qp->sdev, "qp %u destroyed\n", ibqp->qp_num);
 	return 0;
 }
@@ -672,8 +737,8 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 				err = srdma_mr_attach(mr, sge[i].addr + off,
 						      skb, n);
 			else
-				srdma_mr_copy(mr, sge[i].addr + off, buf + done,
-					      n, to_mr);
+				err = srdma_mr_copy(mr, sge[i].addr + off,
+						    buf + done, n, to_mr);
 		}
 		srdma_mr_put(mr);
 		if (err)

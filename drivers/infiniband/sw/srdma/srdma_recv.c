@@ -38,16 +38,22 @@ static bool srdma_icrc_ok(struct sk_buff *skb, int payoff, u32 udp_paylen,
 	return srdma_icrc_load(icrc) == crc;
 }
 
-/* The packet must come from the QP's peer, to the QP's own address. */
+/*
+ * The packet must come from the QP's peer, to the QP's own address. QP
+ * lock held: the address vector changes under it.
+ */
 static bool srdma_addr_ok(struct srdma_qp *qp, struct sk_buff *skb, bool ipv6)
 {
-	if (ipv6 != qp->ipv6)
+	const struct srdma_av *av = &qp->av;
+
+	lockdep_assert_held(&qp->lock);
+	if (ipv6 != av->ipv6)
 		return false;
 	if (!ipv6)
-		return ip_hdr(skb)->saddr == qp->daddr.v4 &&
-		       ip_hdr(skb)->daddr == qp->saddr.v4;
-	return ipv6_addr_equal(&ipv6_hdr(skb)->saddr, &qp->daddr.v6) &&
-	       ipv6_addr_equal(&ipv6_hdr(skb)->daddr, &qp->saddr.v6);
+		return ip_hdr(skb)->saddr == av->daddr.v4 &&
+		       ip_hdr(skb)->daddr == av->saddr.v4;
+	return ipv6_addr_equal(&ipv6_hdr(skb)->saddr, &av->daddr.v6) &&
+	       ipv6_addr_equal(&ipv6_hdr(skb)->daddr, &av->saddr.v6);
 }
 
 /*
@@ -95,16 +101,23 @@ static bool srdma_rcv(struct sk_buff *skb, u64 net_cookie, bool local)
 		goto drop_put;
 	}
 	/* QPNs are module-wide: the QP must live where the packet arrived. */
-	if ((pkt.pkey & 0x7fff) != 0x7fff || !srdma_addr_ok(qp, skb, ipv6) ||
+	if ((pkt.pkey & 0x7fff) != 0x7fff ||
 	    dev_net(sdev->ndev)->net_cookie != net_cookie) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
 		goto drop_put;
 	}
 
+	spin_lock_bh(&qp->lock);
+	if (!srdma_addr_ok(qp, skb, ipv6)) {
+		spin_unlock_bh(&qp->lock);
+		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
+		goto drop_put;
+	}
 	if (pkt.flags & SRDMA_F_REQ)
 		srdma_resp_rcv(qp, &pkt, skb, payoff + pkt.hdr_len);
 	else
 		srdma_comp_rcv(qp, &pkt, skb, payoff + pkt.hdr_len);
+	spin_unlock_bh(&qp->lock);
 	srdma_qp_put(qp);
 	consume_skb(skb);
 	return true;

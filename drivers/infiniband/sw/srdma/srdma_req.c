@@ -458,6 +458,14 @@ again:
 			    (s32)qp->cwnd)
 				break;
 			wqe->npkts = srdma_npkts(wqe->length, qp->mtu);
+			if (wqe->npkts > SRDMA_MAX_MSG_PKTS) {
+				/* Posted before the path MTU shrank. */
+				srdma_err_qp(qp, "wr %llu: %u packets, max %lu\n",
+					     wqe->wr_id, wqe->npkts,
+					     SRDMA_MAX_MSG_PKTS);
+				err = -EMSGSIZE;
+				goto fail_local;
+			}
 			wqe->first_psn = qp->next_psn;
 			wqe->last_psn = srdma_psn_add(qp->next_psn,
 						      wqe->npkts - 1);
@@ -492,15 +500,7 @@ again:
 			/* Bad lkey, range or right in the local SGEs. */
 			srdma_err_qp(qp, "wr %llu: local protection error\n",
 				     wqe->wr_id);
-			qp->sq_error = true;
-			while (qp->sq.cons != qp->sq_next) {
-				struct srdma_send_wqe *old;
-
-				old = srdma_ring_slot(&qp->sq, qp->sq.cons);
-				srdma_req_complete(qp, old, IB_WC_WR_FLUSH_ERR);
-			}
-			srdma_req_complete(qp, wqe, IB_WC_LOC_PROT_ERR);
-			return;
+			goto fail_local;
 		}
 		if (err)
 			break;	/* no memory or route: the timer retries */
@@ -532,6 +532,19 @@ next:
 	if (qp->state == IB_QPS_SQD && qp->attr.en_sqd_async_notify &&
 	    qp->sq_next == qp->sq.prod && qp->una_psn == qp->next_psn)
 		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
+	return;
+
+fail_local:
+	/* Older work requests are flushed, this one fails, QP to ERR. */
+	qp->sq_error = true;
+	while ((s32)(qp->sq_next - qp->sq.cons) > 0) {
+		struct srdma_send_wqe *old;
+
+		old = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		srdma_req_complete(qp, old, IB_WC_WR_FLUSH_ERR);
+	}
+	srdma_req_complete(qp, wqe, err == -EACCES || err == -EINVAL ?
+			   IB_WC_LOC_PROT_ERR : IB_WC_LOC_LEN_ERR);
 }
 
 /*
@@ -653,6 +666,20 @@ static bool srdma_opcode_ok(u32 opcode)
 	}
 }
 
+/*
+ * A message of @len bytes: at most SRDMA_MAX_MSG_SIZE, and few enough
+ * packets at the QP's path MTU for 24-bit PSN arithmetic.
+ */
+static bool srdma_msg_len_ok(struct srdma_qp *qp, u32 len)
+{
+	if (len <= SRDMA_MAX_MSG_SIZE &&
+	    srdma_npkts(len, qp->mtu) <= SRDMA_MAX_MSG_PKTS)
+		return true;
+	srdma_err_qp(qp, "post_send: message of %u bytes too long for MTU %u\n",
+		     len, qp->mtu);
+	return false;
+}
+
 static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 {
 	if (!srdma_opcode_ok(wr->opcode)) {
@@ -704,6 +731,10 @@ int srdma_sq_pull(struct srdma_qp *qp)
 				       &wqe->length);
 		if (err)
 			return err;
+		if (!srdma_msg_len_ok(qp, wqe->length)) {
+			qp->uring_bad = true;
+			return -EINVAL;
+		}
 		wqe->wr_id = READ_ONCE(u->wr_id);
 		wqe->opcode = op;
 		wqe->send_flags = flags;
@@ -780,10 +811,8 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.prod);
 		if (!err && (srdma_sges_from_wr(wqe->sge, wr->sg_list,
 						wr->num_sge, &len) ||
-			     len > SRDMA_MAX_MSG_SIZE)) {
-			srdma_err_qp(qp, "post_send: message too long\n");
+			     !srdma_msg_len_ok(qp, len)))
 			err = -EINVAL;
-		}
 		if (err) {
 			*bad_wr = wr;
 			break;

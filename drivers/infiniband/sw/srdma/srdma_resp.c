@@ -52,7 +52,7 @@ static bool srdma_rq_ready(struct srdma_qp *qp)
 {
 	if (qp->rq.cons == qp->rq.prod && qp->urq.map && srdma_rq_pull(qp))
 		srdma_qp_error(qp);
-	return qp->rq.cons != qp->rq.prod;
+	return (s32)(qp->rq.prod - qp->rq.cons) > 0;
 }
 
 /* The doorbell of a user QP in ERR: flush what the mapped RQ holds. */
@@ -181,14 +181,34 @@ static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	srdma_cq_post(to_scq(qp->ibqp.recv_cq), &wc, pkt->se);
 }
 
-/* A fatal responder error: NAK, complete the receive, QP to ERR. */
+/*
+ * A responder error that ends the connection. IBTA vol. 1 9.9.3 (responder
+ * error behaviour) for RC: an invalid request (class B), a remote access
+ * error (class C) and a remote operational error (class D) are NAKed and
+ * put the responder QP in the error state; sequence errors and RNR only
+ * NAK (see Documentation/reliability.rst). QP lock held.
+ */
+static void srdma_resp_error(struct srdma_qp *qp, u8 nak, u32 psn)
+{
+	static const enum ib_event_type event[] = {
+		[SRDMA_NAK_INVALID_REQ] = IB_EVENT_QP_REQ_ERR,
+		[SRDMA_NAK_REMOTE_ACCESS] = IB_EVENT_QP_ACCESS_ERR,
+		[SRDMA_NAK_REMOTE_OP] = IB_EVENT_QP_FATAL,
+	};
+
+	lockdep_assert_held(&qp->lock);
+	srdma_send_nak(qp, nak, psn);
+	srdma_qp_error_event(qp, nak < ARRAY_SIZE(event) && event[nak] ?
+			     event[nak] : IB_EVENT_QP_FATAL);
+}
+
+/* The same for request @pkt, completing the receive in progress. */
 static void srdma_resp_fatal(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			     u8 nak, enum ib_wc_status status)
 {
-	srdma_send_nak(qp, nak, pkt->psn);
 	if (qp->recv_active)
 		srdma_recv_done(qp, pkt, status, IB_WC_RECV, 0);
-	srdma_qp_error(qp);
+	srdma_resp_error(qp, nak, pkt->psn);
 }
 
 /* Check the opcode against the message in progress. */
@@ -206,6 +226,18 @@ static bool srdma_resp_seq_ok(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	       (pkt->flags & (SRDMA_F_SEND | SRDMA_F_WRITE));
 }
 
+/*
+ * A message that will consume a receive (SEND, WRITE with immediate) needs
+ * one posted before the packet that consumes it is accepted: RNR NAK
+ * otherwise, -EIO if looking made the QP fail. QP lock held.
+ */
+static int srdma_resp_need_recv(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	if (srdma_rq_ready(qp))
+		return 0;
+	return qp->state == IB_QPS_ERR ? -EIO : srdma_send_rnr(qp, pkt->psn);
+}
+
 static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			   struct sk_buff *skb, int payoff)
 {
@@ -213,11 +245,17 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	int err;
 
 	if (pkt->flags & SRDMA_F_FIRST) {
-		if (!srdma_rq_ready(qp))
-			return qp->state == IB_QPS_ERR ? -EIO :
-			       srdma_send_rnr(qp, pkt->psn);
+		err = srdma_resp_need_recv(qp, pkt);
+		if (err)
+			return err;
 		qp->recv_active = true;
 		qp->recv_off = 0;
+	} else if (!qp->recv_active) {
+		/* Never complete a receive that was not taken. */
+		srdma_err_qp(qp, "SEND continues a message with no receive\n");
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+				 IB_WC_REM_INV_REQ_ERR);
+		return -EINVAL;
 	}
 	wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
 	if (pkt->paylen > wqe->length - qp->recv_off) {
@@ -245,35 +283,53 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /*
- * Validate the target of a WRITE or READ request. On failure count it, log
- * it, NAK it (remote access error) and return -EACCES.
+ * The MR that rkey @rkey names, if [va, va + len) lies in it with @access
+ * and the QP allows @access; with a reference. A @serial other than 0 must
+ * match: the key must still name the MR that the message started with.
  */
-static int srdma_resp_access(struct srdma_qp *qp, struct srdma_pkt *pkt,
-			     int access)
+static struct srdma_mr *srdma_resp_mr(struct srdma_qp *qp, u32 rkey, u64 va,
+				      u32 len, int access, u64 serial)
 {
 	struct srdma_mr *mr;
-	int err = 0;
 
-	if (!(qp->attr.qp_access_flags & access)) {
-		err = -EACCES;
-	} else if (pkt->dmalen) {
-		mr = srdma_mr_get(qp->sdev, pkt->rkey, true);
-		if (!mr)
-			err = -EACCES;
-		else if (srdma_mr_check(mr, qp->ibqp.pd, pkt->va, pkt->dmalen,
-					access))
-			err = -EACCES;
-		if (mr)
-			srdma_mr_put(mr);
+	if (!(qp->attr.qp_access_flags & access))
+		return NULL;
+	mr = srdma_mr_get(qp->sdev, rkey, true);
+	if (mr && ((serial && mr->serial != serial) ||
+		   srdma_mr_check(mr, qp->ibqp.pd, va, len, access))) {
+		srdma_mr_put(mr);
+		mr = NULL;
 	}
-	if (err) {
-		srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
-		srdma_err_qp(qp, "%s of %#llx+%u rkey %#x refused\n",
-			     access == IB_ACCESS_REMOTE_READ ? "READ" : "WRITE",
-			     pkt->va, pkt->dmalen, pkt->rkey);
-		srdma_send_nak(qp, SRDMA_NAK_REMOTE_ACCESS, pkt->psn);
-	}
-	return err;
+	return mr;
+}
+
+/* A remote access error: count, log, NAK, QP to ERR. -EACCES. */
+static int srdma_resp_access_err(struct srdma_qp *qp, struct srdma_pkt *pkt,
+				 u64 va, u32 len, u32 rkey, bool read)
+{
+	srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
+	srdma_err_qp(qp, "%s of %#llx+%u rkey %#x refused\n",
+		     read ? "READ" : "WRITE", va, len, rkey);
+	srdma_resp_fatal(qp, pkt, SRDMA_NAK_REMOTE_ACCESS,
+			 IB_WC_REM_ACCESS_ERR);
+	return -EACCES;
+}
+
+/*
+ * The length of a WRITE or READ request: at most the message limit, and
+ * few enough packets at this path MTU for PSN arithmetic. Else an invalid
+ * request: -EINVAL.
+ */
+static int srdma_resp_dmalen(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	if (pkt->dmalen <= SRDMA_MAX_MSG_SIZE &&
+	    srdma_npkts(pkt->dmalen, qp->mtu) <= SRDMA_MAX_MSG_PKTS)
+		return 0;
+	srdma_err_qp(qp, "request of %u bytes exceeds the message limit\n",
+		     pkt->dmalen);
+	srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+			 IB_WC_REM_INV_REQ_ERR);
+	return -EINVAL;
 }
 
 static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
@@ -282,13 +338,27 @@ static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	struct srdma_mr *mr;
 	int err;
 
+	/* WRITE with immediate consumes a receive with its last packet. */
+	if (pkt->flags & SRDMA_F_IMM) {
+		err = srdma_resp_need_recv(qp, pkt);
+		if (err)
+			return err;
+	}
 	if (pkt->flags & SRDMA_F_FIRST) {
-		/* WRITE with immediate consumes a receive: check it first. */
-		if ((pkt->flags & SRDMA_F_IMM) && !srdma_rq_ready(qp))
-			return qp->state == IB_QPS_ERR ? -EIO :
-			       srdma_send_rnr(qp, pkt->psn);
-		if (srdma_resp_access(qp, pkt, IB_ACCESS_REMOTE_WRITE))
-			return -EACCES;
+		err = srdma_resp_dmalen(qp, pkt);
+		if (err)
+			return err;
+		qp->write_mr_serial = 0;
+		if (pkt->dmalen) {
+			mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
+					   IB_ACCESS_REMOTE_WRITE, 0);
+			if (!mr)
+				return srdma_resp_access_err(qp, pkt, pkt->va,
+							     pkt->dmalen,
+							     pkt->rkey, false);
+			qp->write_mr_serial = mr->serial;
+			srdma_mr_put(mr);
+		}
 		qp->write_va = pkt->va;
 		qp->write_rkey = pkt->rkey;
 		qp->write_left = pkt->dmalen;
@@ -304,16 +374,25 @@ static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return -EINVAL;
 	}
 	if (pkt->paylen) {
-		mr = srdma_mr_get(qp->sdev, qp->write_rkey, true);
-		if (!mr) {	/* deregistered mid-message */
-			srdma_send_nak(qp, SRDMA_NAK_REMOTE_ACCESS, pkt->psn);
-			return -EACCES;
-		}
+		/*
+		 * Every packet is checked again: the MR may have been
+		 * deregistered, and its key given to another, since the
+		 * first packet of the message.
+		 */
+		mr = srdma_resp_mr(qp, qp->write_rkey, qp->write_va,
+				   pkt->paylen, IB_ACCESS_REMOTE_WRITE,
+				   qp->write_mr_serial);
+		if (!mr)
+			return srdma_resp_access_err(qp, pkt, qp->write_va,
+						     pkt->paylen,
+						     qp->write_rkey, false);
 		err = srdma_mr_copy_skb(mr, qp->write_va, skb, payoff,
 					pkt->paylen);
 		srdma_mr_put(mr);
 		if (err)
-			return err;
+			return srdma_resp_access_err(qp, pkt, qp->write_va,
+						     pkt->paylen,
+						     qp->write_rkey, false);
 	}
 	qp->write_va += pkt->paylen;
 	qp->write_left -= pkt->paylen;
@@ -330,25 +409,28 @@ static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /*
- * Build and send one READ response packet. Takes no QP lock: called from
- * the read work, or from the receive softirq with the lock held.
+ * Build and send one READ response packet. QP lock held: the read work
+ * takes it for each packet, so that a reset or a new peer can never see
+ * the rest of an old READ.
  */
 static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 			       u32 off, u32 npkts, u32 msn)
 {
-	u32 idx = off / qp->mtu;
+	u32 idx = off / job->mtu;
 	struct srdma_pkt pkt = {
 		.pkey = SRDMA_DEFAULT_PKEY,
 		.dqpn = qp->attr.dest_qp_num,
 		.psn = srdma_psn_add(job->psn, idx),
 		.syndrome = SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID,
 		.msn = msn,
-		.paylen = min(qp->mtu, job->len - off),
+		.paylen = min(job->mtu, job->len - off),
 	};
 	struct srdma_mr *mr = NULL;
 	struct sk_buff *skb;
 	u8 *payload;
+	int err = 0;
 
+	lockdep_assert_held(&qp->lock);
 	if (npkts == 1)
 		pkt.opcode = SRDMA_OP_READ_RESP_ONLY;
 	else if (idx == 0)
@@ -359,13 +441,10 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 		pkt.opcode = SRDMA_OP_READ_RESP_MIDDLE;
 
 	if (pkt.paylen) {
-		mr = srdma_mr_get(qp->sdev, job->rkey, true);
-		if (!mr || srdma_mr_check(mr, qp->ibqp.pd, job->va + off,
-					  pkt.paylen, IB_ACCESS_REMOTE_READ)) {
-			if (mr)
-				srdma_mr_put(mr);
+		mr = srdma_resp_mr(qp, job->rkey, job->va + off, pkt.paylen,
+				   IB_ACCESS_REMOTE_READ, 0);
+		if (!mr)
 			return -EACCES;
-		}
 	}
 	/* Large payloads go out from the MR's pages; else copied. */
 	if (mr && pkt.paylen >= SRDMA_ZCOPY_MIN) {
@@ -381,13 +460,35 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 	}
 	skb = srdma_alloc_pkt(qp, &pkt, &payload);
 	if (skb && mr)
-		srdma_mr_copy(mr, job->va + off, payload, pkt.paylen, false);
+		err = srdma_mr_copy(mr, job->va + off, payload, pkt.paylen,
+				    false);
 out_put:
 	if (mr)
 		srdma_mr_put(mr);
 	if (!skb)
 		return -ENOMEM;
+	if (err) {
+		kfree_skb(skb);
+		return -EACCES;
+	}
 	return srdma_xmit(qp, skb);
+}
+
+/* Drop every queued READ and stop the one being answered. QP lock held. */
+void srdma_rd_queue_reset(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	qp->rd_prod = 0;
+	qp->rd_cons = 0;
+	qp->rd_gen++;
+}
+
+/* READ jobs queued and not yet answered; never negative. */
+static u32 srdma_rd_queued(struct srdma_qp *qp)
+{
+	s32 n = (s32)(qp->rd_prod - qp->rd_cons);
+
+	return n > 0 ? n : 0;
 }
 
 /*
@@ -398,10 +499,25 @@ out_put:
 static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	struct srdma_read_job *job;
+	struct srdma_mr *mr;
 	u32 npkts, msn, off, i, last;
+	int err;
 
-	if (srdma_resp_access(qp, pkt, IB_ACCESS_REMOTE_READ))
-		return -EACCES;
+	err = srdma_resp_dmalen(qp, pkt);
+	if (err)
+		return err;
+	if (pkt->dmalen) {
+		mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
+				   IB_ACCESS_REMOTE_READ, 0);
+		if (!mr)
+			return srdma_resp_access_err(qp, pkt, pkt->va,
+						     pkt->dmalen, pkt->rkey,
+						     true);
+		srdma_mr_put(mr);
+	} else if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ)) {
+		return srdma_resp_access_err(qp, pkt, pkt->va, 0, pkt->rkey,
+					     true);
+	}
 	if (qp->rd_jobs && srdma_psn_diff(pkt->psn, qp->epsn) < 0) {
 		/*
 		 * A READ asked again: the requester went back to its first
@@ -409,24 +525,25 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		 * it, so queued requests reaching that far are stale. Older
 		 * ones are still wanted.
 		 */
-		while (qp->rd_prod != qp->rd_cons) {
+		while (srdma_rd_queued(qp)) {
 			job = &qp->rd_jobs[(qp->rd_prod - 1) & qp->rd_mask];
 			last = srdma_psn_add(job->psn,
-					     srdma_npkts(job->len, qp->mtu) - 1);
+					     srdma_npkts(job->len, job->mtu) - 1);
 			if (srdma_psn_diff(last, pkt->psn) < 0)
 				break;
 			qp->rd_prod--;
 		}
-		if (qp->rd_prod == qp->rd_cons)
-			qp->rd_gen++;	/* stop the one being answered */
+		if (!srdma_rd_queued(qp))
+			srdma_rd_queue_reset(qp);	/* stop the one answered */
 		srdma_dbg_qp(qp, "READ psn %u asked again (epsn %u)\n", pkt->psn,
 			     qp->epsn);
 	}
-	if (!qp->rd_jobs || qp->rd_prod - qp->rd_cons >=
+	if (!qp->rd_jobs || srdma_rd_queued(qp) >=
 	    max_t(u8, qp->attr.max_dest_rd_atomic, 1)) {
 		srdma_err_qp(qp, "more than %u READs outstanding\n",
 			     qp->attr.max_dest_rd_atomic);
-		srdma_send_nak(qp, SRDMA_NAK_INVALID_REQ, pkt->psn);
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+				 IB_WC_REM_INV_REQ_ERR);
 		return -EBUSY;
 	}
 	job = &qp->rd_jobs[qp->rd_prod & qp->rd_mask];
@@ -434,17 +551,19 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	job->rkey = pkt->rkey;
 	job->len = pkt->dmalen;
 	job->psn = pkt->psn;
-	npkts = srdma_npkts(job->len, qp->mtu);
-	if (qp->rd_prod == qp->rd_cons && npkts <= SRDMA_READ_INLINE_PKTS) {
+	job->mtu = qp->mtu;
+	npkts = srdma_npkts(job->len, job->mtu);
+	if (!srdma_rd_queued(qp) && npkts <= SRDMA_READ_INLINE_PKTS) {
 		/* The MSN counts this READ as done. */
 		msn = srdma_psn_diff(pkt->psn, qp->epsn) < 0 ? qp->msn :
 		      (qp->msn + 1) & SRDMA_MSN_MASK;
-		for (off = 0, i = 0; i < npkts; i++, off += qp->mtu) {
+		for (off = 0, i = 0; i < npkts; i++, off += job->mtu) {
 			if (srdma_read_resp_pkt(qp, job, off, npkts, msn) ==
 			    -EACCES) {
-				srdma_send_nak(qp, SRDMA_NAK_REMOTE_ACCESS,
-					       srdma_psn_add(job->psn, i));
-				break;
+				srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
+				srdma_resp_error(qp, SRDMA_NAK_REMOTE_ACCESS,
+						 srdma_psn_add(job->psn, i));
+				return -EACCES;
 			}
 		}
 		return 0;
@@ -454,20 +573,21 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	return 0;
 }
 
+/* A request for @qp, QP lock held (srdma_rcv() takes it). */
 void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff)
 {
 	int d, err = 0;
 	u32 npkts;
 
-	spin_lock_bh(&qp->lock);
+	lockdep_assert_held(&qp->lock);
 	if (!srdma_rq_running(qp)) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
-		goto out_unlock;
+		return;
 	}
 	if (pkt->paylen > qp->mtu) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
-		goto out_unlock;
+		return;
 	}
 
 	d = srdma_psn_diff(pkt->psn, qp->epsn);
@@ -485,7 +605,7 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			srdma_send_nak(qp, SRDMA_NAK_PSN_SEQ, qp->epsn);
 		}
 		qp->nak_hi_psn = pkt->psn;
-		goto out_unlock;
+		return;
 	}
 	if (d < 0) {
 		/* Duplicate: never execute SEND or WRITE again. */
@@ -496,7 +616,7 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			srdma_send_ack(qp, SRDMA_AETH_ACK |
 				       SRDMA_AETH_CREDIT_INVALID,
 				       srdma_psn_prev(qp->epsn));
-		goto out_unlock;
+		return;
 	}
 	qp->nak_sent = false;
 
@@ -505,7 +625,7 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			     pkt->opcode, qp->resp_opcode);
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
-		goto out_unlock;
+		return;
 	}
 
 	if (pkt->flags & SRDMA_F_SEND)
@@ -515,23 +635,28 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	else
 		err = srdma_resp_read(qp, pkt);
 	if (err)
-		goto out_unlock;
+		return;
 
 	qp->resp_opcode = pkt->opcode;
 	if (pkt->flags & SRDMA_F_READ) {
 		npkts = srdma_npkts(pkt->dmalen, qp->mtu);
 		qp->epsn = srdma_psn_add(qp->epsn, npkts);
 		qp->msn = (qp->msn + 1) & SRDMA_MSN_MASK;
-		goto out_unlock;
+		return;
 	}
 	qp->epsn = srdma_psn_add(qp->epsn, 1);
 	if (pkt->ackreq)
 		srdma_send_ack(qp, SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID,
 			       pkt->psn);
-out_unlock:
-	spin_unlock_bh(&qp->lock);
 }
 
+/*
+ * Answer the queued READs, a packet at a time under the QP lock, giving
+ * the CPU up between packets. Stops as soon as the queue is reset (flush,
+ * RESET, a new max_dest_rd_atomic, a READ asked again) or the QP leaves
+ * the states that answer requests, so nothing of an old READ is ever sent
+ * after that, nor to a new peer.
+ */
 void srdma_read_work(struct work_struct *work)
 {
 	struct srdma_qp *qp = container_of(work, struct srdma_qp, read_work);
@@ -539,38 +664,34 @@ void srdma_read_work(struct work_struct *work)
 	u32 off, npkts, msn, gen;
 	int err;
 
-	for (;;) {
-		spin_lock_bh(&qp->lock);
-		if (!srdma_rq_running(qp) || qp->rd_cons == qp->rd_prod) {
-			spin_unlock_bh(&qp->lock);
-			return;
-		}
+	spin_lock_bh(&qp->lock);
+	while (srdma_rq_running(qp) && srdma_rd_queued(qp)) {
 		job = qp->rd_jobs[qp->rd_cons & qp->rd_mask];
 		msn = qp->msn;
 		gen = qp->rd_gen;
-		spin_unlock_bh(&qp->lock);
 		srdma_dbg_qp(qp, "READ job psn %u len %u gen %u\n", job.psn,
 			     job.len, gen);
 
-		npkts = srdma_npkts(job.len, qp->mtu);
+		npkts = srdma_npkts(job.len, job.mtu);
 		off = 0;
 		do {
 			err = srdma_read_resp_pkt(qp, &job, off, npkts, msn);
 			if (err == -EACCES) {
-				spin_lock_bh(&qp->lock);
-				srdma_send_nak(qp, SRDMA_NAK_REMOTE_ACCESS,
-					       srdma_psn_add(job.psn,
-							     off / qp->mtu));
-				spin_unlock_bh(&qp->lock);
+				srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
+				srdma_resp_error(qp, SRDMA_NAK_REMOTE_ACCESS,
+						 srdma_psn_add(job.psn,
+							       off / job.mtu));
 				break;
 			}
-			off += qp->mtu;
+			off += job.mtu;
+			spin_unlock_bh(&qp->lock);
 			cond_resched();
-		} while (off < job.len && READ_ONCE(qp->rd_gen) == gen);
+			spin_lock_bh(&qp->lock);
+		} while (off < job.len && qp->rd_gen == gen &&
+			 srdma_rq_running(qp));
 
-		spin_lock_bh(&qp->lock);
-		if (qp->rd_gen == gen)	/* else the queue was reset */
+		if (qp->rd_gen == gen && srdma_rd_queued(qp))
 			qp->rd_cons++;
-		spin_unlock_bh(&qp->lock);
 	}
+	spin_unlock_bh(&qp->lock);
 }

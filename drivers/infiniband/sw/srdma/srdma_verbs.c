@@ -10,6 +10,54 @@
 
 #include "srdma.h"
 
+/*
+ * Object limits per device, reported by query_device and enforced at
+ * creation. Lower them to contain what one device can pin or allocate; a
+ * value of 0 or above the built-in maximum means the built-in maximum.
+ * Read when a device is created.
+ */
+static unsigned int max_pd = SRDMA_MAX_PD;
+module_param(max_pd, uint, 0444);
+MODULE_PARM_DESC(max_pd, "protection domains per device (default and max 4096)");
+static unsigned int max_cq = SRDMA_MAX_CQ;
+module_param(max_cq, uint, 0444);
+MODULE_PARM_DESC(max_cq, "completion queues per device (default and max 8192)");
+static unsigned int max_qp = SRDMA_MAX_QP;
+module_param(max_qp, uint, 0444);
+MODULE_PARM_DESC(max_qp, "queue pairs per device (default and max 4096)");
+static unsigned int max_mr = SRDMA_MAX_MR;
+module_param(max_mr, uint, 0444);
+MODULE_PARM_DESC(max_mr, "memory regions per device (default and max 65536)");
+
+static const char * const srdma_res_name[SRDMA_NUM_RES] = {
+	[SRDMA_RES_PD] = "PD",
+	[SRDMA_RES_CQ] = "CQ",
+	[SRDMA_RES_QP] = "QP",
+	[SRDMA_RES_MR] = "MR",
+};
+
+/* Count one more object of kind @res; -ENOMEM past the device's limit. */
+int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
+{
+	if (atomic_inc_return(&sdev->res_used[res]) > sdev->res_max[res]) {
+		atomic_dec(&sdev->res_used[res]);
+		srdma_err(sdev, "%s limit of %u reached\n", srdma_res_name[res],
+			  sdev->res_max[res]);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void srdma_res_put(struct srdma_dev *sdev, enum srdma_res res)
+{
+	atomic_dec(&sdev->res_used[res]);
+}
+
+static u32 srdma_limit(unsigned int param, u32 hard)
+{
+	return param && param < hard ? param : hard;
+}
+
 enum ib_port_state srdma_port_state(struct srdma_dev *sdev)
 {
 	struct net_device *ndev = sdev->ndev;
@@ -22,6 +70,8 @@ static int srdma_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
 			      struct ib_udata *udata)
 {
+	struct srdma_dev *sdev = to_sdev(ibdev);
+
 	if (udata && (udata->inlen || udata->outlen))
 		return -EINVAL;
 
@@ -33,20 +83,20 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->vendor_id = 0;
 	attr->vendor_part_id = 0;
 	attr->hw_ver = 0;
-	attr->max_qp = SRDMA_MAX_QP;
+	attr->max_qp = sdev->res_max[SRDMA_RES_QP];
 	attr->max_qp_wr = SRDMA_MAX_QP_WR;
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->max_send_sge = SRDMA_MAX_SGE;
 	attr->max_recv_sge = SRDMA_MAX_SGE;
 	attr->max_sge_rd = SRDMA_MAX_SGE;
-	attr->max_cq = SRDMA_MAX_CQ;
+	attr->max_cq = sdev->res_max[SRDMA_RES_CQ];
 	attr->max_cqe = SRDMA_MAX_CQE - 1;
-	attr->max_mr = SRDMA_MAX_MR;
-	attr->max_pd = SRDMA_MAX_PD;
+	attr->max_mr = sdev->res_max[SRDMA_RES_MR];
+	attr->max_pd = sdev->res_max[SRDMA_RES_PD];
 	attr->max_qp_rd_atom = SRDMA_MAX_RD_ATOM;
 	attr->max_qp_init_rd_atom = SRDMA_MAX_RD_ATOM;
-	attr->max_res_rd_atom = SRDMA_MAX_RD_ATOM * SRDMA_MAX_QP;
+	attr->max_res_rd_atom = SRDMA_MAX_RD_ATOM * attr->max_qp;
 	attr->atomic_cap = IB_ATOMIC_NONE;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
@@ -243,6 +293,10 @@ static const struct ib_device_ops srdma_dev_ops = {
 
 void srdma_init_device(struct srdma_dev *sdev)
 {
+	sdev->res_max[SRDMA_RES_PD] = srdma_limit(max_pd, SRDMA_MAX_PD);
+	sdev->res_max[SRDMA_RES_CQ] = srdma_limit(max_cq, SRDMA_MAX_CQ);
+	sdev->res_max[SRDMA_RES_QP] = srdma_limit(max_qp, SRDMA_MAX_QP);
+	sdev->res_max[SRDMA_RES_MR] = srdma_limit(max_mr, SRDMA_MAX_MR);
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 	ib_set_device_ops(&sdev->ibdev, &srdma_dev_ops);
 }
@@ -252,7 +306,8 @@ int srdma_register_device(struct srdma_dev *sdev, const char *name)
 	struct ib_device *ibdev = &sdev->ibdev;
 	int err;
 
-	strscpy(ibdev->node_desc, "srdma", sizeof(ibdev->node_desc));
+	/* The provider recognises srdma devices by it: never modifiable. */
+	strscpy(ibdev->node_desc, SRDMA_NODE_DESC, sizeof(ibdev->node_desc));
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = 1;

@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+"""A hostile RoCEv2 peer: valid-looking but adversarial packet sequences.
+
+usage: hostile.py NETNS TEST GIDX
+
+Starts srdma_target (one RC QP on $SRDMA_DEV, default srdma0, at
+10.0.0.1) in the current namespace, connected to a peer QP that does not
+exist: this script, which then enters network namespace NETNS (10.0.0.2),
+speaks RoCEv2 itself over a raw IPv4 socket (ICRC computed here), listens
+on UDP 4791 for what the QP answers, and asserts the QP's answers, state,
+completions and memory. Exit status 0 only if every assertion holds.
+"""
+import ctypes
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+import zlib
+
+SRC, DST = "10.0.0.2", "10.0.0.1"
+PEER_QPN, NEW_QPN = 0x7777, 0x7778
+RQ_PSN = 0x1000
+MTU = 1024
+
+OP = dict(SEND_FIRST=0, SEND_MIDDLE=1, SEND_LAST=2, SEND_ONLY=4,
+          WRITE_FIRST=6, WRITE_MIDDLE=7, WRITE_LAST=8, WRITE_LAST_IMM=9,
+          WRITE_ONLY=10, WRITE_ONLY_IMM=11, READ_REQ=12, ACK=0x11)
+READ_RESP = (13, 14, 15, 16)
+SYN_ACK, SYN_RNR, SYN_NAK = 0x00, 0x20, 0x60
+NAK_SEQ, NAK_INV, NAK_ACC = 0x60, 0x61, 0x62
+QPS_RTS, QPS_ERR = 3, 6
+WC_RECV_RDMA_WITH_IMM, WC_WITH_IMM, WC_FLUSH = 129, 2, 5
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+class Target:
+    """srdma_target, driven over its stdin/stdout."""
+
+    def __init__(self, gidx):
+        self.p = subprocess.Popen(
+            ["srdma_target", "-d", os.environ.get("SRDMA_DEV", "srdma0"),
+             "-g", str(gidx), "-r", SRC, "-q", str(PEER_QPN)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        hello = self.p.stdout.readline().split()
+        if not hello:
+            fail("srdma_target did not start")
+        kv = dict(x.split("=") for x in hello)
+        self.qpn, self.rkey = int(kv["qpn"]), int(kv["rkey"])
+        self.addr, self.len = int(kv["addr"]), int(kv["len"])
+
+    def cmd(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        out = self.p.stdout.readline().strip()
+        print("# target:", line, "->", out[:100])
+        return out
+
+    def poll(self):
+        self.p.stdin.write("poll\n")
+        self.p.stdin.flush()
+        wcs = []
+        while True:
+            line = self.p.stdout.readline().strip()
+            if line == "end" or not line:
+                return wcs
+            print("# target:", line)
+            wcs.append({k: int(v) for k, v in
+                        (x.split("=") for x in line.split()[1:])})
+
+    def state(self):
+        out = self.cmd("state")
+        kv = dict(x.split("=", 1) for x in out.split())
+        return int(kv["state"]), kv["events"]
+
+    def quit(self):
+        try:
+            self.p.stdin.write("quit\n")
+            self.p.stdin.flush()
+            self.p.wait(timeout=30)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            self.p.kill()
+
+
+def enter_netns(name):
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/run/netns/" + name, os.O_RDONLY)
+    if libc.setns(fd, 0x40000000) != 0:     # CLONE_NEWNET
+        fail("setns: errno %d" % ctypes.get_errno())
+    os.close(fd)
+
+
+class Wire:
+    """Send requests from PEER_QPN; receive what the target sends back."""
+
+    def __init__(self, dqpn):
+        self.dqpn = dqpn
+        self.raw = socket.socket(socket.AF_INET, socket.SOCK_RAW,
+                                 socket.IPPROTO_RAW)
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("0.0.0.0", 4791))
+
+    def send(self, op, psn, payload=b"", va=None, rkey=None, dmalen=None,
+             imm=None, ackreq=False, dqpn=None):
+        pad = -len(payload) & 3
+        b = struct.pack(">BBHBBHBBH", op, pad << 4, 0xffff, 0,
+                        0, 0, 0x80 if ackreq else 0, 0, 0)
+        b = bytearray(b)
+        struct.pack_into(">I", b, 4, (dqpn if dqpn is not None else self.dqpn) & 0xffffff)
+        struct.pack_into(">I", b, 8, (0x80000000 if ackreq else 0) | (psn & 0xffffff))
+        if va is not None:
+            b += struct.pack(">QII", va, rkey, dmalen)
+        if imm is not None:
+            b += struct.pack(">I", imm)
+        b += payload + b"\0" * pad
+        ulen = 8 + len(b) + 4
+        udp = struct.pack(">HHHH", 0xc123, 4791, ulen, 0)
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0x4791, 0x4000,
+                         64, 17, 0, socket.inet_aton(SRC), socket.inet_aton(DST))
+        mip = bytearray(ip)
+        mip[1] = mip[8] = mip[10] = mip[11] = 0xff
+        mudp = bytearray(udp)
+        mudp[6] = mudp[7] = 0xff
+        mb = bytearray(b)
+        mb[4] = 0xff
+        crc = zlib.crc32(b"\xff" * 8 + bytes(mip) + bytes(mudp) + bytes(mb))
+        self.raw.sendto(ip + udp + bytes(b) + struct.pack("<I", crc),
+                        (DST, 0))
+
+    def recv(self, timeout):
+        """Next packet from the target as a dict, or None."""
+        self.udp.settimeout(timeout)
+        try:
+            d = self.udp.recv(65536)
+        except socket.timeout:
+            return None
+        pkt = {"op": d[0], "dqpn": struct.unpack(">I", d[4:8])[0] & 0xffffff,
+               "psn": struct.unpack(">I", d[8:12])[0] & 0xffffff}
+        if pkt["op"] in (OP["ACK"], 13, 15, 16):
+            pkt["syn"] = d[12]
+        return pkt
+
+    def expect_ack(self, psn, timeout=5.0):
+        """The first ACK/NAK for @psn: its syndrome, or None."""
+        end = time.time() + timeout
+        while time.time() < end:
+            p = self.recv(max(0.01, end - time.time()))
+            if p and p["op"] == OP["ACK"] and p["psn"] == psn:
+                return p["syn"]
+        return None
+
+    def drain(self, secs):
+        pkts, end = [], time.time() + secs
+        while time.time() < end:
+            p = self.recv(max(0.01, end - time.time()))
+            if p:
+                pkts.append(p)
+        return pkts
+
+
+def syn_str(s):
+    return "none" if s is None else "%#x" % s
+
+
+def expect_syn(w, psn, want, what):
+    s = w.expect_ack(psn)
+    if s is None or (s != want if want not in (SYN_RNR,) else s & 0xe0 != SYN_RNR):
+        fail("%s: answer to psn %#x was %s, want %#x" % (what, psn, syn_str(s), want))
+
+
+def expect_state(t, want, event=None):
+    st, ev = t.state()
+    if st != want:
+        fail("QP state %d, want %d (events %s)" % (st, want, ev))
+    if event and event not in ev:
+        fail("async events %s, want one with '%s'" % (ev, event))
+
+
+def t_write_key_reuse(t, w):
+    """Defect 1: a WRITE's later packets after its MR's key was reused."""
+    p = RQ_PSN
+    w.send(OP["WRITE_FIRST"], p, b"\xaa" * MTU, va=t.addr + 32768,
+           rkey=t.rkey, dmalen=3 * MTU)
+    if t.cmd("dereg") != "ok":
+        fail("dereg")
+    if not t.cmd("reuse %d" % t.rkey).startswith("ok"):
+        fail("no MR got the old key back (module loaded with max_mr=4?)")
+    w.send(OP["WRITE_MIDDLE"], p + 1, b"\xbb" * MTU, ackreq=True)
+    expect_syn(w, p + 1, NAK_ACC, "WRITE_MIDDLE into a reused key")
+    expect_state(t, QPS_ERR, "access")
+    if t.cmd("dump 0 4096") != "00" * 4096:
+        fail("the new MR was written")
+
+
+def t_write_imm_no_recv(t, w):
+    """Defect 2: multi-packet WRITE with immediate and no receive posted."""
+    p, data = RQ_PSN, bytes(range(256)) * 12
+    w.send(OP["WRITE_FIRST"], p, data[:MTU], va=t.addr, rkey=t.rkey,
+           dmalen=3 * MTU)
+    w.send(OP["WRITE_MIDDLE"], p + 1, data[MTU:2 * MTU])
+    w.send(OP["WRITE_LAST_IMM"], p + 2, data[2 * MTU:], imm=0x12345678,
+           ackreq=True)
+    expect_syn(w, p + 2, SYN_RNR, "WRITE_LAST_IMM without a receive")
+    if t.poll():
+        fail("a completion without a receive")
+    if t.cmd("recv 1") != "ok":
+        fail("post_recv")
+    w.send(OP["WRITE_LAST_IMM"], p + 2, data[2 * MTU:], imm=0x12345678,
+           ackreq=True)
+    expect_syn(w, p + 2, 0x1f, "WRITE_LAST_IMM with a receive")
+    wcs = t.poll()
+    want = {"wr_id": 0x100, "status": 0, "opcode": WC_RECV_RDMA_WITH_IMM,
+            "byte_len": 3 * MTU, "imm": 0x12345678, "wc_flags": WC_WITH_IMM,
+            "src_qp": PEER_QPN, "qp_num": t.qpn}
+    if wcs != [want]:
+        fail("completions %s, want [%s]" % (wcs, want))
+    if t.cmd("dump 0 %d" % len(data)) != data.hex():
+        fail("WRITE data not in place")
+    expect_state(t, QPS_RTS)
+
+
+def t_read_reset(t, w):
+    """Defect 3: READ responses must stop at a reset and not reach a new peer."""
+    p, n = RQ_PSN, t.len // MTU
+    for i in range(4):
+        w.send(OP["READ_REQ"], p + i * n, va=t.addr, rkey=t.rkey,
+               dmalen=t.len, ackreq=True)
+    first = None
+    end = time.time() + 10
+    while first is None and time.time() < end:
+        q = w.recv(1.0)
+        if q and q["op"] in READ_RESP:
+            first = q
+    if not first:
+        fail("no READ response at all")
+    if t.cmd("reconnect %d" % NEW_QPN) != "ok":
+        fail("reconnect")
+    late = [q for q in w.drain(2.0) if q["op"] in READ_RESP and
+            q["dqpn"] == NEW_QPN]
+    print("# READ responses to the new peer after the reset:", len(late))
+    if late:
+        fail("%d responses of the old READs went to the new peer" % len(late))
+    expect_state(t, QPS_RTS)
+    # The new connection works: a WRITE from the new peer is ACKed.
+    w.send(OP["WRITE_ONLY"], RQ_PSN, b"\x5a" * 8, va=t.addr, rkey=t.rkey,
+           dmalen=8, ackreq=True, dqpn=t.qpn)
+    end = time.time() + 5
+    while time.time() < end:
+        q = w.recv(1.0)
+        if q and q["op"] == OP["ACK"] and q["dqpn"] == NEW_QPN:
+            if q["syn"] != 0x1f:
+                fail("WRITE on the new connection: syndrome %#x" % q["syn"])
+            break
+    else:
+        fail("no ACK on the new connection")
+    if t.cmd("dump 0 8") != "5a" * 8:
+        fail("WRITE on the new connection not placed")
+
+
+def t_read_huge(t, w):
+    """Defect 6: a READ above the message limit is an invalid request."""
+    w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey,
+           dmalen=0x80001000, ackreq=True)
+    expect_syn(w, RQ_PSN, NAK_INV, "READ of 2 GiB + 4 KiB")
+    expect_state(t, QPS_ERR, "invalid request")
+
+
+def t_middle_without_first(t, w):
+    """MIDDLE and LAST_IMM packets with no FIRST: invalid request, no receive."""
+    if t.cmd("recv 2") != "ok":
+        fail("post_recv")
+    w.send(OP["WRITE_LAST_IMM"], RQ_PSN, b"\x11" * 64, imm=7, ackreq=True)
+    expect_syn(w, RQ_PSN, NAK_INV, "WRITE_LAST_IMM without FIRST")
+    expect_state(t, QPS_ERR, "invalid request")
+    wcs = t.poll()
+    if [(c["wr_id"], c["status"], c["qp_num"]) for c in wcs] != \
+            [(0x100, WC_FLUSH, t.qpn), (0x101, WC_FLUSH, t.qpn)]:
+        fail("completions %s, want two flushed receives" % wcs)
+
+
+def t_psn_edges(t, w):
+    """PSNs at the edges of the window: NAK or duplicate, never executed."""
+    far = (RQ_PSN + 0x7fffff) & 0xffffff
+    w.send(OP["WRITE_ONLY"], far, b"\x22" * 8, va=t.addr, rkey=t.rkey,
+           dmalen=8, ackreq=True)
+    expect_syn(w, RQ_PSN, NAK_SEQ, "PSN 2^23-1 ahead")
+    old = (RQ_PSN + 0x800000) & 0xffffff
+    w.send(OP["WRITE_ONLY"], old, b"\x33" * 8, va=t.addr, rkey=t.rkey,
+           dmalen=8, ackreq=True)
+    expect_syn(w, (RQ_PSN - 1) & 0xffffff, 0x1f, "PSN 2^23 behind")
+    if t.cmd("dump 0 8") != "00" * 8:
+        fail("an out-of-window WRITE was executed")
+    w.send(OP["WRITE_ONLY"], RQ_PSN, b"\x44" * 8, va=t.addr, rkey=t.rkey,
+           dmalen=8, ackreq=True)
+    expect_syn(w, RQ_PSN, 0x1f, "the expected PSN")
+    if t.cmd("dump 0 8") != "44" * 8:
+        fail("the in-window WRITE was not placed")
+    expect_state(t, QPS_RTS)
+
+
+def t_bad_rkey(t, w):
+    """Defect 11: a remote access error NAKs and puts the responder in ERR."""
+    w.send(OP["WRITE_ONLY"], RQ_PSN, b"\x55" * 8, va=t.addr,
+           rkey=t.rkey ^ 0x80, dmalen=8, ackreq=True)
+    expect_syn(w, RQ_PSN, NAK_ACC, "WRITE with a bad rkey")
+    expect_state(t, QPS_ERR, "access")
+    if t.cmd("dump 0 8") != "00" * 8:
+        fail("a WRITE with a bad rkey was placed")
+
+
+def main():
+    ns, test, gidx = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    fn = globals().get("t_" + test)
+    if not fn:
+        fail("no test " + test)
+    t = Target(gidx)
+    enter_netns(ns)
+    w = Wire(t.qpn)
+    try:
+        fn(t, w)
+    finally:
+        t.quit()
+    print("# %s: ok" % test)
+
+
+main()

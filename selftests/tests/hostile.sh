@@ -1,0 +1,39 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# A hostile peer (selftests/hostile.py) against one srdma QP: srdma0 on v0
+# (10.0.0.1), the peer in netns ns1 (10.0.0.2) speaking RoCEv2 itself.
+# Each test sends one adversarial sequence and asserts the QP's answers on
+# the wire, its state and async events, its completions and its memory.
+# srdma is loaded with max_mr=4 so that MR keys come back quickly.
+
+hostile_setup() {
+	lsmod | grep -q '^srdma ' && { rmmod srdma || return 1; }
+	modprobe srdma max_mr=4 || return 1
+	ip netns add ns1 || return 1
+	ip link add v0 type veth peer name v1 netns ns1 || return 1
+	ip addr add 10.0.0.1/24 dev v0
+	ip link set v0 up
+	ip -n ns1 addr add 10.0.0.2/24 dev v1
+	ip -n ns1 link set v1 up
+	ip -n ns1 link set lo up
+	rdma link add srdma0 type srdma netdev v0 || return 1
+	wait_for 5 ping -c 1 -W 1 10.0.0.2
+}
+
+# hostile TEST: run one hostile.py test against srdma0.
+hostile() {
+	local g
+	hostile_setup || fail "setup"
+	g=$(roce2_ipv4_gid srdma0) || fail "no IPv4 GID"
+	timeout 120 python3 "$SRDMA_ROOT/selftests/hostile.py" ns1 "$1" "$g" ||
+		fail "hostile.py $1"
+}
+
+test_hostile_write_key_reuse() { hostile write_key_reuse; }
+test_hostile_write_imm_no_recv() { hostile write_imm_no_recv; }
+test_hostile_read_reset() { hostile read_reset; }
+test_hostile_read_huge() { hostile read_huge; }
+test_hostile_middle_without_first() { hostile middle_without_first; }
+test_hostile_psn_edges() { hostile psn_edges; }
+test_hostile_bad_rkey() { hostile bad_rkey; }
