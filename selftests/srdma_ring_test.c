@@ -8,6 +8,7 @@
  * kernel log for WARN/BUG/oops after it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -74,10 +75,57 @@ FIXTURE(ring) {
 };
 
 /*
- * A fresh self-connected QP on the fixture's CQ (the old one destroyed),
- * and the rings as they are mapped now: 0 when all went well.
+ * srdma_test_connect_self() (path MTU 1024), or the same at another path
+ * MTU: 0 when all went well.
  */
-static int new_qp(FIXTURE_DATA(ring) *self)
+static int connect_self_mtu(struct ibv_qp *qp, int gidx, union ibv_gid *gid,
+			    enum ibv_mtu mtu)
+{
+	struct ibv_qp_attr a;
+
+	if (mtu == IBV_MTU_1024)
+		return srdma_test_connect_self(qp, gidx, gid);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = qp->qp_num;
+	a.rq_psn = 0x100;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.sgid_index = gidx;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0x100;
+	a.max_rd_atomic = 4;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/*
+ * A fresh self-connected QP at path MTU @mtu on the fixture's CQ (the old
+ * one destroyed), and the rings as they are mapped now: 0 when all went
+ * well.
+ */
+static int new_qp_mtu(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu)
 {
 	union ibv_gid gid;
 	int gidx;
@@ -87,13 +135,18 @@ static int new_qp(FIXTURE_DATA(ring) *self)
 	self->qp = srdma_test_rc_qp(self->pd, self->cq, 16, 16, MAX_SGE);
 	gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	if (!self->qp || gidx < 0 ||
-	    srdma_test_connect_self(self->qp, gidx, &gid) ||
+	    connect_self_mtu(self->qp, gidx, &gid, mtu) ||
 	    find_rings(self->m, 3) != 3)
 		return -1;
 	self->cqh = (struct srdma_ring_hdr *)self->m[0].addr;
 	self->sqh = (struct srdma_ring_hdr *)self->m[1].addr;
 	self->rqh = (struct srdma_ring_hdr *)self->m[2].addr;
 	return 0;
+}
+
+static int new_qp(FIXTURE_DATA(ring) *self)
+{
+	return new_qp_mtu(self, IBV_MTU_1024);
 }
 
 FIXTURE_SETUP(ring)
@@ -230,6 +283,95 @@ TEST_F(ring, sq_bad_entries)
 		/* The kernel took neither the garbage nor what follows. */
 		EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
 	}
+}
+
+/* The kernel log from now on: /dev/kmsg, non-blocking, at its end. */
+static int kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+/* How many records logged since kmsg_open() contain @needle. */
+static int kmsg_count(int fd, const char *needle)
+{
+	char rec[2048];
+	int found = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;	/* records overwritten: go on */
+		if (n <= 0)
+			return found;
+		rec[n] = 0;
+		if (strstr(rec, needle))
+			found++;
+	}
+}
+
+/*
+ * Send entries too long for one message, each ahead of a good one, each
+ * on a fresh QP: EINVAL at the doorbell, QP to ERR, nothing taken, and a
+ * message in the kernel log. The lengths are never backed by memory: the
+ * kernel must refuse them when it reads the ring, before any packet.
+ *  - above SRDMA_MAX_MSG_SIZE (2 GiB) without wrapping 32 bits: 3 GiB as
+ *    two SGEs, and 2 GiB + 1;
+ *  - at path MTU 256, more than 2^21 packets (SRDMA_MAX_MSG_PKTS):
+ *    exactly 2 GiB (2^23 packets, within the size limit) and 512 MiB + 1
+ *    (2^21 + 1 packets).
+ */
+TEST_F(ring, sq_msg_too_long)
+{
+	static const struct {
+		enum ibv_mtu mtu;
+		uint32_t len0, len1;
+	} c[] = {
+		{ IBV_MTU_1024, 0x60000000u, 0x60000000u },
+		{ IBV_MTU_1024, 0x80000000u, 1 },
+		{ IBV_MTU_256, 0x40000000u, 0x40000000u },
+		{ IBV_MTU_256, 0x20000000u, 1 },
+	};
+	struct srdma_usend_wqe *u;
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	struct ibv_wc wc;
+	unsigned int i;
+	int kfd;
+
+	kfd = kmsg_open();
+	ASSERT_GE(kfd, 0) TH_LOG("/dev/kmsg: %s", strerror(errno));
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		ASSERT_EQ(0, new_qp_mtu(self, c[i].mtu)) TH_LOG("case %u", i);
+		ASSERT_EQ(0, ibv_query_qp(self->qp, &a, IBV_QP_PATH_MTU, &ia));
+		ASSERT_EQ(c[i].mtu, a.path_mtu);
+		u = (struct srdma_usend_wqe *)(self->m[1].addr +
+					       SRDMA_RING_HDR_SIZE);
+		memset(u, 0, SQ_SLOT);
+		u->wr_id = 100 + i;
+		u->opcode = IBV_WR_RDMA_WRITE;
+		u->send_flags = IBV_SEND_SIGNALED;
+		u->num_sge = 2;
+		u->sge[0].addr = (uintptr_t)self->buf;
+		u->sge[0].length = c[i].len0;
+		u->sge[0].lkey = self->mr->lkey;
+		u->sge[1].addr = (uintptr_t)self->buf;
+		u->sge[1].length = c[i].len1;
+		u->sge[1].lkey = self->mr->lkey;
+		u->remote_addr = (uintptr_t)self->buf + 32768;
+		u->rkey = self->mr->rkey;
+		self->sqh->prod = 1;		/* publish it by hand */
+		EXPECT_EQ(EINVAL, post_write(self, 64)) TH_LOG("case %u", i);
+		EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp)) TH_LOG("case %u", i);
+		EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc)) TH_LOG("case %u", i);
+	}
+	/* Rate-limited, but four are within the burst. */
+	EXPECT_EQ(4, kmsg_count(kfd, "too long for MTU"));
+	close(kfd);
 }
 
 /* A garbage receive entry met by an incoming SEND: QP to ERR. */

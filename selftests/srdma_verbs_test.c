@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "kselftest_harness.h"
@@ -160,7 +161,10 @@ FIXTURE(qp) {
 	struct ibv_qp *qp;
 	char *buf;
 	int gidx;
+	char trap_dev[64];	/* set while av_change_atomic's trap is up */
 };
+
+static void trap_remove(const char *ndev);
 
 FIXTURE_SETUP(qp)
 {
@@ -181,6 +185,8 @@ FIXTURE_SETUP(qp)
 
 FIXTURE_TEARDOWN(qp)
 {
+	if (self->trap_dev[0])
+		trap_remove(self->trap_dev);
 	if (self->qp)
 		ibv_destroy_qp(self->qp);
 	if (self->cq)
@@ -348,6 +354,342 @@ TEST_F(qp, cq_overflow_event)
 	ibv_ack_async_event(&ev);
 	ibv_destroy_qp(q);
 	ibv_destroy_cq(small);
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &init))
+		return (enum ibv_qp_state)-1;
+	return a.qp_state;
+}
+
+/* RESET -> INIT, as srdma_test_connect_self() does it. */
+static int qp_to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+/* INIT -> RTR towards the QP itself at @mtu; ibv_modify_qp()'s result. */
+static int qp_to_rtr(struct ibv_qp *qp, int gidx, const union ibv_gid *gid,
+		     enum ibv_mtu mtu)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = qp->qp_num;
+	a.rq_psn = 0x100;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.sgid_index = gidx;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER);
+}
+
+/* The attributes RTR -> RTS requires, and their mask. */
+#define RTS_MASK (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
+		  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
+
+static void rts_attr(struct ibv_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	a->timeout = 14;
+	a->retry_cnt = 7;
+	a->rnr_retry = 7;
+	a->sq_psn = 0x100;
+	a->max_rd_atomic = 4;
+}
+
+/*
+ * A signaled WRITE of @len bytes from buf + @from to buf + @to with
+ * @wr_id; then its completion, every field of it, and the bytes.
+ */
+static void write_checked(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(qp) *self, uint64_t wr_id,
+			  uint32_t from, uint32_t to, uint32_t len)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		self->buf[from + i] = (char)(i * 11 + wr_id);
+	memset(self->buf + to, 0, len);
+	sge.addr = (uintptr_t)self->buf + from;
+	sge.length = len;
+	sge.lkey = self->mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + to;
+	wr.wr.rdma.rkey = self->mr->rkey;
+	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
+	memset(&wc, 0xa5, sizeof(wc));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc))
+		TH_LOG("no completion for wr %llu", (unsigned long long)wr_id);
+	EXPECT_EQ(wr_id, wc.wr_id);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
+		TH_LOG("wr %llu: %s", (unsigned long long)wr_id,
+		       ibv_wc_status_str(wc.status));
+	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
+	EXPECT_EQ(0, wc.byte_len);	/* srdma: only READs report one */
+	EXPECT_EQ(0, wc.wc_flags);
+	EXPECT_EQ(self->qp->qp_num, wc.qp_num);
+	EXPECT_EQ(0, memcmp(self->buf + from, self->buf + to, len));
+}
+
+/*
+ * The QP's idea of its current state (IB_QP_CUR_STATE) is only a claim:
+ * a false one is refused and changes nothing, a true one works.
+ */
+TEST_F(qp, cur_state_claim)
+{
+	struct ibv_qp_attr a;
+	union ibv_gid gid;
+
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+	ASSERT_GE(self->gidx, 0);
+	ASSERT_EQ(0, qp_to_init(self->qp));
+
+	/* In INIT, claiming RTR to go straight to RTS. */
+	rts_attr(&a);
+	a.cur_qp_state = IBV_QPS_RTR;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(self->qp, &a,
+					RTS_MASK | IBV_QP_CUR_STATE));
+	EXPECT_EQ(IBV_QPS_INIT, qp_state(self->qp));
+
+	ASSERT_EQ(0, qp_to_rtr(self->qp, self->gidx, &gid, IBV_MTU_1024));
+	/* In RTR, claiming SQD (SQD -> RTS needs no attributes). */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.cur_qp_state = IBV_QPS_SQD;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(self->qp, &a,
+					IBV_QP_STATE | IBV_QP_CUR_STATE));
+	EXPECT_EQ(IBV_QPS_RTR, qp_state(self->qp));
+
+	/* The truth works: RTR -> RTS claiming RTR. */
+	rts_attr(&a);
+	a.cur_qp_state = IBV_QPS_RTR;
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, RTS_MASK | IBV_QP_CUR_STATE));
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(self->qp));
+
+	/* In RTS, a false claim of SQD is refused, a true one of RTS not. */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.cur_qp_state = IBV_QPS_SQD;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(self->qp, &a,
+					IBV_QP_STATE | IBV_QP_CUR_STATE));
+	a.cur_qp_state = IBV_QPS_RTS;
+	EXPECT_EQ(0, ibv_modify_qp(self->qp, &a,
+				   IBV_QP_STATE | IBV_QP_CUR_STATE));
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(self->qp));
+
+	/* And the QP moves data. */
+	write_checked(_metadata, self, 0x1234, 0, 8192, 3000);
+}
+
+/*
+ * With the netdev's MTU below 352 (set by tests/hardening.sh, which sets
+ * SRDMA_SMALL_MTU=1), no path MTU fits: RTR fails with EINVAL and the QP
+ * stays in INIT. Skipped otherwise.
+ */
+TEST_F(qp, rtr_small_mtu)
+{
+	const char *on = getenv("SRDMA_SMALL_MTU");
+	union ibv_gid gid;
+
+	if (!on || strcmp(on, "1"))
+		SKIP(return,
+		     "rtr_small_mtu: needs a netdev MTU below 352 (hardening.sh)");
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+	ASSERT_GE(self->gidx, 0);
+	errno = 0;
+	EXPECT_EQ(-1, srdma_test_connect_self(self->qp, self->gidx, &gid));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(IBV_QPS_INIT, qp_state(self->qp));
+	/* Nor with the smallest path MTU there is. */
+	EXPECT_EQ(EINVAL, qp_to_rtr(self->qp, self->gidx, &gid, IBV_MTU_256));
+	EXPECT_EQ(IBV_QPS_INIT, qp_state(self->qp));
+}
+
+/* The kernel log from now on: /dev/kmsg, non-blocking, at its end. */
+static int kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+/* Whether a record logged since kmsg_open() contains @needle. */
+static bool kmsg_has(int fd, const char *needle)
+{
+	char rec[2048];
+	bool found = false;
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;	/* records overwritten: go on */
+		if (n <= 0)
+			return found;
+		rec[n] = 0;
+		if (strstr(rec, needle))
+			found = true;
+	}
+}
+
+/* system() of a formatted command; 0 if it ran and exited 0. */
+static int run_cmd(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	return rc == -1 || !WIFEXITED(rc) ? -1 : WEXITSTATUS(rc);
+}
+
+/* An address only srdma's own route lookup cannot reach; see below. */
+#define TRAP_ADDR "2001:db8::99"
+
+static void trap_remove(const char *ndev)
+{
+	run_cmd("ip -6 rule del to " TRAP_ADDR "/128 ipproto udp prohibit pref 99 2>/dev/null");
+	run_cmd("ip -6 neigh del " TRAP_ADDR " dev %s 2>/dev/null", ndev);
+	run_cmd("ip -6 route del " TRAP_ADDR "/128 dev %s 2>/dev/null", ndev);
+}
+
+/* The RoCEv2 GID of the IPv6 link-local address, waiting out DAD (5 s). */
+static int ll6_gid(struct ibv_context *ctx, union ibv_gid *gid)
+{
+	struct ibv_gid_entry ent;
+	int i, tries;
+
+	for (tries = 0; tries < 50; tries++) {
+		for (i = 0; i < 16; i++) {
+			if (ibv_query_gid_ex(ctx, 1, i, &ent, 0))
+				continue;
+			if (ent.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+			    ent.gid.raw[0] == 0xfe && ent.gid.raw[1] == 0x80) {
+				*gid = ent.gid;
+				return i;
+			}
+		}
+		usleep(100000);
+	}
+	return -1;
+}
+
+/*
+ * An address vector change either happens whole or not at all. A
+ * self-connected QP in RTS writes, drains to SQD, and is given (SQD ->
+ * SQD) an IPv6 path whose route lookup fails in srdma; then, back in RTS,
+ * it must still write over its old path.
+ *
+ * The core resolves the AV itself first (route and neighbour, without a
+ * protocol), and a plain unroutable address would be refused there, never
+ * reaching srdma; and IPv4 lookups with an output device never fail. So
+ * the trap is IPv6: TRAP_ADDR has a route and a permanent neighbour on the
+ * netdev, which satisfies the core, and a rule prohibits UDP to it, which
+ * fails srdma's lookup (it asks for UDP). Before the fix, srdma kept the
+ * new addresses with the old route and the second WRITE never arrived.
+ */
+TEST_F(qp, av_change_atomic)
+{
+	char path[256], ndev[64];
+	struct ibv_qp_init_attr ia;
+	union ibv_gid gid, gid6;
+	struct ibv_qp_attr a;
+	int gidx6, i, kfd;
+	ssize_t n;
+	FILE *f;
+
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+	ASSERT_GE(self->gidx, 0);
+	gidx6 = ll6_gid(self->ctx, &gid6);
+	if (gidx6 < 0)
+		SKIP(return, "av_change_atomic: no IPv6 link-local RoCEv2 GID");
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%d",
+		 srdma_test_devname(), self->gidx);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	n = fscanf(f, "%63s", ndev);
+	fclose(f);
+	ASSERT_EQ(1, n);
+	kfd = kmsg_open();
+	ASSERT_GE(kfd, 0) TH_LOG("/dev/kmsg: %s", strerror(errno));
+
+	strcpy(self->trap_dev, ndev);
+	trap_remove(ndev);		/* left over from a killed run */
+	ASSERT_EQ(0, run_cmd("ip -6 route replace " TRAP_ADDR "/128 dev %s", ndev));
+	ASSERT_EQ(0, run_cmd("ip -6 neigh replace " TRAP_ADDR
+			     " lladdr 02:00:00:00:00:99 dev %s nud permanent",
+			     ndev));
+	ASSERT_EQ(0, run_cmd("ip -6 rule add to " TRAP_ADDR
+			     "/128 ipproto udp prohibit pref 99"));
+
+	ASSERT_EQ(0, srdma_test_connect_self(self->qp, self->gidx, &gid));
+	write_checked(_metadata, self, 1, 0, 8192, 4000);
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_SQD;
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	for (i = 0; i < 200; i++) {
+		ASSERT_EQ(0, ibv_query_qp(self->qp, &a, IBV_QP_STATE, &ia));
+		if (a.qp_state == IBV_QPS_SQD && !a.sq_draining)
+			break;
+		usleep(10000);
+	}
+	ASSERT_EQ(IBV_QPS_SQD, a.qp_state);
+	ASSERT_EQ(0, a.sq_draining);
+
+	memset(&a, 0, sizeof(a));
+	a.ah_attr.is_global = 1;
+	ASSERT_EQ(1, inet_pton(AF_INET6, TRAP_ADDR, a.ah_attr.grh.dgid.raw));
+	a.ah_attr.grh.sgid_index = gidx6;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	EXPECT_NE(0, ibv_modify_qp(self->qp, &a, IBV_QP_AV));
+	/* srdma itself refused it, not the core's resolver. */
+	EXPECT_TRUE(kmsg_has(kfd, "no route to the destination"));
+	close(kfd);
+	ASSERT_EQ(0, ibv_query_qp(self->qp, &a, IBV_QP_STATE | IBV_QP_AV, &ia));
+	EXPECT_EQ(IBV_QPS_SQD, a.qp_state);
+	EXPECT_EQ(0, memcmp(&gid, &a.ah_attr.grh.dgid, sizeof(gid)));
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	write_checked(_metadata, self, 2, 16384, 24576, 4000);
 }
 
 TEST_HARNESS_MAIN
