@@ -3,6 +3,7 @@
 # srdma top-level Makefile.
 #   make            build the module, the provider and the selftests
 #   make check      install what is missing, build, run every test
+#   make check-debug the same on a debug kernel (built once, ~1 h)
 #   make demo       install what is missing, build, show srdma0 in a test VM
 #   make lint       checkpatch --strict and sparse on the driver
 #   make install    install the module and the provider on this machine
@@ -33,10 +34,12 @@ LINT_FILES = $(filter-out %.mod.c,$(wildcard $(DRV)/*.c $(DRV)/*.h)) \
 
 SELFTEST_BINS := $(BUILD)/selftests/srdma_verbs_test \
 		 $(BUILD)/selftests/srdma_ring_test \
+		 $(BUILD)/selftests/srdma_limits_test \
 		 $(BUILD)/selftests/srdma_hold \
+		 $(BUILD)/selftests/srdma_target \
 		 $(BUILD)/selftests/srdma_xfer
 
-.PHONY: all module provider selftests check demo lint install clean deps fuzz bench
+.PHONY: all module provider selftests check check-debug demo lint install clean deps fuzz bench
 
 all: module provider selftests
 
@@ -130,6 +133,15 @@ lint: $(CHECKPATCH)
 check: deps
 	@$(MAKE) --no-print-directory all fuzz
 	@$(ROOT)/scripts/run-tests
+
+# The whole suite on a debug kernel (KASAN, lockdep, UBSAN, kmemleak, fault
+# injection) built once per machine from linux-source (scripts/debug-kernel),
+# with srdma built against it. Green only with no debug-kernel report.
+check-debug: deps
+	@set -e; eval "$$($(ROOT)/scripts/debug-kernel -q)"; \
+	export SRDMA_KVER SRDMA_KIMAGE SRDMA_MODBASE; \
+	$(MAKE) --no-print-directory KDIR=$$SRDMA_KDIR all fuzz; \
+	SRDMA_VM_TIMEOUT=$${SRDMA_VM_TIMEOUT:-5400} $(ROOT)/scripts/run-tests
 
 bench: deps
 	@command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive \

@@ -76,8 +76,10 @@ class Target:
 
     def state(self):
         out = self.cmd("state")
-        kv = dict(x.split("=", 1) for x in out.split())
-        return int(kv["state"]), kv["events"]
+        if not out.startswith("state="):
+            fail("state: " + out)
+        st, _, ev = out.partition(" events=")
+        return int(st[len("state="):]), ev
 
     def quit(self):
         try:

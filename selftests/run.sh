@@ -61,14 +61,18 @@ run_harness() {
 	env_reset >/dev/null 2>&1
 	bad=$(dmesg_new | grep -E "$DMESG_BAD")
 	local cases=0
+	local run=
 	while read -r line; do
 		case $line in
+		"#  RUN "*)	# the harness names a skipped case only here
+			run=$(awk '{ print $3 }' <<< "$line"); continue ;;
 		"ok "*"# SKIP"*) status=skip ;;
 		"ok "*) status=pass ;;
 		"not ok "*) status=fail ;;
 		*) continue ;;
 		esac
 		name=$(sed -E 's/^(not )?ok [0-9]+ //; s/ # .*//' <<< "$line")
+		[ -z "$name" ] || [ "${name:0:1}" = "#" ] && name=$run
 		[ -n "$bad" ] && [ "$status" = pass ] && status=fail
 		cases=$((cases + 1))
 		if [ "$status" = fail ]; then
@@ -77,7 +81,7 @@ $bad"
 		else
 			report "$status" "$bin.$name"
 		fi
-	done < <(grep -E '^(not )?ok [0-9]+ ' <<< "$out")
+	done < <(grep -E '^((not )?ok [0-9]+ |#  RUN )' <<< "$out")
 	if [ $cases = 0 ] || { [ $rc != 0 ] && [ $failed = 0 ]; }; then
 		report fail "$bin" "$out"
 	fi
