@@ -316,6 +316,116 @@ def t_bad_rkey(t, w):
         fail("a WRITE with a bad rkey was placed")
 
 
+
+def t_dup_read_kills(t, w):
+    """A spoofed READ with an old PSN and a bad rkey: no NAK, QP unharmed."""
+    old = (RQ_PSN - 12345) & 0xffffff
+    w.send(OP["READ_REQ"], old, va=t.addr, rkey=t.rkey ^ 0x80,
+           dmalen=64, ackreq=True)
+    s = w.expect_ack(old, timeout=2.0)
+    st, ev = t.state()
+    print("# dup READ bad rkey: answer %s, state %d, events %s" % (syn_str(s), st, ev))
+    if st != QPS_RTS:
+        fail("a duplicate-PSN READ moved the QP to state %d" % st)
+    if s is not None:
+        fail("a READ matching no accepted READ was answered %s" % syn_str(s))
+
+
+def t_dup_read_amplify(t, w):
+    """A READ behind the expected PSN that matches no accepted READ: dropped."""
+    old = (RQ_PSN - 0x400000) & 0xffffff
+    w.send(OP["READ_REQ"], old, va=t.addr, rkey=t.rkey,
+           dmalen=t.len, ackreq=True)
+    got = [q for q in w.drain(3.0) if q["op"] in READ_RESP]
+    print("# READ responses to a never-accepted duplicate READ: %d" % len(got))
+    st, ev = t.state()
+    if got:
+        fail("%d READ responses for a READ never accepted" % len(got))
+
+
+def t_send_stall(t, w):
+    """A request whose first packet found no route is not forgotten: it is
+    sent once the route is back, or fails with a retry error; it never sits
+    in RTS with nothing in flight and no timer."""
+    root = ["nsenter", "--net=/proc/1/ns/net"]
+    if t.cmd("send 64") != "ok":
+        fail("post_send")
+    q, end = None, time.time() + 5
+    while time.time() < end:
+        q = w.recv(1.0)
+        if q and q["op"] == OP["SEND_ONLY"]:
+            break
+    else:
+        fail("first SEND never arrived")
+    w.send(OP["ACK"], q["psn"], b"\x1f\x00\x00\x01")
+    time.sleep(0.5)
+    wcs = t.poll()
+    if [(c["wr_id"], c["status"]) for c in wcs] != [(0x200, 0)]:
+        fail("first SEND: completions %s" % wcs)
+    subprocess.check_call(root + ["ip", "link", "set", "v0", "down"])
+    if t.cmd("send 64") != "ok":
+        fail("post_send 2")
+    time.sleep(0.3)
+    subprocess.check_call(root + ["ip", "link", "set", "v0", "up"])
+    got = [p for p in w.drain(4.0) if p["op"] == OP["SEND_ONLY"]]
+    print("# SENDs after the link came back: %d" % len(got))
+    if got:
+        w.send(OP["ACK"], got[-1]["psn"], b"\x1f\x00\x00\x02")
+        time.sleep(0.5)
+        want = [(0x200, 0)]
+    else:
+        want = [(0x200, 12)]    # IBV_WC_RETRY_EXC_ERR: retries ran out
+    wcs = t.poll()
+    if [(c["wr_id"], c["status"]) for c in wcs] != want:
+        fail("SEND posted with no route: completions %s, want %s" % (wcs, want))
+
+
+def t_nak_blame(t, w):
+    """A NAK for a WRITE behind an unanswered READ fails the WRITE, not the READ."""
+    if t.cmd("rdwr 8192") != "ok":
+        fail("post_send")
+    pk, wr, end = [], [], time.time() + 5
+    while not wr and time.time() < end:
+        q = w.recv(1.0)
+        if q:
+            pk.append(q)
+            if q["op"] in (OP["WRITE_ONLY"], OP["WRITE_FIRST"]):
+                wr.append(q)
+    print("# requester sent: %s" % [(q["op"], hex(q["psn"])) for q in pk])
+    if not wr:
+        fail("no WRITE seen")
+    w.send(OP["ACK"], wr[0]["psn"], b"\x62\x00\x00\x00")
+    time.sleep(0.5)
+    wcs = t.poll()
+    got = [(c["wr_id"], c["status"]) for c in wcs]
+    print("# completions %s" % got)
+    if got != [(0x300, WC_FLUSH), (0x301, 10)]:
+        fail("completions %s, want the READ flushed and the WRITE failed" % got)
+
+
+
+
+def t_dup_read_valid(t, w):
+    """A READ asked again, from its second response on, is answered again."""
+    w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey, dmalen=4 * MTU,
+           ackreq=True)
+    first = [q for q in w.drain(2.0) if q["op"] in READ_RESP]
+    if [q["psn"] for q in first] != [RQ_PSN + i for i in range(4)]:
+        fail("READ responses %s" % first)
+    w.send(OP["READ_REQ"], RQ_PSN + 1, va=t.addr + MTU, rkey=t.rkey,
+           dmalen=3 * MTU, ackreq=True)
+    again = [q for q in w.drain(2.0) if q["op"] in READ_RESP]
+    if [q["psn"] for q in again] != [RQ_PSN + 1 + i for i in range(3)]:
+        fail("READ asked again: responses %s" % again)
+    # Longer than the original, or at another VA: not a duplicate.
+    w.send(OP["READ_REQ"], RQ_PSN + 1, va=t.addr + MTU, rkey=t.rkey,
+           dmalen=4 * MTU, ackreq=True)
+    w.send(OP["READ_REQ"], RQ_PSN + 1, va=t.addr, rkey=t.rkey,
+           dmalen=MTU, ackreq=True)
+    if [q for q in w.drain(2.0) if q["op"] in READ_RESP]:
+        fail("answered a READ that was never accepted")
+    expect_state(t, QPS_RTS)
+
 def main():
     ns, test, gidx = sys.argv[1], sys.argv[2], int(sys.argv[3])
     fn = globals().get("t_" + test)

@@ -254,6 +254,30 @@ int main(int argc, char **argv)
 			printf(modify(IBV_QPS_ERR, 0) ||
 			       modify(IBV_QPS_RESET, 0) || connect_to(n1) ?
 			       "fail\n" : "ok\n");
+		} else if (sscanf(line, "send %u", &n1) == 1) {
+			struct ibv_sge sge = { .addr = (uintptr_t)buf,
+					       .length = n1, .lkey = mr->lkey };
+			struct ibv_send_wr wr = { .wr_id = 0x200, .sg_list = &sge,
+						  .num_sge = 1,
+						  .opcode = IBV_WR_SEND,
+						  .send_flags = IBV_SEND_SIGNALED },
+					   *bad;
+			printf(ibv_post_send(qp, &wr, &bad) ? "fail\n" : "ok\n");
+		} else if (sscanf(line, "rdwr %u", &n1) == 1) {
+			struct ibv_sge sge = { .addr = (uintptr_t)buf,
+					       .length = n1, .lkey = mr->lkey };
+			struct ibv_send_wr w2 = { .wr_id = 0x301, .sg_list = &sge,
+						  .num_sge = 1,
+						  .opcode = IBV_WR_RDMA_WRITE,
+						  .send_flags = IBV_SEND_SIGNALED,
+						  .wr.rdma = { 0x1000, 0x1234 } };
+			struct ibv_send_wr w1 = { .wr_id = 0x300, .sg_list = &sge,
+						  .num_sge = 1, .next = &w2,
+						  .opcode = IBV_WR_RDMA_READ,
+						  .send_flags = IBV_SEND_SIGNALED,
+						  .wr.rdma = { 0x1000, 0x1234 } },
+					   *bad;
+			printf(ibv_post_send(qp, &w1, &bad) ? "fail\n" : "ok\n");
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		} else {

@@ -37,3 +37,8 @@ test_hostile_read_huge() { hostile read_huge; }
 test_hostile_middle_without_first() { hostile middle_without_first; }
 test_hostile_psn_edges() { hostile psn_edges; }
 test_hostile_bad_rkey() { hostile bad_rkey; }
+test_hostile_dup_read_kills() { hostile dup_read_kills; }
+test_hostile_dup_read_amplify() { hostile dup_read_amplify; }
+test_hostile_send_stall() { hostile send_stall; }
+test_hostile_nak_blame() { hostile nak_blame; }
+test_hostile_dup_read_valid() { hostile dup_read_valid; }

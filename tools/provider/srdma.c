@@ -393,7 +393,7 @@ static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr)
 {
 	struct srdma_uring *r = &to_sqp(ibqp)->sq;
-	struct ibv_send_wr *dummy;
+	struct ibv_send_wr *dummy, *head = wr;
 	struct srdma_usend_wqe *u;
 	uint32_t prod, first;
 	int ret = 0;
@@ -447,6 +447,7 @@ static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			/* Wrong state: the kernel took none of them. */
 			srdma_store(&r->hdr->prod, first);
 			ret = errno ? errno : EINVAL;
+			*bad_wr = head;
 		}
 	}
 out_unlock:

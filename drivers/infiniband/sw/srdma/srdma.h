@@ -234,6 +234,7 @@ struct srdma_read_job {
 	u32 len;
 	u32 psn;			/* PSN of the first response */
 	u32 mtu;			/* path MTU when it was accepted */
+	u64 serial;			/* the MR checked then; 0: no payload */
 };
 
 /* Where a QP's packets go: resolved into a local, published whole. */
@@ -333,6 +334,14 @@ struct srdma_qp {
 	u32 write_len;
 	struct srdma_read_job *rd_jobs;	/* ring of max_dest_rd_atomic + 1 */
 	u32 rd_mask;
+	/*
+	 * The READs accepted lately (twice the queue), kept after they are
+	 * answered: a READ behind the expected PSN is answered again only if
+	 * it asks for part of one of these.
+	 */
+	struct srdma_read_job *rd_hist;	/* in the rd_jobs allocation */
+	u32 rd_hist_mask;
+	u32 rd_hist_next;
 	u32 rd_prod;
 	u32 rd_cons;
 	u32 rd_gen;			/* bumped whenever the queue is reset */

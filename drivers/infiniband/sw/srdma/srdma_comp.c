@@ -98,17 +98,33 @@ static struct srdma_send_wqe *srdma_wqe_of_psn(struct srdma_qp *qp, u32 psn)
 	return NULL;
 }
 
+/*
+ * A NAK for @psn: everything before it is acknowledged, and the request
+ * holding @psn failed with @status. Older READs still waiting for
+ * responses will never get them (the responder stopped): they are
+ * flushed, in order, before the failed request takes the blame.
+ */
 static void srdma_comp_fail(struct srdma_qp *qp, u32 psn,
 			    enum ib_wc_status status)
 {
-	struct srdma_send_wqe *wqe;
+	struct srdma_send_wqe *wqe, *failed;
 
 	srdma_comp_ack(qp, srdma_psn_prev(psn));
-	if (qp->sq.cons == qp->sq.prod)
+	if (qp->state == IB_QPS_ERR || qp->sq.cons == qp->sq.prod)
 		return;
-	wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
-	if (wqe->started)
-		srdma_req_complete(qp, wqe, status);
+	failed = srdma_wqe_of_psn(qp, psn);
+	for (;;) {
+		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		if (!wqe->started)
+			return;
+		if (!failed || wqe == failed) {
+			srdma_req_complete(qp, wqe, status);
+			return;
+		}
+		srdma_req_complete(qp, wqe, IB_WC_WR_FLUSH_ERR);
+		if (qp->sq.cons == qp->sq.prod)
+			return;
+	}
 }
 
 static void srdma_comp_aeth(struct srdma_qp *qp, struct srdma_pkt *pkt)

@@ -40,7 +40,8 @@ static int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
 	u8 key;
 	int err;
 
-	err = xa_alloc_cyclic(&sdev->mr_xa, &index, mr,
+	/* Reserve the index; lookups see the MR only once it is whole. */
+	err = xa_alloc_cyclic(&sdev->mr_xa, &index, NULL,
 			      XA_LIMIT(1, sdev->res_max[SRDMA_RES_MR]),
 			      &sdev->mr_next,
 			      GFP_KERNEL_ACCOUNT);
@@ -52,6 +53,7 @@ static int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
 	mr->ibmr.rkey = mr->ibmr.lkey;
 	refcount_set(&mr->ref, 1);
 	init_completion(&mr->released);
+	xa_store(&sdev->mr_xa, index, mr, GFP_KERNEL_ACCOUNT);	/* no alloc */
 	return 0;
 }
 
@@ -252,6 +254,7 @@ static u32 srdma_mr_chunk(struct srdma_mr *mr, u64 iova, u32 done, u32 left,
 						  &off) ||
 	    off >= mr->length)
 		return 0;
+	left = min_t(u64, left, mr->length - off);
 	off += mr->page_off;
 	if (off >> PAGE_SHIFT >= mr->npages)
 		return 0;

@@ -316,6 +316,7 @@ void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type)
 	srdma_dbg_qp(qp, "state %d -> ERR\n", qp->state);
 	qp->state = IB_QPS_ERR;
 	qp->attr.qp_state = IB_QPS_ERR;
+	del_timer(&qp->retrans_timer);
 	srdma_qp_flush(qp);
 	srdma_qp_event(qp, type);
 }
@@ -351,6 +352,11 @@ static void srdma_qp_reset(struct srdma_qp *qp)
 	qp->rd_outstanding = 0;
 	qp->rd_reqs = 0;
 	srdma_rd_queue_reset(qp);
+	if (qp->rd_hist)	/* READs of an earlier life are never repeated */
+		memset(qp->rd_hist, 0,
+		       (qp->rd_hist_mask + 1) * sizeof(*qp->rd_hist));
+	/* The timer of an earlier life must not fire into this one. */
+	del_timer(&qp->retrans_timer);
 	qp->recv_active = false;
 	qp->write_left = 0;
 	qp->nak_sent = false;
@@ -509,9 +515,12 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			return err;
 	}
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
-		njobs = roundup_pow_of_two(max_t(u32, attr->max_dest_rd_atomic,
-						 1) + 1);
-		jobs = kcalloc(njobs, sizeof(*jobs), GFP_KERNEL_ACCOUNT);
+		/* Room for twice the limit, see srdma_resp_read(). */
+		njobs = roundup_pow_of_two(2 * max_t(u32,
+						     attr->max_dest_rd_atomic,
+						     1) + 1);
+		/* The queue, then the history of twice its size. */
+		jobs = kcalloc(3 * njobs, sizeof(*jobs), GFP_KERNEL_ACCOUNT);
 		if (!jobs) {
 			err = -ENOMEM;
 			goto err_release_dst;
@@ -520,11 +529,20 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	spin_lock_bh(&qp->lock);
 	if (qp->state != cur) {
-		/* The QP changed state (went to ERR) under us. */
-		spin_unlock_bh(&qp->lock);
-		kfree(jobs);
-		err = -EINVAL;
-		goto err_release_dst;
+		/*
+		 * The QP changed state (went to ERR) under us. A move to ERR
+		 * or RESET still makes sense from there; anything else was
+		 * asked of a state the QP is no longer in.
+		 */
+		if ((new != IB_QPS_ERR && new != IB_QPS_RESET) ||
+		    (mask & ~IB_QP_STATE) ||
+		    !ib_modify_qp_is_ok(qp->state, new, IB_QPT_RC, mask)) {
+			spin_unlock_bh(&qp->lock);
+			kfree(jobs);
+			err = -EINVAL;
+			goto err_release_dst;
+		}
+		cur = qp->state;
 	}
 	if (mask & IB_QP_ACCESS_FLAGS)
 		qp->attr.qp_access_flags = attr->qp_access_flags;
@@ -547,6 +565,9 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		old_jobs = qp->rd_jobs;
 		qp->rd_jobs = jobs;
 		qp->rd_mask = njobs - 1;
+		qp->rd_hist = jobs + njobs;
+		qp->rd_hist_mask = 2 * njobs - 1;
+		qp->rd_hist_next = 0;
 		srdma_rd_queue_reset(qp);
 	}
 	if (mask & IB_QP_DEST_QPN)

@@ -109,6 +109,10 @@ void srdma_req_init_window(struct srdma_qp *qp, u32 psn)
 	qp->cwnd_acc = 0;
 	qp->cwnd_cut = false;
 	qp->tlp_sent = false;
+	qp->tlp_armed = false;
+	qp->rto_backoff = 0;
+	qp->rd_gap_psn = U32_MAX;	/* never a valid PSN */
+	qp->last_progress = jiffies;
 }
 
 /*
@@ -427,7 +431,7 @@ void srdma_req_run(struct srdma_qp *qp)
 {
 	struct srdma_send_wqe *wqe;
 	u32 psn, off, sent = 0;
-	int err;
+	int err = 0;
 
 	lockdep_assert_held(&qp->lock);
 	if (!srdma_sq_running(qp) || qp->rnr_wait || qp->sq_error) {
@@ -511,9 +515,18 @@ next:
 		qp->sq_next++;
 		qp->sq_next_off = 0;
 	}
-	if (sent && !timer_pending(&qp->retrans_timer)) {
+	/*
+	 * Something went out, or a started request could not (no memory, no
+	 * route): in both cases only the timer brings the requester back if
+	 * nothing else is in flight. With no ACK timeout (0: infinite) a
+	 * failed send is still retried after a short while.
+	 */
+	if ((sent || err) && !timer_pending(&qp->retrans_timer)) {
 		qp->last_progress = jiffies;
 		srdma_arm_timer(qp);
+		if (err && !timer_pending(&qp->retrans_timer))
+			mod_timer(&qp->retrans_timer,
+				  jiffies + SRDMA_RTO_MIN_JIFFIES);
 	}
 	/* Idle now: ask for doorbells again, then look once more. */
 	if (qp->usq.map && qp->una_psn == qp->next_psn &&
@@ -593,6 +606,12 @@ void srdma_retrans_timer(struct timer_list *t)
 	wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
 	if (!wqe->started)
 		goto out_unlock;
+	if (!qp->attr.timeout) {
+		/* No ACK timeout: only a send that failed arms the timer. */
+		srdma_req_rewind(qp, qp->una_psn);
+		srdma_req_run(qp);
+		goto out_unlock;
+	}
 	srdma_dbg_qp(qp, "timer: una %u next %u sq %u/%u/%u: op %u psn %u-%u rd %u retries %u\n",
 		     qp->una_psn, qp->next_psn, qp->sq.cons, qp->sq_next,
 		     qp->sq.prod, wqe->opcode, wqe->first_psn, wqe->last_psn,

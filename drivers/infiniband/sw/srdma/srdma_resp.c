@@ -441,8 +441,9 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 		pkt.opcode = SRDMA_OP_READ_RESP_MIDDLE;
 
 	if (pkt.paylen) {
+		/* The MR the READ was accepted for, not one with its key. */
 		mr = srdma_resp_mr(qp, job->rkey, job->va + off, pkt.paylen,
-				   IB_ACCESS_REMOTE_READ, 0);
+				   IB_ACCESS_REMOTE_READ, job->serial);
 		if (!mr)
 			return -EACCES;
 	}
@@ -491,6 +492,51 @@ static u32 srdma_rd_queued(struct srdma_qp *qp)
 	return n > 0 ? n : 0;
 }
 
+/* The READ being answered (of generation @gen) is done. QP lock held. */
+static void srdma_rd_queue_pop(struct srdma_qp *qp, u32 gen)
+{
+	if (qp->rd_gen == gen && srdma_rd_queued(qp))
+		qp->rd_cons++;
+}
+
+/*
+ * A READ behind the expected PSN is a duplicate only if it asks again for
+ * part of a READ this QP accepted: same R_Key, from some response of it
+ * (the VA at that response's offset) to at most its end. The MR serial of
+ * the original goes into @job. Anything else is dropped: it is not ours
+ * to answer, and must never cost the connection. QP lock held.
+ */
+static bool srdma_rd_dup_ok(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			    struct srdma_read_job *job)
+{
+	const struct srdma_read_job *h;
+	u64 off;
+	u32 i;
+	int idx;
+
+	for (i = 0; qp->rd_hist && i <= qp->rd_hist_mask; i++) {
+		h = &qp->rd_hist[i];
+		if (!h->mtu || h->rkey != pkt->rkey)
+			continue;
+		idx = srdma_psn_diff(pkt->psn, h->psn);
+		if (idx < 0 || (u32)idx >= srdma_npkts(h->len, h->mtu))
+			continue;
+		off = (u64)idx * h->mtu;
+		if (pkt->va != h->va + off || pkt->dmalen > h->len - off)
+			continue;
+		job->serial = h->serial;
+		return true;
+	}
+	return false;
+}
+
+/* Remember READ @job, accepted new, for duplicates of it. QP lock held. */
+static void srdma_rd_remember(struct srdma_qp *qp,
+			      const struct srdma_read_job *job)
+{
+	qp->rd_hist[qp->rd_hist_next++ & qp->rd_hist_mask] = *job;
+}
+
 /*
  * Answer a READ request: short ones at once, in this softirq, when no
  * older READ is still being answered; others through the read work.
@@ -498,27 +544,42 @@ static u32 srdma_rd_queued(struct srdma_qp *qp)
  */
 static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
-	struct srdma_read_job *job;
+	bool dup = srdma_psn_diff(pkt->psn, qp->epsn) < 0;
+	struct srdma_read_job *job, new = {};
 	struct srdma_mr *mr;
 	u32 npkts, msn, off, i, last;
 	int err;
 
-	err = srdma_resp_dmalen(qp, pkt);
-	if (err)
-		return err;
+	if (dup && !srdma_rd_dup_ok(qp, pkt, &new)) {
+		srdma_dbg_qp(qp, "READ psn %u matches no READ accepted\n",
+			     pkt->psn);
+		return -EINVAL;
+	}
+	if (!dup && !qp->rd_jobs) {
+		srdma_err_qp(qp, "READ but max_dest_rd_atomic is 0\n");
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+				 IB_WC_REM_INV_REQ_ERR);
+		return -EINVAL;
+	}
+	if (!dup) {
+		err = srdma_resp_dmalen(qp, pkt);
+		if (err)
+			return err;
+	}
 	if (pkt->dmalen) {
 		mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
-				   IB_ACCESS_REMOTE_READ, 0);
+				   IB_ACCESS_REMOTE_READ, new.serial);
 		if (!mr)
 			return srdma_resp_access_err(qp, pkt, pkt->va,
 						     pkt->dmalen, pkt->rkey,
 						     true);
+		new.serial = mr->serial;
 		srdma_mr_put(mr);
 	} else if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ)) {
 		return srdma_resp_access_err(qp, pkt, pkt->va, 0, pkt->rkey,
 					     true);
 	}
-	if (qp->rd_jobs && srdma_psn_diff(pkt->psn, qp->epsn) < 0) {
+	if (dup) {
 		/*
 		 * A READ asked again: the requester went back to its first
 		 * missing response and will ask again for everything after
@@ -538,10 +599,18 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		srdma_dbg_qp(qp, "READ psn %u asked again (epsn %u)\n", pkt->psn,
 			     qp->epsn);
 	}
-	if (!qp->rd_jobs || srdma_rd_queued(qp) >=
-	    max_t(u8, qp->attr.max_dest_rd_atomic, 1)) {
+	/*
+	 * Twice max_dest_rd_atomic: a READ asked again (after a timeout)
+	 * may still be queued when late responses to the original let the
+	 * requester send its next READ. More than that is a peer ignoring
+	 * the limit.
+	 */
+	if (srdma_rd_queued(qp) >=
+	    2 * max_t(u32, qp->attr.max_dest_rd_atomic, 1)) {
+		if (dup)	/* older ones still queued: it asks again later */
+			return -EBUSY;
 		srdma_err_qp(qp, "more than %u READs outstanding\n",
-			     qp->attr.max_dest_rd_atomic);
+			     2 * max_t(u32, qp->attr.max_dest_rd_atomic, 1));
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
 		return -EBUSY;
@@ -552,6 +621,9 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	job->len = pkt->dmalen;
 	job->psn = pkt->psn;
 	job->mtu = qp->mtu;
+	job->serial = new.serial;
+	if (!dup)
+		srdma_rd_remember(qp, job);
 	npkts = srdma_npkts(job->len, job->mtu);
 	if (!srdma_rd_queued(qp) && npkts <= SRDMA_READ_INLINE_PKTS) {
 		/* The MSN counts this READ as done. */
@@ -673,8 +745,7 @@ void srdma_read_work(struct work_struct *work)
 			     job.len, gen);
 
 		npkts = srdma_npkts(job.len, job.mtu);
-		off = 0;
-		do {
+		for (off = 0;; off += job.mtu) {
 			err = srdma_read_resp_pkt(qp, &job, off, npkts, msn);
 			if (err == -EACCES) {
 				srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
@@ -683,15 +754,21 @@ void srdma_read_work(struct work_struct *work)
 							       off / job.mtu));
 				break;
 			}
-			off += job.mtu;
+			if (job.len - off <= job.mtu) {
+				/*
+				 * Retire it before the lock is dropped: the
+				 * last response may reach the requester, and
+				 * its next READ come back, in that window.
+				 */
+				srdma_rd_queue_pop(qp, gen);
+				break;
+			}
 			spin_unlock_bh(&qp->lock);
 			cond_resched();
 			spin_lock_bh(&qp->lock);
-		} while (off < job.len && qp->rd_gen == gen &&
-			 srdma_rq_running(qp));
-
-		if (qp->rd_gen == gen && srdma_rd_queued(qp))
-			qp->rd_cons++;
+			if (qp->rd_gen != gen || !srdma_rq_running(qp))
+				break;
+		}
 	}
 	spin_unlock_bh(&qp->lock);
 }

@@ -201,8 +201,9 @@ static void srdma_dealloc_ucontext(struct ib_ucontext *ibuc)
 
 /*
  * Called when the device goes away under an open ucontext (netdev removal,
- * `rdma link delete`, rmmod). The core then destroys every object of the
- * context; nothing of ours is mapped into the process yet.
+ * `rdma link delete`, rmmod). The core zaps the process's mappings of our
+ * rings (they are rdma_user_mmap entries) and destroys every object of the
+ * context; there is nothing else to release here.
  */
 static void srdma_disassociate_ucontext(struct ib_ucontext *ibuc)
 {
