@@ -140,7 +140,7 @@ check: deps
 # with srdma built against it. Green only with no debug-kernel report.
 check-debug: deps
 	@set -e; eval "$$($(ROOT)/scripts/debug-kernel -q)"; \
-	export SRDMA_KVER SRDMA_KIMAGE SRDMA_MODBASE; \
+	export SRDMA_KVER SRDMA_KIMAGE SRDMA_MODBASE SRDMA_KAPPEND; \
 	$(MAKE) --no-print-directory KDIR=$$SRDMA_KDIR all fuzz; \
 	SRDMA_VM_TIMEOUT=$${SRDMA_VM_TIMEOUT:-5400} $(ROOT)/scripts/run-tests
 
