@@ -223,7 +223,10 @@ TEST_F(ring, write_through_ring)
 	ASSERT_EQ(0, post_write(self, 3000));
 	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0, wc.wr_id);		/* srdma_test_post_rdma() posts 0 */
 	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
+	EXPECT_EQ(0, wc.byte_len);	/* srdma reports none for a WRITE */
+	EXPECT_EQ(0, wc.wc_flags);
 	EXPECT_EQ(self->qp->qp_num, wc.qp_num);
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 3000));
 	EXPECT_EQ(1, self->sqh->prod);

@@ -2,15 +2,23 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # Allocation failures (failslab and fail_page_alloc, debug kernel only):
-# the verbs run with a share of their kernel allocations failing, scoped to
-# the test processes (make-it-fail), must get errors, never a splat; the
+# the verbs run with a share of srdma's kernel allocations failing, scoped to
+# the test processes (make-it-fail) and to allocations with srdma's code on
+# the stack (require-start/end), must get errors, never a splat; the
 # same verbs must work again once injection stops; leaks are caught by the
 # kmemleak check at the end of the run.
 
 faults_on() {	# faults_on PERCENT
-	local f
+	local f base size
+	# Only allocations with srdma's code on the stack fail: failing the
+	# 9p root or the loader under the test would only test those.
+	read -r base size < <(awk '$1 == "srdma" { print $6, $2 }' /proc/modules)
+	[ -n "$base" ] && [ $((base)) != 0 ] || return 1
 	for f in failslab fail_page_alloc; do
 		f=/sys/kernel/debug/$f
+		echo "$base" > $f/require-start		# 0x... from /proc/modules
+		printf '%#x\n' $((base + size)) > $f/require-end
+		echo 32 > $f/stacktrace-depth
 		echo Y > $f/task-filter
 		echo "$1" > $f/probability
 		echo 0 > $f/interval
@@ -33,8 +41,8 @@ test_alloc_failures() {
 	setup_bound_veth || fail "setup"
 	local mark i n
 	mark=$(dmesg | wc -l)
-	faults_on 5
-	for i in $(seq 20); do
+	faults_on 20 || fail "srdma's address range not found"
+	for i in $(seq 5); do
 		# Only this process and its children fail allocations.
 		timeout 120 bash -c 'echo 1 > /proc/self/make-it-fail;
 			exec srdma_verbs_test' > /tmp/faults.$i.log 2>&1
