@@ -38,6 +38,7 @@ SELFTEST_BINS := $(BUILD)/selftests/srdma_verbs_test \
 		 $(BUILD)/selftests/srdma_hold \
 		 $(BUILD)/selftests/srdma_target \
 		 $(BUILD)/selftests/srdma_stress \
+		 $(BUILD)/selftests/srdma_faults \
 		 $(BUILD)/selftests/srdma_xfer
 
 .PHONY: all module provider selftests check check-debug demo lint install clean deps fuzz bench
