@@ -5,11 +5,11 @@
  * fail the n-th allocation this thread makes (/proc/thread-self/fail-nth)
  * and runs one verbs sequence: PD, MR, CQ, a QP connected to itself, one
  * RDMA WRITE, teardown. Every step must succeed or fail with an errno; the
- * objects created must go away; the sequence is repeated with n + 1 until
+ * objects created must go away; the sequence is repeated with n + STEP until
  * it runs through without reaching the n-th allocation. Then one more clean
  * run must succeed and move the data.
  *
- *   srdma_faults [-m MAXN]
+ *   srdma_faults [-m MAXN] [-s STEP]    (defaults 6000 and 3)
  *
  * Prints how many failures were injected and at which step each landed.
  * The program's memory is locked first, so that the failures land in the
@@ -39,6 +39,8 @@ static void fail_nth(int n)
 	char b[16];
 	int len = snprintf(b, sizeof(b), "%d", n);
 
+	if (nth_fd < 0)		/* the clean run before injection */
+		return;
 	if (pwrite(nth_fd, b, len, 0) != len) {
 		perror("fail-nth");
 		exit(4);
@@ -130,14 +132,22 @@ out:
 
 int main(int argc, char **argv)
 {
-	int maxn = argc > 2 && !strcmp(argv[1], "-m") ? atoi(argv[2]) : 2000;
 	int hits[S_NUM + 1] = { 0 }, n, err, injected = 0, bad = 0;
+	int maxn = 6000, step = 3, opt;
 	struct ibv_context *ctx;
 	union ibv_gid gid;
 	enum step s;
 	char *buf;
 	int gidx;
 
+	while ((opt = getopt(argc, argv, "m:s:")) != -1) {
+		if (opt == 'm')
+			maxn = atoi(optarg);
+		else if (opt == 's')
+			step = atoi(optarg) > 0 ? atoi(optarg) : 1;
+		else
+			return 2;
+	}
 	ctx = srdma_test_open();
 	if (!ctx) {
 		fprintf(stderr, "no device %s\n", srdma_test_devname());
@@ -161,7 +171,7 @@ int main(int argc, char **argv)
 		perror("/proc/thread-self/fail-nth");
 		return 4;
 	}
-	for (n = 1; n <= maxn; n++) {
+	for (n = 1; n <= maxn; n += step) {
 		s = run(ctx, gidx, &gid, buf, n, &err);
 		if (nth_left() != 0) {
 			/* Never reached: every allocation point was covered. */

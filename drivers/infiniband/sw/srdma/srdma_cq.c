@@ -73,7 +73,7 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		err = srdma_create_ucq(cq, slots, udata);
 	} else {
 		cq->ring = __vcalloc(slots, sizeof(*cq->ring),
-				     GFP_KERNEL_ACCOUNT);
+				     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 		err = cq->ring ? 0 : -ENOMEM;
 	}
 	if (err)

@@ -40,12 +40,14 @@ static int srdma_umap_alloc(struct srdma_umap *map, size_t len)
 {
 	unsigned int n = len >> PAGE_SHIFT;
 
-	map->pages = kvcalloc(n, sizeof(*map->pages), GFP_KERNEL_ACCOUNT);
+	map->pages = kvcalloc(n, sizeof(*map->pages),
+			      GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!map->pages)
 		return -ENOMEM;
 	for (map->npages = 0; map->npages < n; map->npages++) {
 		map->pages[map->npages] = alloc_page(GFP_KERNEL_ACCOUNT |
-						     __GFP_ZERO);
+						     __GFP_ZERO |
+						     __GFP_NOWARN);
 		if (!map->pages[map->npages])
 			goto err_free_pages;
 	}

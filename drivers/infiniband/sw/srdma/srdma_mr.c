@@ -147,7 +147,7 @@ struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->page_off = ib_umem_offset(mr->umem);
 	mr->npages = ib_umem_num_pages(mr->umem);
 	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages),
-			     GFP_KERNEL_ACCOUNT);
+			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!mr->pages) {
 		err = -ENOMEM;
 		goto err_release_umem;

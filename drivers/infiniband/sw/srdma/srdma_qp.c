@@ -64,9 +64,12 @@ static int srdma_ring_init(struct srdma_ring *r, u32 max_wr, u32 max_sge,
 	r->mask = slots - 1;
 	r->prod = 0;
 	r->cons = 0;
-	/* Charged to the creator's memory cgroup, like the mapped rings. */
+	/*
+	 * Charged to the creator's memory cgroup, like the mapped rings;
+	 * sized by the caller, so failing is its ENOMEM, not a log entry.
+	 */
 	r->buf = __vmalloc(array_size(slots, r->slot_size),
-			   GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+			   GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN);
 	return r->buf ? 0 : -ENOMEM;
 }
 
