@@ -58,6 +58,18 @@ veth_setup() {
 	wait_for 5 grep -q 1 /sys/class/net/v0/carrier
 }
 
+# A veth pair across namespaces: v0 (10.0.0.1/24) here, v1 (10.0.0.2/24)
+# in netns ns1 with lo up there; both up.
+veth_netns_pair() {
+	ip netns add ns1 || return 1
+	ip link add v0 type veth peer name v1 netns ns1 || return 1
+	ip addr add 10.0.0.1/24 dev v0
+	ip link set v0 up
+	ip -n ns1 addr add 10.0.0.2/24 dev v1
+	ip -n ns1 link set v1 up
+	ip -n ns1 link set lo up
+}
+
 # Remove whatever a test left behind, and unload srdma.
 env_reset() {
 	local d ns

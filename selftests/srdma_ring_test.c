@@ -75,52 +75,6 @@ FIXTURE(ring) {
 };
 
 /*
- * srdma_test_connect_self() (path MTU 1024), or the same at another path
- * MTU: 0 when all went well.
- */
-static int connect_self_mtu(struct ibv_qp *qp, int gidx, union ibv_gid *gid,
-			    enum ibv_mtu mtu)
-{
-	struct ibv_qp_attr a;
-
-	if (mtu == IBV_MTU_1024)
-		return srdma_test_connect_self(qp, gidx, gid);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = qp->qp_num;
-	a.rq_psn = 0x100;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0x100;
-	a.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-/*
  * A fresh self-connected QP at path MTU @mtu on the fixture's CQ (the old
  * one destroyed), and the rings as they are mapped now: 0 when all went
  * well.
@@ -135,7 +89,7 @@ static int new_qp_mtu(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu)
 	self->qp = srdma_test_rc_qp(self->pd, self->cq, 16, 16, MAX_SGE);
 	gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	if (!self->qp || gidx < 0 ||
-	    connect_self_mtu(self->qp, gidx, &gid, mtu) ||
+	    srdma_test_connect_self_mtu(self->qp, gidx, &gid, mtu) ||
 	    find_rings(self->m, 3) != 3)
 		return -1;
 	self->cqh = (struct srdma_ring_hdr *)self->m[0].addr;
@@ -288,35 +242,6 @@ TEST_F(ring, sq_bad_entries)
 	}
 }
 
-/* The kernel log from now on: /dev/kmsg, non-blocking, at its end. */
-static int kmsg_open(void)
-{
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
-
-	if (fd >= 0)
-		lseek(fd, 0, SEEK_END);
-	return fd;
-}
-
-/* How many records logged since kmsg_open() contain @needle. */
-static int kmsg_count(int fd, const char *needle)
-{
-	char rec[2048];
-	int found = 0;
-	ssize_t n;
-
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE)
-			continue;	/* records overwritten: go on */
-		if (n <= 0)
-			return found;
-		rec[n] = 0;
-		if (strstr(rec, needle))
-			found++;
-	}
-}
-
 /*
  * Send entries too long for one message, each ahead of a good one, each
  * on a fresh QP: EINVAL at the doorbell, QP to ERR, nothing taken, and a
@@ -346,7 +271,7 @@ TEST_F(ring, sq_msg_too_long)
 	unsigned int i;
 	int kfd;
 
-	kfd = kmsg_open();
+	kfd = srdma_test_kmsg_open();
 	ASSERT_GE(kfd, 0) TH_LOG("/dev/kmsg: %s", strerror(errno));
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		ASSERT_EQ(0, new_qp_mtu(self, c[i].mtu)) TH_LOG("case %u", i);
@@ -373,7 +298,7 @@ TEST_F(ring, sq_msg_too_long)
 		EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc)) TH_LOG("case %u", i);
 	}
 	/* Rate-limited, but four are within the burst. */
-	EXPECT_EQ(4, kmsg_count(kfd, "too long for MTU"));
+	EXPECT_EQ(4, srdma_test_kmsg_count(kfd, "too long for MTU"));
 	close(kfd);
 }
 

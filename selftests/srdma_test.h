@@ -5,6 +5,8 @@
 #ifndef SRDMA_TEST_H
 #define SRDMA_TEST_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,8 +38,8 @@ static inline struct ibv_context *srdma_test_open(void)
 	return ctx;
 }
 
-/* An RC QP connected to itself through the device's IPv4 RoCEv2 GID. */
-static inline int srdma_test_connect_self(struct ibv_qp *qp, int gidx, union ibv_gid *gid)
+/* RESET -> INIT with remote WRITE and READ; ibv_modify_qp()'s result. */
+static inline int srdma_test_qp_init(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;
 
@@ -45,12 +47,19 @@ static inline int srdma_test_connect_self(struct ibv_qp *qp, int gidx, union ibv
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+/* INIT -> RTR towards the QP itself at @mtu; ibv_modify_qp()'s result. */
+static inline int srdma_test_qp_rtr(struct ibv_qp *qp, int gidx,
+				    const union ibv_gid *gid, enum ibv_mtu mtu)
+{
+	struct ibv_qp_attr a;
+
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
+	a.path_mtu = mtu;
 	a.dest_qp_num = qp->qp_num;
 	a.rq_psn = 0x100;
 	a.max_dest_rd_atomic = 4;
@@ -60,10 +69,17 @@ static inline int srdma_test_connect_self(struct ibv_qp *qp, int gidx, union ibv
 	a.ah_attr.grh.sgid_index = gidx;
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER);
+}
+
+/* RTR -> RTS; ibv_modify_qp()'s result. */
+static inline int srdma_test_qp_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
@@ -74,6 +90,21 @@ static inline int srdma_test_connect_self(struct ibv_qp *qp, int gidx, union ibv
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* An RC QP connected to itself through GID @gidx at path MTU @mtu. */
+static inline int srdma_test_connect_self_mtu(struct ibv_qp *qp, int gidx,
+					      const union ibv_gid *gid,
+					      enum ibv_mtu mtu)
+{
+	return srdma_test_qp_init(qp) || srdma_test_qp_rtr(qp, gidx, gid, mtu) ||
+	       srdma_test_qp_rts(qp) ? -1 : 0;
+}
+
+/* The same at path MTU 1024, what most tests use. */
+static inline int srdma_test_connect_self(struct ibv_qp *qp, int gidx, union ibv_gid *gid)
+{
+	return srdma_test_connect_self_mtu(qp, gidx, gid, IBV_MTU_1024);
 }
 
 static inline int srdma_test_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
@@ -146,6 +177,35 @@ static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 		usleep(100);
 	}
 	return 0;
+}
+
+/* The kernel log from now on: /dev/kmsg, non-blocking, at its end. */
+static inline int srdma_test_kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+/* How many records logged since srdma_test_kmsg_open() hold @needle. */
+static inline int srdma_test_kmsg_count(int fd, const char *needle)
+{
+	char rec[2048];
+	int found = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;	/* records overwritten: go on */
+		if (n <= 0)
+			return found;
+		rec[n] = 0;
+		if (strstr(rec, needle))
+			found++;
+	}
 }
 
 #endif /* SRDMA_TEST_H */

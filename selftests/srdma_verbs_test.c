@@ -376,43 +376,6 @@ static enum ibv_qp_state qp_state(struct ibv_qp *qp)
 	return a.qp_state;
 }
 
-/* RESET -> INIT, as srdma_test_connect_self() does it. */
-static int qp_to_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-}
-
-/* INIT -> RTR towards the QP itself at @mtu; ibv_modify_qp()'s result. */
-static int qp_to_rtr(struct ibv_qp *qp, int gidx, const union ibv_gid *gid,
-		     enum ibv_mtu mtu)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = qp->qp_num;
-	a.rq_psn = 0x100;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			     IBV_QP_MIN_RNR_TIMER);
-}
-
 /* The attributes RTR -> RTS requires, and their mask. */
 #define RTS_MASK (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
 		  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
@@ -481,7 +444,7 @@ TEST_F(qp, cur_state_claim)
 
 	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	ASSERT_GE(self->gidx, 0);
-	ASSERT_EQ(0, qp_to_init(self->qp));
+	ASSERT_EQ(0, srdma_test_qp_init(self->qp));
 
 	/* In INIT, claiming RTR to go straight to RTS. */
 	rts_attr(&a);
@@ -490,7 +453,7 @@ TEST_F(qp, cur_state_claim)
 					RTS_MASK | IBV_QP_CUR_STATE));
 	EXPECT_EQ(IBV_QPS_INIT, qp_state(self->qp));
 
-	ASSERT_EQ(0, qp_to_rtr(self->qp, self->gidx, &gid, IBV_MTU_1024));
+	ASSERT_EQ(0, srdma_test_qp_rtr(self->qp, self->gidx, &gid, IBV_MTU_1024));
 	/* In RTR, claiming SQD (SQD -> RTS needs no attributes). */
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -540,37 +503,8 @@ TEST_F(qp, rtr_small_mtu)
 	EXPECT_EQ(EINVAL, errno);
 	ASSERT_EQ(IBV_QPS_INIT, qp_state(self->qp));
 	/* Nor with the smallest path MTU there is. */
-	EXPECT_EQ(EINVAL, qp_to_rtr(self->qp, self->gidx, &gid, IBV_MTU_256));
+	EXPECT_EQ(EINVAL, srdma_test_qp_rtr(self->qp, self->gidx, &gid, IBV_MTU_256));
 	EXPECT_EQ(IBV_QPS_INIT, qp_state(self->qp));
-}
-
-/* The kernel log from now on: /dev/kmsg, non-blocking, at its end. */
-static int kmsg_open(void)
-{
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
-
-	if (fd >= 0)
-		lseek(fd, 0, SEEK_END);
-	return fd;
-}
-
-/* Whether a record logged since kmsg_open() contains @needle. */
-static bool kmsg_has(int fd, const char *needle)
-{
-	char rec[2048];
-	bool found = false;
-	ssize_t n;
-
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE)
-			continue;	/* records overwritten: go on */
-		if (n <= 0)
-			return found;
-		rec[n] = 0;
-		if (strstr(rec, needle))
-			found = true;
-	}
 }
 
 /* system() of a formatted command; 0 if it ran and exited 0. */
@@ -655,7 +589,7 @@ TEST_F(qp, av_change_atomic)
 	n = fscanf(f, "%63s", ndev);
 	fclose(f);
 	ASSERT_EQ(1, n);
-	kfd = kmsg_open();
+	kfd = srdma_test_kmsg_open();
 	ASSERT_GE(kfd, 0) TH_LOG("/dev/kmsg: %s", strerror(errno));
 
 	strcpy(self->trap_dev, ndev);
@@ -690,7 +624,7 @@ TEST_F(qp, av_change_atomic)
 	a.ah_attr.port_num = 1;
 	EXPECT_NE(0, ibv_modify_qp(self->qp, &a, IBV_QP_AV));
 	/* srdma itself refused it, not the core's resolver. */
-	EXPECT_TRUE(kmsg_has(kfd, "no route to the destination"));
+	EXPECT_TRUE(0 < srdma_test_kmsg_count(kfd, "no route to the destination"));
 	close(kfd);
 	ASSERT_EQ(0, ibv_query_qp(self->qp, &a, IBV_QP_STATE | IBV_QP_AV, &ia));
 	EXPECT_EQ(IBV_QPS_SQD, a.qp_state);

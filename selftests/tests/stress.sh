@@ -13,13 +13,7 @@ STRESS_SECS=${SRDMA_STRESS_SECS:-40}
 
 stress_pair_setup() {
 	modprobe srdma || return 1
-	ip netns add ns1 || return 1
-	ip link add v0 type veth peer name v1 netns ns1 || return 1
-	ip addr add 10.0.0.1/24 dev v0
-	ip link set v0 up
-	ip -n ns1 addr add 10.0.0.2/24 dev v1
-	ip -n ns1 link set v1 up
-	ip -n ns1 link set lo up
+	veth_netns_pair || return 1
 	rdma link add srdma0 type srdma netdev v0 || return 1
 	ip netns exec ns1 rdma link add srdma1 type srdma netdev v1 || return 1
 	wait_for 5 ping -c 1 -W 1 10.0.0.2 || return 1
