@@ -32,14 +32,18 @@ HARNESS_CFLAGS := -Wno-sign-compare -Wno-unused-parameter \
 LINT_FILES = $(filter-out %.mod.c,$(wildcard $(DRV)/*.c $(DRV)/*.h)) \
 	     include/uapi/rdma/srdma-abi.h
 
-SELFTEST_BINS := $(BUILD)/selftests/srdma_verbs_test \
-		 $(BUILD)/selftests/srdma_ring_test \
-		 $(BUILD)/selftests/srdma_limits_test \
-		 $(BUILD)/selftests/srdma_hold \
-		 $(BUILD)/selftests/srdma_target \
-		 $(BUILD)/selftests/srdma_stress \
-		 $(BUILD)/selftests/srdma_faults \
-		 $(BUILD)/selftests/srdma_xfer
+# Every selftests/srdma_*.c is one program, built to build/selftests/ (on
+# the guest's PATH): a new test program needs no line here. Who runs it is
+# said in one place, selftests/run.sh or the selftests/tests/*.sh script
+# that uses it (see Documentation/testing.rst, "Adding a test").
+SELFTEST_BINS := $(patsubst selftests/%.c,$(BUILD)/selftests/%, \
+		   $(wildcard selftests/srdma_*.c))
+
+# The wire-format unit tests and fuzzer (selftests/unit) run on the host,
+# from build/tools/ where scripts/run-tests looks for them.
+UNIT     := selftests/unit
+WIRE_TEST := $(BUILD)/tools/wire_test
+WIRE_FUZZ := $(BUILD)/tools/wire_fuzz
 
 .PHONY: all module provider selftests check check-debug demo lint install clean deps fuzz bench
 
@@ -90,19 +94,17 @@ $(CHECKPATCH):
 		'*/scripts/const_structs.checkpatch'
 	@touch $@
 
-selftests: $(SELFTEST_BINS) $(BUILD)/tools/wire_test
+selftests: $(SELFTEST_BINS) $(WIRE_TEST)
 
-# The wire-format unit, built for user space and unit-tested on the host.
-WIRE_USER_SRCS := $(DRV)/srdma_wire.c tools/wire-test/crc32.c
-WIRE_USER_DEPS := $(WIRE_USER_SRCS) $(DRV)/srdma_wire.h \
-		  tools/wire-test/wire_compat.h
+# The wire-format unit, srdma_wire.c from the driver's own directory, built
+# for user space with selftests/unit's stand-ins for the kernel headers.
+WIRE_USER_SRCS := $(DRV)/srdma_wire.c $(UNIT)/crc32.c
+WIRE_USER_DEPS := $(WIRE_USER_SRCS) $(DRV)/srdma_wire.h $(UNIT)/wire_compat.h
 
-$(BUILD)/tools/wire_test: tools/wire-test/wire_test.c $(WIRE_USER_DEPS) \
-			  $(KSELFTEST)
+$(WIRE_TEST): $(UNIT)/wire_test.c $(WIRE_USER_DEPS) $(KSELFTEST)
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) -isystem $(BUILD)/kselftest \
-		-I$(DRV) -Itools/wire-test -o $@ tools/wire-test/wire_test.c \
-		$(WIRE_USER_SRCS)
+		-I$(DRV) -I$(UNIT) -o $@ $(UNIT)/wire_test.c $(WIRE_USER_SRCS)
 
 $(BUILD)/selftests/%: selftests/%.c selftests/srdma_test.h $(KSELFTEST)
 	@mkdir -p $(dir $@)
@@ -112,14 +114,13 @@ $(BUILD)/selftests/%: selftests/%.c selftests/srdma_test.h $(KSELFTEST)
 
 # The same parser under libFuzzer with ASan/UBSan (clang from Debian).
 FUZZ_CC ?= clang
-fuzz: $(BUILD)/tools/wire_fuzz
+fuzz: $(WIRE_FUZZ)
 
-$(BUILD)/tools/wire_fuzz: tools/wire-test/wire_fuzz.c $(WIRE_USER_DEPS)
+$(WIRE_FUZZ): $(UNIT)/wire_fuzz.c $(WIRE_USER_DEPS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -g -O1 -Wall -Wextra -Werror \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-I$(DRV) -Itools/wire-test -o $@ tools/wire-test/wire_fuzz.c \
-		$(WIRE_USER_SRCS)
+		-I$(DRV) -I$(UNIT) -o $@ $(UNIT)/wire_fuzz.c $(WIRE_USER_SRCS)
 
 lint: $(CHECKPATCH)
 	$(CHECKPATCH) --strict --no-tree --terse --show-types \
