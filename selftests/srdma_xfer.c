@@ -89,9 +89,17 @@ struct conn {
 	int sock;
 };
 
+/* The RTS attributes of a connection that a test may choose. */
+struct qp_params {
+	uint8_t timeout;	/* local ACK timeout: 4.096 us * 2^timeout */
+	uint8_t retry_cnt;	/* retries after a timeout */
+	uint8_t rnr_retry;	/* retries after an RNR NAK; 7 is forever */
+};
+
+/* The server's and most tests': ACK timeout 67 ms, 7 retries, RNR forever. */
+static const struct qp_params qp_default = { 14, 7, 7 };
+
 static const char *devname = "srdma0";
-/* QP attributes a test may change before it connects. */
-static int qp_timeout = 14, qp_retry_cnt = 7, qp_rnr_retry = 7;
 static uint32_t max_size = 1u << 20;
 static int gid_index = 1;
 static const char *port = "18515";
@@ -419,7 +427,7 @@ static void conn_setup(struct conn *c)
 		die("modify_qp INIT: %s", strerror(errno));
 }
 
-static void conn_connect(struct conn *c)
+static void conn_connect(struct conn *c, const struct qp_params *qp)
 {
 	struct qpinfo me = {
 		.qpn = c->qp->qp_num,
@@ -458,9 +466,9 @@ static void conn_connect(struct conn *c)
 		die("modify_qp RTR: %s", strerror(errno));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = qp_timeout;
-	a.retry_cnt = qp_retry_cnt;
-	a.rnr_retry = qp_rnr_retry;
+	a.timeout = qp->timeout;
+	a.retry_cnt = qp->retry_cnt;
+	a.rnr_retry = qp->rnr_retry;
 	a.sq_psn = me.psn;
 	a.max_rd_atomic = 16;
 	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
@@ -774,7 +782,7 @@ static void server(void)
 		if (c.sock < 0)
 			die("accept");
 		conn_setup(&c);
-		conn_connect(&c);
+		conn_connect(&c, &qp_default);
 		serve_one(&c);
 		conn_close(&c);
 	}
@@ -824,7 +832,8 @@ static int srv_recv_wait(struct conn *c, uint64_t wr_id,
 	return ctl_msg(c, &m);
 }
 
-static int client_connect(struct conn *c, const char *host)
+static int client_connect(struct conn *c, const char *host,
+			  const struct qp_params *qp)
 {
 	struct addrinfo hints = { .ai_family = AF_INET,
 				  .ai_socktype = SOCK_STREAM };
@@ -845,7 +854,7 @@ static int client_connect(struct conn *c, const char *host)
 	if (c->sock < 0)
 		die("cannot connect to %s", host);
 	conn_setup(c);
-	conn_connect(c);
+	conn_connect(c, qp);
 	return 0;
 }
 
@@ -1204,25 +1213,32 @@ static bool t_retry_exceeded(struct conn *c)
 	return true;
 }
 
-static const struct {
+/*
+ * Every test, in the order they run, with the RTS attributes of its
+ * connection: retry_exceeded must fail fast (timeout 10 is 4.2 ms, 3
+ * retries), rnr_exhausted must not retry an RNR NAK at all.
+ */
+static const struct xfer_test {
 	const char *name;
 	bool (*fn)(struct conn *c);
+	struct qp_params qp;	/* timeout, retry_cnt, rnr_retry */
+	bool needs_stop_pid;	/* skipped without -S PID */
 } tests[] = {
-	{ "write", t_write },
-	{ "read", t_read },
-	{ "send", t_send },
-	{ "write_imm", t_write_imm },
-	{ "bad_rkey_write", t_bad_rkey },
-	{ "bad_rkey_read", t_bad_rkey_read },
-	{ "out_of_range", t_out_of_range },
-	{ "no_write_access", t_no_write_access },
-	{ "read_only_mr_read", t_ro_read_ok },
-	{ "local_protection", t_local_prot },
-	{ "flush", t_flush },
-	{ "one_sided", t_one_sided },
-	{ "rnr", t_rnr },
-	{ "rnr_exhausted", t_rnr_exhausted },
-	{ "retry_exceeded", t_retry_exceeded },
+	{ "write",		t_write,		{ 14, 7, 7 }, false },
+	{ "read",		t_read,			{ 14, 7, 7 }, false },
+	{ "send",		t_send,			{ 14, 7, 7 }, false },
+	{ "write_imm",		t_write_imm,		{ 14, 7, 7 }, false },
+	{ "bad_rkey_write",	t_bad_rkey,		{ 14, 7, 7 }, false },
+	{ "bad_rkey_read",	t_bad_rkey_read,	{ 14, 7, 7 }, false },
+	{ "out_of_range",	t_out_of_range,		{ 14, 7, 7 }, false },
+	{ "no_write_access",	t_no_write_access,	{ 14, 7, 7 }, false },
+	{ "read_only_mr_read",	t_ro_read_ok,		{ 14, 7, 7 }, false },
+	{ "local_protection",	t_local_prot,		{ 14, 7, 7 }, false },
+	{ "flush",		t_flush,		{ 14, 7, 7 }, false },
+	{ "one_sided",		t_one_sided,		{ 14, 7, 7 }, true },
+	{ "rnr",		t_rnr,			{ 14, 7, 7 }, false },
+	{ "rnr_exhausted",	t_rnr_exhausted,	{ 14, 7, 0 }, false },
+	{ "retry_exceeded",	t_retry_exceeded,	{ 10, 3, 7 }, false },
 };
 
 /* Is @name one of the comma-separated names in @list? */
@@ -1241,26 +1257,21 @@ static bool listed(const char *list, const char *name)
 
 static int client(const char *host, const char *only)
 {
-	unsigned int i;
-	char name[128];
+	const struct xfer_test *t;
 
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+	for (t = tests; t < tests + ARRAY_SIZE(tests); t++) {
 		struct conn c = {};
 		bool ok;
 
-		if (only && !listed(only, tests[i].name))
+		if (only && !listed(only, t->name))
 			continue;
-		if (tests[i].fn == t_one_sided && !stop_pid)
+		if (t->needs_stop_pid && !stop_pid)
 			continue;
-		qp_timeout = tests[i].fn == t_retry_exceeded ? 10 : 14;
-		qp_retry_cnt = tests[i].fn == t_retry_exceeded ? 3 : 7;
-		qp_rnr_retry = tests[i].fn == t_rnr_exhausted ? 0 : 7;
-		client_connect(&c, host);
-		ok = tests[i].fn(&c);
+		client_connect(&c, host, &t->qp);
+		ok = t->fn(&c);
 		ctl(&c, CMD_QUIT, 0, 0, 0);
 		conn_close(&c);
-		snprintf(name, sizeof(name), "%s", tests[i].name);
-		result(ok, name);
+		result(ok, t->name);
 	}
 	printf("# %d tests, %d failed\n", ntest, nfail);
 	return nfail ? 1 : 0;
