@@ -64,12 +64,7 @@ static int find_rings(struct ring_map *m, int max)
 		 MAX_SGE * sizeof(struct srdma_usge))
 
 FIXTURE(ring) {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	struct ibv_qp *qp;
-	char *buf;
+	SRDMA_TEST_FIXTURE_OBJS;	/* ctx, pd, cq, mr, qp, buf */
 	struct ring_map m[3];	/* CQ, SQ, RQ */
 	struct srdma_ring_hdr *cqh, *sqh, *rqh;
 };
@@ -105,43 +100,13 @@ static int new_qp(FIXTURE_DATA(ring) *self)
 
 FIXTURE_SETUP(ring)
 {
-	self->ctx = srdma_test_open();
-	ASSERT_NE(NULL, self->ctx);
-	self->pd = ibv_alloc_pd(self->ctx);
-	ASSERT_NE(NULL, self->pd);
-	self->buf = calloc(1, 1 << 16);
-	self->mr = ibv_reg_mr(self->pd, self->buf, 1 << 16,
-			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			      IBV_ACCESS_REMOTE_READ);
-	ASSERT_NE(NULL, self->mr);
-	self->cq = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
-	ASSERT_NE(NULL, self->cq);
+	SRDMA_TEST_FIXTURE_OPEN(self);
 	ASSERT_EQ(0, new_qp(self));
 }
 
 FIXTURE_TEARDOWN(ring)
 {
-	if (self->qp)
-		ibv_destroy_qp(self->qp);
-	if (self->cq)
-		ibv_destroy_cq(self->cq);
-	if (self->mr)
-		ibv_dereg_mr(self->mr);
-	if (self->pd)
-		ibv_dealloc_pd(self->pd);
-	if (self->ctx)
-		ibv_close_device(self->ctx);
-	free(self->buf);
-}
-
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr a;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &init))
-		return (enum ibv_qp_state)-1;
-	return a.qp_state;
+	SRDMA_TEST_FIXTURE_CLOSE(self);
 }
 
 /* Post one signaled WRITE of @len bytes from buf to buf + 32 KiB. */
@@ -196,7 +161,7 @@ TEST_F(ring, sq_producer_out_of_range)
 	self->sqh->prod = 0x80000000u;
 	self->sqh->cons = 0x80000000u;
 	EXPECT_EQ(EINVAL, post_write(self, 64));
-	EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp));
+	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qp));
 }
 
 /* Garbage send entries ahead of a good one: EINVAL, QP to ERR. */
@@ -236,7 +201,7 @@ TEST_F(ring, sq_bad_entries)
 		}
 		self->sqh->prod = 1;		/* publish it by hand */
 		EXPECT_EQ(EINVAL, post_write(self, 64));
-		EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp));
+		EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qp));
 		/* The kernel took neither the garbage nor what follows. */
 		EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
 	}
@@ -294,7 +259,7 @@ TEST_F(ring, sq_msg_too_long)
 		u->rkey = self->mr->rkey;
 		self->sqh->prod = 1;		/* publish it by hand */
 		EXPECT_EQ(EINVAL, post_write(self, 64)) TH_LOG("case %u", i);
-		EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp)) TH_LOG("case %u", i);
+		EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qp)) TH_LOG("case %u", i);
 		EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc)) TH_LOG("case %u", i);
 	}
 	/* Rate-limited, but four are within the burst. */
@@ -328,7 +293,7 @@ TEST_F(ring, rq_bad_entry)
 	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
 	EXPECT_EQ(7, wc.wr_id);
 	EXPECT_NE(IBV_WC_SUCCESS, wc.status);
-	EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp));
+	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qp));
 }
 
 /* A CQ consumer index out of range reads as a full CQ: CQ error event. */
@@ -406,7 +371,7 @@ TEST_F(ring, unmapped_rings)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_ERR;
 	EXPECT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
-	EXPECT_EQ(IBV_QPS_ERR, qp_state(self->qp));
+	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qp));
 }
 
 TEST_HARNESS_MAIN

@@ -75,21 +75,40 @@ static inline int srdma_test_qp_rtr(struct ibv_qp *qp, int gidx,
 			     IBV_QP_MIN_RNR_TIMER);
 }
 
+/* The attributes RTR -> RTS requires, and their mask. */
+#define SRDMA_TEST_RTS_MASK (IBV_QP_STATE | IBV_QP_TIMEOUT | \
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | \
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
+
+static inline void srdma_test_rts_attr(struct ibv_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	a->timeout = 14;
+	a->retry_cnt = 7;
+	a->rnr_retry = 7;
+	a->sq_psn = 0x100;
+	a->max_rd_atomic = 4;
+}
+
 /* RTR -> RTS; ibv_modify_qp()'s result. */
 static inline int srdma_test_qp_rts(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0x100;
-	a.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	srdma_test_rts_attr(&a);
+	return ibv_modify_qp(qp, &a, SRDMA_TEST_RTS_MASK);
+}
+
+/* The QP's state as ibv_query_qp() reports it, or -1. */
+static inline enum ibv_qp_state srdma_test_qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &init))
+		return (enum ibv_qp_state)-1;
+	return a.qp_state;
 }
 
 /* An RC QP connected to itself through GID @gidx at path MTU @mtu. */
@@ -178,6 +197,59 @@ static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	}
 	return 0;
 }
+
+/*
+ * The objects the harness fixtures of srdma_verbs_test and srdma_ring_test
+ * share, for a FIXTURE() to declare first: a context on the device under
+ * test, a PD, a zeroed buffer of SRDMA_TEST_BUF_SIZE bytes, the MR over it
+ * (local write, remote write and read), a CQ of SRDMA_TEST_CQE entries,
+ * and an RC QP that each fixture creates its own way.
+ */
+#define SRDMA_TEST_BUF_SIZE	(1 << 16)
+#define SRDMA_TEST_CQE		64
+
+#define SRDMA_TEST_FIXTURE_OBJS		\
+	struct ibv_context *ctx;	\
+	struct ibv_pd *pd;		\
+	struct ibv_cq *cq;		\
+	struct ibv_mr *mr;		\
+	struct ibv_qp *qp;		\
+	char *buf
+
+/* In FIXTURE_SETUP(): all of them but the QP, each one asserted. */
+#define SRDMA_TEST_FIXTURE_OPEN(self) do {				\
+	(self)->ctx = srdma_test_open();				\
+	ASSERT_NE(NULL, (self)->ctx) TH_LOG("cannot open %s: %s",	\
+					    srdma_test_devname(),	\
+					    strerror(errno));		\
+	(self)->pd = ibv_alloc_pd((self)->ctx);				\
+	ASSERT_NE(NULL, (self)->pd);					\
+	(self)->buf = calloc(1, SRDMA_TEST_BUF_SIZE);			\
+	(self)->mr = ibv_reg_mr((self)->pd, (self)->buf,		\
+				SRDMA_TEST_BUF_SIZE,			\
+				IBV_ACCESS_LOCAL_WRITE |		\
+				IBV_ACCESS_REMOTE_WRITE |		\
+				IBV_ACCESS_REMOTE_READ);		\
+	ASSERT_NE(NULL, (self)->mr);					\
+	(self)->cq = ibv_create_cq((self)->ctx, SRDMA_TEST_CQE, NULL,	\
+				   NULL, 0);				\
+	ASSERT_NE(NULL, (self)->cq);					\
+} while (0)
+
+/* In FIXTURE_TEARDOWN(): free whatever exists, the QP first. */
+#define SRDMA_TEST_FIXTURE_CLOSE(self) do {				\
+	if ((self)->qp)							\
+		ibv_destroy_qp((self)->qp);				\
+	if ((self)->cq)							\
+		ibv_destroy_cq((self)->cq);				\
+	if ((self)->mr)							\
+		ibv_dereg_mr((self)->mr);				\
+	if ((self)->pd)							\
+		ibv_dealloc_pd((self)->pd);				\
+	if ((self)->ctx)						\
+		ibv_close_device((self)->ctx);				\
+	free((self)->buf);						\
+} while (0)
 
 /* The kernel log from now on: /dev/kmsg, non-blocking, at its end. */
 static inline int srdma_test_kmsg_open(void)

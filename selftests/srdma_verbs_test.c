@@ -154,12 +154,7 @@ TEST_F(dev, async_fd_quiet)
 }
 
 FIXTURE(qp) {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	struct ibv_qp *qp;
-	char *buf;
+	SRDMA_TEST_FIXTURE_OBJS;	/* ctx, pd, cq, mr, qp, buf */
 	int gidx;
 	char trap_dev[64];	/* set while av_change_atomic's trap is up */
 };
@@ -168,17 +163,7 @@ static void trap_remove(const char *ndev);
 
 FIXTURE_SETUP(qp)
 {
-	self->ctx = srdma_test_open();
-	ASSERT_NE(NULL, self->ctx);
-	self->pd = ibv_alloc_pd(self->ctx);
-	ASSERT_NE(NULL, self->pd);
-	self->buf = calloc(1, 1 << 16);
-	self->mr = ibv_reg_mr(self->pd, self->buf, 1 << 16,
-			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			      IBV_ACCESS_REMOTE_READ);
-	ASSERT_NE(NULL, self->mr);
-	self->cq = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
-	ASSERT_NE(NULL, self->cq);
+	SRDMA_TEST_FIXTURE_OPEN(self);
 	self->qp = srdma_test_rc_qp(self->pd, self->cq, 16, 16, 2);
 	ASSERT_NE(NULL, self->qp);
 }
@@ -187,17 +172,7 @@ FIXTURE_TEARDOWN(qp)
 {
 	if (self->trap_dev[0])
 		trap_remove(self->trap_dev);
-	if (self->qp)
-		ibv_destroy_qp(self->qp);
-	if (self->cq)
-		ibv_destroy_cq(self->cq);
-	if (self->mr)
-		ibv_dereg_mr(self->mr);
-	if (self->pd)
-		ibv_dealloc_pd(self->pd);
-	if (self->ctx)
-		ibv_close_device(self->ctx);
-	free(self->buf);
+	SRDMA_TEST_FIXTURE_CLOSE(self);
 }
 
 /* Bad QP capabilities are refused with EINVAL. */
@@ -366,31 +341,6 @@ TEST_F(qp, cq_overflow_event)
 	ibv_destroy_cq(small);
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr a;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &init))
-		return (enum ibv_qp_state)-1;
-	return a.qp_state;
-}
-
-/* The attributes RTR -> RTS requires, and their mask. */
-#define RTS_MASK (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
-		  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
-
-static void rts_attr(struct ibv_qp_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->qp_state = IBV_QPS_RTS;
-	a->timeout = 14;
-	a->retry_cnt = 7;
-	a->rnr_retry = 7;
-	a->sq_psn = 0x100;
-	a->max_rd_atomic = 4;
-}
-
 /*
  * A signaled WRITE of @len bytes from buf + @from to buf + @to with
  * @wr_id; then its completion, every field of it, and the bytes.
@@ -447,11 +397,11 @@ TEST_F(qp, cur_state_claim)
 	ASSERT_EQ(0, srdma_test_qp_init(self->qp));
 
 	/* In INIT, claiming RTR to go straight to RTS. */
-	rts_attr(&a);
+	srdma_test_rts_attr(&a);
 	a.cur_qp_state = IBV_QPS_RTR;
 	EXPECT_EQ(EINVAL, ibv_modify_qp(self->qp, &a,
-					RTS_MASK | IBV_QP_CUR_STATE));
-	EXPECT_EQ(IBV_QPS_INIT, qp_state(self->qp));
+					SRDMA_TEST_RTS_MASK | IBV_QP_CUR_STATE));
+	EXPECT_EQ(IBV_QPS_INIT, srdma_test_qp_state(self->qp));
 
 	ASSERT_EQ(0, srdma_test_qp_rtr(self->qp, self->gidx, &gid, IBV_MTU_1024));
 	/* In RTR, claiming SQD (SQD -> RTS needs no attributes). */
@@ -460,13 +410,13 @@ TEST_F(qp, cur_state_claim)
 	a.cur_qp_state = IBV_QPS_SQD;
 	EXPECT_EQ(EINVAL, ibv_modify_qp(self->qp, &a,
 					IBV_QP_STATE | IBV_QP_CUR_STATE));
-	EXPECT_EQ(IBV_QPS_RTR, qp_state(self->qp));
+	EXPECT_EQ(IBV_QPS_RTR, srdma_test_qp_state(self->qp));
 
 	/* The truth works: RTR -> RTS claiming RTR. */
-	rts_attr(&a);
+	srdma_test_rts_attr(&a);
 	a.cur_qp_state = IBV_QPS_RTR;
-	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, RTS_MASK | IBV_QP_CUR_STATE));
-	EXPECT_EQ(IBV_QPS_RTS, qp_state(self->qp));
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, SRDMA_TEST_RTS_MASK | IBV_QP_CUR_STATE));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
 
 	/* In RTS, a false claim of SQD is refused, a true one of RTS not. */
 	memset(&a, 0, sizeof(a));
@@ -477,7 +427,7 @@ TEST_F(qp, cur_state_claim)
 	a.cur_qp_state = IBV_QPS_RTS;
 	EXPECT_EQ(0, ibv_modify_qp(self->qp, &a,
 				   IBV_QP_STATE | IBV_QP_CUR_STATE));
-	EXPECT_EQ(IBV_QPS_RTS, qp_state(self->qp));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
 
 	/* And the QP moves data. */
 	write_checked(_metadata, self, 0x1234, 0, 8192, 3000);
@@ -501,10 +451,10 @@ TEST_F(qp, rtr_small_mtu)
 	errno = 0;
 	EXPECT_EQ(-1, srdma_test_connect_self(self->qp, self->gidx, &gid));
 	EXPECT_EQ(EINVAL, errno);
-	ASSERT_EQ(IBV_QPS_INIT, qp_state(self->qp));
+	ASSERT_EQ(IBV_QPS_INIT, srdma_test_qp_state(self->qp));
 	/* Nor with the smallest path MTU there is. */
 	EXPECT_EQ(EINVAL, srdma_test_qp_rtr(self->qp, self->gidx, &gid, IBV_MTU_256));
-	EXPECT_EQ(IBV_QPS_INIT, qp_state(self->qp));
+	EXPECT_EQ(IBV_QPS_INIT, srdma_test_qp_state(self->qp));
 }
 
 /* system() of a formatted command; 0 if it ran and exited 0. */
