@@ -4,9 +4,10 @@
  *
  * Claims srdma ib_devices, whatever their name, by their node description
  * and opens a verbs context through the uverbs commands. The data path runs
- * on rings shared with the kernel (layout in srdma-abi.h): poll_cq and
- * post_recv never enter the kernel, post_send writes its work requests and
- * rings one doorbell per call.
+ * on rings shared with the kernel (layout in srdma-abi.h): poll_cq never
+ * enters the kernel, post_recv only while the QP is in the error state,
+ * and post_send writes its work requests and rings at most one doorbell
+ * per call.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -389,58 +390,108 @@ static void *srdma_ring_fill(struct srdma_uring *r, uint32_t prod,
 	return *err ? NULL : slot;
 }
 
+/*
+ * Make the ring's entries up to @prod visible to the kernel: store prod,
+ * then a full fence, so that the caller's next load of a flag the kernel
+ * sets (no_doorbell, SRDMA_RING_F_QP_ERR) is ordered after it. The kernel
+ * does the mirror image: it stores the flag, fences, then reads prod. One
+ * of the two sides always sees the other's store.
+ */
+static void srdma_ring_publish(struct srdma_uring *r, uint32_t prod)
+{
+	srdma_store(&r->hdr->prod, prod);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Can the kernel take @wr? EINVAL for an opcode or flag it does not do. */
+static int srdma_send_wr_check(const struct ibv_send_wr *wr)
+{
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		break;
+	default:
+		return EINVAL;
+	}
+	if (wr->send_flags & ~(IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+			       IBV_SEND_SOLICITED))
+		return EINVAL;
+	return 0;
+}
+
+/*
+ * Write @wr into send ring entry @prod. 0, or EINVAL for a work request
+ * the kernel cannot take, ENOMEM if the ring is full (see
+ * srdma_ring_fill()).
+ */
+static int srdma_sq_put(struct srdma_uring *r, uint32_t prod,
+			const struct ibv_send_wr *wr)
+{
+	struct srdma_usend_wqe *u;
+	int ret;
+
+	ret = srdma_send_wr_check(wr);
+	if (ret)
+		return ret;
+	u = srdma_ring_fill(r, prod, wr->sg_list, wr->num_sge,
+			    offsetof(struct srdma_usend_wqe, sge), &ret);
+	if (!u)
+		return ret;
+	u->wr_id = wr->wr_id;
+	u->opcode = wr->opcode;
+	u->send_flags = wr->send_flags;
+	u->imm_data = wr->imm_data;
+	u->num_sge = wr->num_sge;
+	u->reserved = 0;
+	u->remote_addr = wr->wr.rdma.remote_addr;
+	u->rkey = wr->wr.rdma.rkey;
+	return 0;
+}
+
+/* Write @wr into receive ring entry @prod; 0, EINVAL or ENOMEM. */
+static int srdma_rq_put(struct srdma_uring *r, uint32_t prod,
+			const struct ibv_recv_wr *wr)
+{
+	struct srdma_urecv_wqe *u;
+	int ret;
+
+	u = srdma_ring_fill(r, prod, wr->sg_list, wr->num_sge,
+			    offsetof(struct srdma_urecv_wqe, sge), &ret);
+	if (!u)
+		return ret;
+	u->wr_id = wr->wr_id;
+	u->num_sge = wr->num_sge;
+	u->reserved = 0;
+	return 0;
+}
+
 static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr)
 {
 	struct srdma_uring *r = &to_sqp(ibqp)->sq;
 	struct ibv_send_wr *dummy, *head = wr;
-	struct srdma_usend_wqe *u;
 	uint32_t prod, first;
 	int ret = 0;
 
 	pthread_spin_lock(&r->lock);
 	first = prod = r->hdr->prod;
 	for (; wr; wr = wr->next) {
-		switch (wr->opcode) {
-		case IBV_WR_SEND:
-		case IBV_WR_SEND_WITH_IMM:
-		case IBV_WR_RDMA_WRITE:
-		case IBV_WR_RDMA_WRITE_WITH_IMM:
-		case IBV_WR_RDMA_READ:
-			break;
-		default:
-			ret = EINVAL;
-			break;
-		}
-		if (wr->send_flags & ~(IBV_SEND_FENCE | IBV_SEND_SIGNALED |
-				       IBV_SEND_SOLICITED))
-			ret = EINVAL;
-		u = ret ? NULL : srdma_ring_fill(r, prod, wr->sg_list,
-						 wr->num_sge,
-						 offsetof(struct srdma_usend_wqe,
-							  sge), &ret);
-		if (!u) {
+		ret = srdma_sq_put(r, prod, wr);
+		if (ret) {
 			*bad_wr = wr;
 			break;
 		}
-		u->wr_id = wr->wr_id;
-		u->opcode = wr->opcode;
-		u->send_flags = wr->send_flags;
-		u->imm_data = wr->imm_data;
-		u->num_sge = wr->num_sge;
-		u->reserved = 0;
-		u->remote_addr = wr->wr.rdma.remote_addr;
-		u->rkey = wr->wr.rdma.rkey;
 		prod++;
 	}
 	if (prod != first) {
-		srdma_store(&r->hdr->prod, prod);
 		/*
 		 * The doorbell, a post_send command without work requests, is
-		 * needed unless the kernel will look at the ring anyway. Store
-		 * prod, fence, load the flag: the kernel does the mirror image.
+		 * needed unless the kernel will look at the ring anyway.
 		 */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		srdma_ring_publish(r, prod);
 		if (__atomic_load_n(&r->hdr->no_doorbell, __ATOMIC_RELAXED))
 			goto out_unlock;
 		if (ibv_cmd_post_send(ibqp, NULL, &dummy)) {
@@ -459,7 +510,6 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			   struct ibv_recv_wr **bad_wr)
 {
 	struct srdma_uring *r = &to_sqp(ibqp)->rq;
-	struct srdma_urecv_wqe *u;
 	struct ibv_recv_wr *dummy;
 	uint32_t prod, first;
 	int ret = 0;
@@ -467,25 +517,16 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	pthread_spin_lock(&r->lock);
 	first = prod = r->hdr->prod;
 	for (; wr; wr = wr->next) {
-		u = srdma_ring_fill(r, prod, wr->sg_list, wr->num_sge,
-				    offsetof(struct srdma_urecv_wqe, sge), &ret);
-		if (!u) {
+		ret = srdma_rq_put(r, prod, wr);
+		if (ret) {
 			*bad_wr = wr;
 			break;
 		}
-		u->wr_id = wr->wr_id;
-		u->num_sge = wr->num_sge;
-		u->reserved = 0;
 		prod++;
 	}
 	if (prod != first) {
-		srdma_store(&r->hdr->prod, prod);
-		/*
-		 * In the error state the kernel flushes only when asked.
-		 * Store prod, fence, load the flag: the kernel sets the flag,
-		 * fences, then reads prod.
-		 */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		/* In the error state the kernel flushes only when asked. */
+		srdma_ring_publish(r, prod);
 		if (srdma_load(&r->hdr->flags) & SRDMA_RING_F_QP_ERR)
 			ibv_cmd_post_recv(ibqp, NULL, &dummy);
 	}
@@ -605,8 +646,8 @@ static void srdma_uninit_device(struct verbs_device *vdev)
  * after the table, keeps only the devices whose node_desc is srdma's.
  * Devices with a driver_id are claimed by their own provider before any
  * provider is tried by name, and are refused here too. (librxe also claims
- * any device named rxe*; if it loads first it takes an srdma device of that
- * name, so such names are unsafe: see Documentation/abi.rst.)
+ * any device named rxe*, whoever loads first winning, so srdma refuses such
+ * names at rdma link add: see Documentation/abi.rst.)
  */
 static const struct verbs_match_ent srdma_match_table[] = {
 	{ .u.modalias = "rdma_device:*", .kind = SRDMA_MATCH_MODALIAS },
