@@ -453,6 +453,11 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len);
 int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		    u32 len);
+int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
+		       int num_sge, u32 *total);
+int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
+		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
+		   u32 len, bool to_mr);
 
 /* srdma_icrc.c */
 void srdma_icrc_init(void);
@@ -464,6 +469,11 @@ int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,
 void srdma_uring_destroy(struct srdma_uring *ur);
 int srdma_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void srdma_mmap_free(struct rdma_user_mmap_entry *rentry);
+int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
+		    struct srdma_ring *r, u32 *uprod);
+int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
+		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
+		     u32 *total);
 
 /* srdma_cq.c */
 int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -487,16 +497,6 @@ void srdma_qp_error(struct srdma_qp *qp);
 void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type);
 void srdma_qp_flush(struct srdma_qp *qp);
 void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
-int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
-		       int num_sge, u32 *total);
-int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
-		    struct srdma_ring *r, u32 *uprod);
-int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
-		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
-		     u32 *total);
-int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
-		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
-		   u32 len, bool to_mr);
 
 /* srdma_req.c */
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,

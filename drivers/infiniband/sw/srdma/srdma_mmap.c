@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * srdma mapped rings: the CQ, SQ and RQ memory a user process shares with
- * the kernel (layout in include/uapi/rdma/srdma-abi.h).
+ * the kernel (layout in include/uapi/rdma/srdma-abi.h), and reading what
+ * the process posted to a QP's rings.
  *
  * A ring is zeroed pages charged to the creating process's memory cgroup,
  * mapped contiguously in the kernel with vmap(VM_USERMAP) so that
@@ -148,4 +149,56 @@ void srdma_mmap_free(struct rdma_user_mmap_entry *rentry)
 	vunmap(map->buf);
 	srdma_umap_free_pages(map);
 	kfree(map);
+}
+
+/*
+ * How far user space filled mapped ring @ur (kernel ring @r); -EINVAL if
+ * that is more than the queue holds. QP lock held.
+ */
+int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
+		    struct srdma_ring *r, u32 *uprod)
+{
+	if (qp->uring_bad)
+		return -EINVAL;
+	/* Entries written before the index are visible after it. */
+	*uprod = smp_load_acquire(&ur->hdr->prod);
+	if (*uprod - r->prod > r->max_wr - (r->prod - r->cons)) {
+		srdma_err_qp(qp, "%s ring: producer %u out of range (at %u/%u, depth %u)\n",
+			     r == &qp->sq ? "send" : "receive", *uprod,
+			     r->prod, r->cons, r->max_wr);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Read the SGE list of a mapped ring entry, each field once, into @dst and
+ * sum the lengths; -EINVAL if there are more than @max_sge or the sum
+ * overflows. Either marks the ring bad.
+ */
+int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
+		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
+		     u32 *total)
+{
+	u32 i;
+
+	if (num_sge > max_sge) {
+		srdma_err_qp(qp, "ring entry: %u SGEs, max %u\n", num_sge,
+			     max_sge);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	*total = 0;
+	for (i = 0; i < num_sge; i++) {
+		dst[i].addr = READ_ONCE(src[i].addr);
+		dst[i].length = READ_ONCE(src[i].length);
+		dst[i].lkey = READ_ONCE(src[i].lkey);
+		if (check_add_overflow(*total, dst[i].length, total)) {
+			srdma_err_qp(qp, "ring entry: SGE lengths overflow\n");
+			qp->uring_bad = true;
+			return -EINVAL;
+		}
+	}
+	return 0;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * srdma memory: protection domains and memory regions.
+ * srdma memory: protection domains, memory regions, and moving data
+ * between them and work requests' SGE lists.
  *
  * A user MR pins its pages with ib_umem_get() and keeps them in an array;
  * data is moved with kmap_local_page(), never page_address(). Keys are
@@ -349,4 +350,73 @@ int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		skb->truesize += n;
 	}
 	return 0;
+}
+
+/*
+ * Copy a work request's SGE list into a WQE and sum its lengths. Returns
+ * -EINVAL if the total overflows 32 bits.
+ */
+int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
+		       int num_sge, u32 *total)
+{
+	int i;
+
+	*total = 0;
+	for (i = 0; i < num_sge; i++) {
+		if (check_add_overflow(*total, src[i].length, total))
+			return -EINVAL;
+		dst[i].addr = src[i].addr;
+		dst[i].length = src[i].length;
+		dst[i].lkey = src[i].lkey;
+	}
+	return 0;
+}
+
+/*
+ * Copy @len bytes between the SGE list, at byte @off of the list, and
+ * either @buf or @skb at @skb_off. @to_mr copies into the SGEs and requires
+ * local write access. Returns 0, -EINVAL if the list is too short or
+ * -EACCES for a bad lkey or missing right.
+ */
+int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
+		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
+		   u32 len, bool to_mr)
+{
+	struct srdma_mr *mr;
+	u32 i, n, done = 0;
+	int err = 0;
+
+	for (i = 0; i < num_sge && done < len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(sge[i].length - off, len - done);
+		mr = srdma_mr_get(qp->sdev, sge[i].lkey, false);
+		if (!mr)
+			return -EACCES;
+		if (mr->type == SRDMA_MR_DMA && qp->is_user)
+			err = -EACCES;
+		else
+			err = srdma_mr_check(mr, qp->ibqp.pd, sge[i].addr + off,
+					     n, to_mr ? IB_ACCESS_LOCAL_WRITE :
+					     0);
+		if (!err) {
+			if (skb && to_mr)
+				err = srdma_mr_copy_skb(mr, sge[i].addr + off,
+							skb, skb_off + done, n);
+			else if (skb)
+				err = srdma_mr_attach(mr, sge[i].addr + off,
+						      skb, n);
+			else
+				err = srdma_mr_copy(mr, sge[i].addr + off,
+						    buf + done, n, to_mr);
+		}
+		srdma_mr_put(mr);
+		if (err)
+			return err == -EFAULT ? -EACCES : err;
+		done += n;
+		off = 0;
+	}
+	return done == len ? 0 : -EINVAL;
 }
