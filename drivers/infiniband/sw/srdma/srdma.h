@@ -414,6 +414,44 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
 			      __q->ibqp.qp_num, ##__VA_ARGS__);		\
 } while (0)
 
+/**
+ * srdma_res_get() - Count one more object of a kind against the limit.
+ * @sdev: the device
+ * @res: the kind of object
+ *
+ * Context: Any context.
+ * Return: 0, or -ENOMEM (logged, rate-limited) if the device already has
+ * its limit of @res.
+ */
+static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
+{
+	static const char * const name[SRDMA_NUM_RES] = {
+		[SRDMA_RES_PD] = "PD",
+		[SRDMA_RES_CQ] = "CQ",
+		[SRDMA_RES_QP] = "QP",
+		[SRDMA_RES_MR] = "MR",
+	};
+
+	if (atomic_inc_return(&sdev->res_used[res]) <= sdev->res_max[res])
+		return 0;
+	atomic_dec(&sdev->res_used[res]);
+	srdma_err(sdev, "%s limit of %u reached\n", name[res],
+		  sdev->res_max[res]);
+	return -ENOMEM;
+}
+
+/**
+ * srdma_res_put() - Uncount an object counted by srdma_res_get().
+ * @sdev: the device
+ * @res: the kind of object
+ *
+ * Context: Any context.
+ */
+static inline void srdma_res_put(struct srdma_dev *sdev, enum srdma_res res)
+{
+	atomic_dec(&sdev->res_used[res]);
+}
+
 /* srdma_net.c */
 int srdma_net_init(void);
 void srdma_net_exit(void);
@@ -532,8 +570,6 @@ void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 void srdma_dealloc_driver(struct ib_device *ibdev);
 
 /* srdma_verbs.c */
-int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res);
-void srdma_res_put(struct srdma_dev *sdev, enum srdma_res res);
 void srdma_init_device(struct srdma_dev *sdev);
 int srdma_register_device(struct srdma_dev *sdev, const char *name);
 enum ib_port_state srdma_port_state(struct srdma_dev *sdev);

@@ -29,30 +29,6 @@ static unsigned int max_mr = SRDMA_MAX_MR;
 module_param(max_mr, uint, 0444);
 MODULE_PARM_DESC(max_mr, "memory regions per device (default and max 65536)");
 
-static const char * const srdma_res_name[SRDMA_NUM_RES] = {
-	[SRDMA_RES_PD] = "PD",
-	[SRDMA_RES_CQ] = "CQ",
-	[SRDMA_RES_QP] = "QP",
-	[SRDMA_RES_MR] = "MR",
-};
-
-/* Count one more object of kind @res; -ENOMEM past the device's limit. */
-int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
-{
-	if (atomic_inc_return(&sdev->res_used[res]) > sdev->res_max[res]) {
-		atomic_dec(&sdev->res_used[res]);
-		srdma_err(sdev, "%s limit of %u reached\n", srdma_res_name[res],
-			  sdev->res_max[res]);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-void srdma_res_put(struct srdma_dev *sdev, enum srdma_res res)
-{
-	atomic_dec(&sdev->res_used[res]);
-}
-
 static u32 srdma_limit(unsigned int param, u32 hard)
 {
 	return param && param < hard ? param : hard;
