@@ -24,6 +24,7 @@
 
 #define SRDMA_UDP_PORT		4791
 #define SRDMA_GID_TBL_LEN	128
+#define SRDMA_PORT_NUM		1	/* the one port of every device */
 #define SRDMA_FW_VER		((u64)0 << 32 | 1 << 16 | 0)
 
 /* Limits reported by query_device and enforced by the verbs. */
