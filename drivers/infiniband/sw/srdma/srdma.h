@@ -25,7 +25,12 @@
 #define SRDMA_UDP_PORT		4791
 #define SRDMA_GID_TBL_LEN	128
 #define SRDMA_PORT_NUM		1	/* the one port of every device */
-#define SRDMA_FW_VER		((u64)0 << 32 | 1 << 16 | 0)
+/* Firmware version reported as major.minor.subminor (0.1.0). */
+#define SRDMA_FW_MAJOR		0
+#define SRDMA_FW_MINOR		1
+#define SRDMA_FW_SUBMINOR	0
+#define SRDMA_FW_VER		((u64)SRDMA_FW_MAJOR << 32 | \
+				 SRDMA_FW_MINOR << 16 | SRDMA_FW_SUBMINOR)
 
 /* Limits reported by query_device and enforced by the verbs. */
 #define SRDMA_MAX_QP		4096

@@ -556,7 +556,7 @@ static int srdma_qp_check_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
 struct srdma_qp_mod {
 	enum ib_qp_state cur;		/* the state it was checked against */
 	enum ib_qp_state new;
-	enum ib_mtu mtu;		/* IB_QP_PATH_MTU, capped by the netdev */
+	enum ib_mtu mtu;		/* IB_QP_PATH_MTU, netdev permitting */
 	struct srdma_av av;		/* IB_QP_AV, and its route: */
 	struct dst_entry *dst;		/* counted */
 	u32 cookie;
@@ -620,9 +620,8 @@ static int srdma_qp_prepare(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	}
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
 		/* Room for twice the limit, see srdma_resp_read(). */
-		m->njobs = roundup_pow_of_two(2 * max_t(u32,
-							attr->max_dest_rd_atomic,
-							1) + 1);
+		m->njobs = 2 * max_t(u32, attr->max_dest_rd_atomic, 1) + 1;
+		m->njobs = roundup_pow_of_two(m->njobs);
 		/* The queue, then the history of twice its size. */
 		m->jobs = kcalloc(3 * m->njobs, sizeof(*m->jobs),
 				  GFP_KERNEL_ACCOUNT);
