@@ -405,19 +405,49 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
 	ibdev_err_ratelimited(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
 #define srdma_warn(sdev, fmt, ...) \
 	ibdev_warn_ratelimited(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
+/*
+ * Debug messages are rate-limited too: many report what a user or a peer
+ * did, and enabling them must not let either flood the log.
+ */
 #define srdma_dbg(sdev, fmt, ...) \
-	ibdev_dbg(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
+	ibdev_dbg_ratelimited(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
 #define srdma_dbg_qp(qp, fmt, ...) do {					\
 	const struct srdma_qp *__q = (qp);				\
 									\
-	ibdev_dbg(&__q->sdev->ibdev, "qp %u: " fmt, __q->ibqp.qp_num,	\
-		  ##__VA_ARGS__);					\
+	ibdev_dbg_ratelimited(&__q->sdev->ibdev, "qp %u: " fmt,	\
+			      __q->ibqp.qp_num, ##__VA_ARGS__);		\
 } while (0)
 #define srdma_err_qp(qp, fmt, ...) do {					\
 	const struct srdma_qp *__q = (qp);				\
 									\
 	ibdev_err_ratelimited(&__q->sdev->ibdev, "qp %u: " fmt,	\
 			      __q->ibqp.qp_num, ##__VA_ARGS__);		\
+} while (0)
+/* A CQ is named by its restrack id (rdma resource show cq), set once created. */
+#define srdma_dbg_cq(cq, fmt, ...) do {					\
+	const struct srdma_cq *__c = (cq);				\
+									\
+	ibdev_dbg_ratelimited(__c->ibcq.device, "cq %u: " fmt,		\
+			      __c->ibcq.res.id, ##__VA_ARGS__);		\
+} while (0)
+#define srdma_err_cq(cq, fmt, ...) do {					\
+	const struct srdma_cq *__c = (cq);				\
+									\
+	ibdev_err_ratelimited(__c->ibcq.device, "cq %u: " fmt,		\
+			      __c->ibcq.res.id, ##__VA_ARGS__);		\
+} while (0)
+/* An MR is named by its key (lkey and rkey are the same). */
+#define srdma_dbg_mr(mr, fmt, ...) do {					\
+	const struct srdma_mr *__m = (mr);				\
+									\
+	ibdev_dbg_ratelimited(__m->ibmr.device, "mr %#x: " fmt,	\
+			      __m->ibmr.lkey, ##__VA_ARGS__);		\
+} while (0)
+#define srdma_err_mr(mr, fmt, ...) do {					\
+	const struct srdma_mr *__m = (mr);				\
+									\
+	ibdev_err_ratelimited(__m->ibmr.device, "mr %#x: " fmt,	\
+			      __m->ibmr.lkey, ##__VA_ARGS__);		\
 } while (0)
 
 /**
@@ -426,8 +456,9 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
  * @res: the kind of object
  *
  * Context: Any context.
- * Return: 0, or -ENOMEM (logged, rate-limited) if the device already has
- * its limit of @res.
+ * Return: 0, or -ENOMEM if the device already has its limit of @res; that
+ * is logged at warning level (rate-limited), since the administrator set
+ * the limit (module parameters max_pd, max_cq, max_qp, max_mr).
  */
 static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 {
@@ -441,8 +472,8 @@ static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 	if (atomic_inc_return(&sdev->res_used[res]) <= sdev->res_max[res])
 		return 0;
 	atomic_dec(&sdev->res_used[res]);
-	srdma_err(sdev, "%s limit of %u reached\n", name[res],
-		  sdev->res_max[res]);
+	srdma_warn(sdev, "%s limit of %u reached\n", name[res],
+		   sdev->res_max[res]);
 	return -ENOMEM;
 }
 

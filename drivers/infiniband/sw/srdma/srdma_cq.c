@@ -22,7 +22,7 @@ static int srdma_create_ucq(struct srdma_cq *cq, u32 slots,
 	int err;
 
 	if (udata->outlen < sizeof(resp)) {
-		srdma_err(to_sdev(cq->ibcq.device),
+		srdma_dbg(to_sdev(cq->ibcq.device),
 			  "create_cq: response of %zu bytes, need %zu\n",
 			  udata->outlen, sizeof(resp));
 		return -EINVAL;
@@ -63,12 +63,12 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	int err;
 
 	if (attr->flags) {
-		srdma_err(sdev, "create_cq: flags %#x not supported\n",
+		srdma_dbg(sdev, "create_cq: flags %#x not supported\n",
 			  attr->flags);
 		return -EOPNOTSUPP;
 	}
 	if (attr->cqe < 1 || attr->cqe >= SRDMA_MAX_CQE) {
-		srdma_err(sdev, "create_cq: %u entries out of range\n",
+		srdma_dbg(sdev, "create_cq: %u entries out of range\n",
 			  attr->cqe);
 		return -EINVAL;
 	}
@@ -196,13 +196,18 @@ static void srdma_ucq_fill(struct srdma_cq *cq, const struct ib_wc *wc)
 	u->reserved = 0;
 }
 
-/* The CQ overflowed and a completion was lost: raise IB_EVENT_CQ_ERR. */
+/*
+ * The CQ overflowed and a completion was lost: raise IB_EVENT_CQ_ERR. The
+ * consumer caused it by not polling; only a kernel consumer's is an error.
+ */
 static void srdma_cq_overflow(struct srdma_cq *cq)
 {
 	struct ib_event ev;
 
-	ibdev_err_ratelimited(cq->ibcq.device,
-			      "cq %p overflowed, completion lost\n", cq);
+	if (cq->uring.map)
+		srdma_dbg_cq(cq, "overflowed, completion lost\n");
+	else
+		srdma_err_cq(cq, "overflowed, completion lost\n");
 	if (cq->ibcq.event_handler) {
 		ev.device = cq->ibcq.device;
 		ev.element.cq = &cq->ibcq;

@@ -3,6 +3,8 @@
  * srdma device and link setup: module init and exit, `rdma link add/delete`,
  * and following the bound netdev's life through the netdev notifier.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <linux/if_arp.h>
 #include <rdma/ib_addr.h>
@@ -60,12 +62,16 @@ void srdma_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&sdev->mr_xa);
 }
 
-/* Can @ndev carry a device named @ibdev_name? Each refusal says why. */
+/*
+ * Can @ndev carry a device named @ibdev_name? The netlink request has no
+ * room for a reason, so each refusal says why in the log, at error level:
+ * the administrator asked for something srdma cannot do.
+ */
 static int srdma_link_check(const char *ibdev_name, struct net_device *ndev)
 {
 	if (ndev->type != ARPHRD_ETHER || (ndev->flags & IFF_LOOPBACK)) {
-		pr_err("srdma: %s: %s is not an Ethernet device\n",
-		       ibdev_name, ndev->name);
+		pr_err("%s: %s is not an Ethernet device\n", ibdev_name,
+		       ndev->name);
 		return -EINVAL;
 	}
 	/*
@@ -74,12 +80,12 @@ static int srdma_link_check(const char *ibdev_name, struct net_device *ndev)
 	 * chance. Any other name works with the stock tools.
 	 */
 	if (str_has_prefix(ibdev_name, "rxe")) {
-		pr_err("srdma: %s: names starting with rxe belong to rdma_rxe's provider; choose another\n",
+		pr_err("%s: names starting with rxe belong to rdma_rxe's provider; choose another\n",
 		       ibdev_name);
 		return -EINVAL;
 	}
 	if (!iboe_get_mtu(READ_ONCE(ndev->mtu))) {
-		pr_err("srdma: %s: %s has MTU %u, RoCE needs at least %u\n",
+		pr_err("%s: %s has MTU %u, RoCE needs at least %u\n",
 		       ibdev_name, ndev->name, READ_ONCE(ndev->mtu),
 		       SRDMA_MIN_NETDEV_MTU);
 		return -EINVAL;
@@ -98,13 +104,13 @@ static int srdma_dev_bind(struct srdma_dev *sdev, const char *ibdev_name,
 
 	mutex_lock(&srdma_dev_mutex);
 	if (srdma_find_by_ndev(ndev)) {
-		pr_err("srdma: %s: %s already has an srdma device\n",
-		       ibdev_name, ndev->name);
+		pr_err("%s: %s already has an srdma device\n", ibdev_name,
+		       ndev->name);
 		err = -EEXIST;
 		goto out_unlock;
 	}
 	if (ndev->reg_state != NETREG_REGISTERED) {
-		pr_err("srdma: %s: %s is going away\n", ibdev_name, ndev->name);
+		pr_err("%s: %s is going away\n", ibdev_name, ndev->name);
 		err = -ENODEV;
 		goto out_unlock;
 	}
@@ -156,16 +162,16 @@ static int srdma_newlink(const char *ibdev_name, struct net_device *ndev)
 	ss = srdma_sockset_get(dev_net(ndev));
 	if (IS_ERR(ss)) {
 		err = PTR_ERR(ss);
-		pr_err("srdma: %s: no UDP socket on %s: %d\n", ibdev_name,
-		       ndev->name, err);
+		pr_err("%s: no UDP socket on %s: %d\n", ibdev_name, ndev->name,
+		       err);
 		goto err_dealloc_device;
 	}
 	sdev->sockset = ss;
 
 	err = srdma_register_device(sdev, ibdev_name);
 	if (err) {
-		pr_err("srdma: %s: registering on %s failed: %d\n",
-		       ibdev_name, ndev->name, err);
+		pr_err("%s: registering on %s failed: %d\n", ibdev_name,
+		       ndev->name, err);
 		goto err_dealloc_device;
 	}
 	srdma_dev_registered(sdev);
@@ -277,7 +283,6 @@ static int __init srdma_init(void)
 		goto err_net_exit;
 
 	rdma_link_register(&srdma_link_ops);
-	pr_info("srdma: loaded\n");
 	return 0;
 
 err_net_exit:
@@ -297,7 +302,6 @@ static void __exit srdma_exit(void)
 	srdma_loop_exit();
 	srdma_icrc_exit();
 	destroy_workqueue(srdma_wq);
-	pr_info("srdma: unloaded\n");
 }
 
 module_init(srdma_init);

@@ -204,7 +204,7 @@ int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
 	/* Entries written before the index are visible after it. */
 	*uprod = smp_load_acquire(&ur->hdr->prod);
 	if (*uprod - r->prod > r->max_wr - (r->prod - r->cons)) {
-		srdma_err_qp(qp, "%s ring: producer %u out of range (at %u/%u, depth %u)\n",
+		srdma_dbg_qp(qp, "%s ring: producer %u out of range (at %u/%u, depth %u)\n",
 			     r == &qp->sq ? "send" : "receive", *uprod,
 			     r->prod, r->cons, r->max_wr);
 		qp->uring_bad = true;
@@ -237,7 +237,7 @@ int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
 
 	lockdep_assert_held(&qp->lock);
 	if (num_sge > max_sge) {
-		srdma_err_qp(qp, "ring entry: %u SGEs, max %u\n", num_sge,
+		srdma_dbg_qp(qp, "ring entry: %u SGEs, max %u\n", num_sge,
 			     max_sge);
 		qp->uring_bad = true;
 		return -EINVAL;
@@ -248,7 +248,7 @@ int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
 		dst[i].length = READ_ONCE(src[i].length);
 		dst[i].lkey = READ_ONCE(src[i].lkey);
 		if (check_add_overflow(*total, dst[i].length, total)) {
-			srdma_err_qp(qp, "ring entry: SGE lengths overflow\n");
+			srdma_dbg_qp(qp, "ring entry: SGE lengths overflow\n");
 			qp->uring_bad = true;
 			return -EINVAL;
 		}

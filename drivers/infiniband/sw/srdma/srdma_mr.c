@@ -140,10 +140,11 @@ struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access)
 		srdma_res_put(sdev, SRDMA_RES_MR);
 		return ERR_PTR(err);
 	}
+	srdma_dbg_mr(mr, "DMA MR, access %#x\n", access);
 	return &mr->ibmr;
 }
 
-/* Can [@start, +@length) be registered at @iova? */
+/* Can [@start, +@length) be registered at @iova? A caller's mistake if not. */
 static int srdma_umr_check_range(struct srdma_dev *sdev, u64 start,
 				 u64 length, u64 iova)
 {
@@ -152,13 +153,13 @@ static int srdma_umr_check_range(struct srdma_dev *sdev, u64 start,
 	if (!length || length > SRDMA_MAX_MR_SIZE ||
 	    check_add_overflow(iova, length, &end) ||
 	    check_add_overflow(start, length, &end)) {
-		srdma_err(sdev, "reg_mr: bad range %#llx+%#llx\n", start,
+		srdma_dbg(sdev, "reg_mr: bad range %#llx+%#llx\n", start,
 			  length);
 		return -EINVAL;
 	}
 	/* iova and start must share their offset in a page. */
 	if ((iova ^ start) & ~PAGE_MASK) {
-		srdma_err(sdev, "reg_mr: iova %#llx and address %#llx differ in page offset\n",
+		srdma_dbg(sdev, "reg_mr: iova %#llx and address %#llx differ in page offset\n",
 			  iova, start);
 		return -EINVAL;
 	}
@@ -230,7 +231,7 @@ struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		return ERR_PTR(err);
 	mr = srdma_mr_alloc(ibpd, access);
 	if (IS_ERR(mr)) {
-		srdma_err(sdev, "reg_mr: access %#x refused: %ld\n", access,
+		srdma_dbg(sdev, "reg_mr: access %#x refused: %ld\n", access,
 			  PTR_ERR(mr));
 		return ERR_CAST(mr);
 	}
@@ -244,6 +245,8 @@ struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	err = srdma_mr_add(sdev, mr);
 	if (err)
 		goto err_unpin;
+	srdma_dbg_mr(mr, "registered %#llx+%#llx, access %#x\n", iova, length,
+		     access);
 	return &mr->ibmr;
 
 err_unpin:

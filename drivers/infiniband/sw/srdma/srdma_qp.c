@@ -122,7 +122,7 @@ static int srdma_create_uqp(struct srdma_qp *qp, struct ib_udata *udata)
 	int err;
 
 	if (udata->outlen < sizeof(resp)) {
-		srdma_err_qp(qp, "create_qp: response of %zu bytes, need %zu\n",
+		srdma_dbg_qp(qp, "create_qp: response of %zu bytes, need %zu\n",
 			     udata->outlen, sizeof(resp));
 		return -EINVAL;
 	}
@@ -154,7 +154,7 @@ err_destroy_usq:
 	return err;
 }
 
-/* Can srdma make a QP of @init? */
+/* Can srdma make a QP of @init? The caller's mistakes are logged as debug. */
 static int srdma_qp_check_init(struct srdma_dev *sdev,
 			       const struct ib_qp_init_attr *init)
 {
@@ -166,7 +166,7 @@ static int srdma_qp_check_init(struct srdma_dev *sdev,
 		return -EOPNOTSUPP;
 	}
 	if (init->srq || init->create_flags) {
-		srdma_err(sdev, "create_qp: SRQ and create flags not supported\n");
+		srdma_dbg(sdev, "create_qp: SRQ and create flags not supported\n");
 		return -EOPNOTSUPP;
 	}
 	if (!init->send_cq || !init->recv_cq)
@@ -175,7 +175,7 @@ static int srdma_qp_check_init(struct srdma_dev *sdev,
 	    cap->max_recv_wr > SRDMA_MAX_QP_WR ||
 	    cap->max_send_sge > SRDMA_MAX_SGE ||
 	    cap->max_recv_sge > SRDMA_MAX_SGE || cap->max_inline_data) {
-		srdma_err(sdev, "create_qp: caps wr %u/%u sge %u/%u inline %u exceed the limits\n",
+		srdma_dbg(sdev, "create_qp: caps wr %u/%u sge %u/%u inline %u exceed the limits\n",
 			  cap->max_send_wr, cap->max_recv_wr, cap->max_send_sge,
 			  cap->max_recv_sge, cap->max_inline_data);
 		return -EINVAL;
@@ -475,20 +475,20 @@ static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	int err;
 
 	if (!(rdma_ah_get_ah_flags(&attr->ah_attr) & IB_AH_GRH)) {
-		srdma_err_qp(qp, "address vector without GRH\n");
+		srdma_dbg_qp(qp, "address vector without GRH\n");
 		return -EINVAL;
 	}
 	grh = rdma_ah_read_grh(&attr->ah_attr);
 	sgid = grh->sgid_attr;
 	if (!sgid || sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP) {
-		srdma_err_qp(qp, "source GID %u is not RoCEv2\n",
+		srdma_dbg_qp(qp, "source GID %u is not RoCEv2\n",
 			     grh->sgid_index);
 		return -EINVAL;
 	}
 	rdma_gid2ip((struct sockaddr *)&sa, &sgid->gid);
 	rdma_gid2ip((struct sockaddr *)&da, &grh->dgid);
 	if (sa.in.sin_family != da.in.sin_family) {
-		srdma_err_qp(qp, "source and destination GIDs differ in family\n");
+		srdma_dbg_qp(qp, "source and destination GIDs differ in family\n");
 		return -EINVAL;
 	}
 	memset(av, 0, sizeof(*av));
@@ -502,6 +502,7 @@ static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	}
 	av->tos = grh->traffic_class;
 	av->ttl = grh->hop_limit ? grh->hop_limit : SRDMA_DEFAULT_TTL;
+	/* The host's routing, not the caller's input: worth an error. */
 	err = srdma_route_lookup(qp->sdev, av, dstp, cookie);
 	if (err)
 		srdma_err_qp(qp, "no route to the destination: %d\n", err);
@@ -579,14 +580,14 @@ static int srdma_qp_check_state(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	 * the QP's real state, or the checks below are checks of a fiction.
 	 */
 	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != m->cur) {
-		srdma_err_qp(qp, "modify_qp: claims state %d, is in %d\n",
+		srdma_dbg_qp(qp, "modify_qp: claims state %d, is in %d\n",
 			     attr->cur_qp_state, m->cur);
 		return -EINVAL;
 	}
 	m->new = (mask & IB_QP_STATE) ? attr->qp_state : m->cur;
 
 	if (!ib_modify_qp_is_ok(m->cur, m->new, IB_QPT_RC, mask)) {
-		srdma_err_qp(qp, "modify_qp: %d -> %d with mask %#x not allowed\n",
+		srdma_dbg_qp(qp, "modify_qp: %d -> %d with mask %#x not allowed\n",
 			     m->cur, m->new, mask);
 		return -EINVAL;
 	}
@@ -594,6 +595,7 @@ static int srdma_qp_check_state(struct srdma_qp *qp, struct ib_qp_attr *attr,
 		/* Never above what the netdev carries without fragments. */
 		m->mtu = min_t(enum ib_mtu, attr->path_mtu,
 			       iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu)));
+		/* The netdev's configuration, not the caller's: an error. */
 		if (!m->mtu) {
 			srdma_err_qp(qp, "modify_qp: %s's MTU %u is too small for RoCE\n",
 				     qp->sdev->ndev->name,
@@ -783,7 +785,7 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		return -EOPNOTSUPP;
 	err = srdma_qp_check_attr(qp, attr, mask);
 	if (err) {
-		srdma_err_qp(qp, "modify_qp: bad attribute (mask %#x)\n", mask);
+		srdma_dbg_qp(qp, "modify_qp: bad attribute (mask %#x)\n", mask);
 		return err;
 	}
 	err = srdma_qp_check_state(qp, attr, mask, &m);
@@ -890,6 +892,6 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	vfree(qp->rq.buf);
 	vfree(qp->sq.buf);
 	srdma_res_put(qp->sdev, SRDMA_RES_QP);
-	srdma_dbg(qp->sdev, "qp %u destroyed\n", ibqp->qp_num);
+	srdma_dbg_qp(qp, "destroyed\n");
 	return 0;
 }
