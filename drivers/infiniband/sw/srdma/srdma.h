@@ -423,7 +423,7 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
 	ibdev_err_ratelimited(&__q->sdev->ibdev, "qp %u: " fmt,	\
 			      __q->ibqp.qp_num, ##__VA_ARGS__);		\
 } while (0)
-/* A CQ is named by its restrack id (rdma resource show cq), set once created. */
+/* A CQ is named by its restrack id (the cqn of rdma resource), once created. */
 #define srdma_dbg_cq(cq, fmt, ...) do {					\
 	const struct srdma_cq *__c = (cq);				\
 									\
