@@ -24,7 +24,13 @@
 
 #define SRDMA_UDP_PORT		4791
 #define SRDMA_GID_TBL_LEN	128
-#define SRDMA_FW_VER		((u64)0 << 32 | 1 << 16 | 0)
+#define SRDMA_PORT_NUM		1	/* the one port of every device */
+/* Firmware version reported as major.minor.subminor (0.1.0). */
+#define SRDMA_FW_MAJOR		0
+#define SRDMA_FW_MINOR		1
+#define SRDMA_FW_SUBMINOR	0
+#define SRDMA_FW_VER		((u64)SRDMA_FW_MAJOR << 32 | \
+				 SRDMA_FW_MINOR << 16 | SRDMA_FW_SUBMINOR)
 
 /* Limits reported by query_device and enforced by the verbs. */
 #define SRDMA_MAX_QP		4096
@@ -399,13 +405,17 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
 	ibdev_err_ratelimited(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
 #define srdma_warn(sdev, fmt, ...) \
 	ibdev_warn_ratelimited(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
+/*
+ * Debug messages are rate-limited too: many report what a user or a peer
+ * did, and enabling them must not let either flood the log.
+ */
 #define srdma_dbg(sdev, fmt, ...) \
-	ibdev_dbg(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
+	ibdev_dbg_ratelimited(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
 #define srdma_dbg_qp(qp, fmt, ...) do {					\
 	const struct srdma_qp *__q = (qp);				\
 									\
-	ibdev_dbg(&__q->sdev->ibdev, "qp %u: " fmt, __q->ibqp.qp_num,	\
-		  ##__VA_ARGS__);					\
+	ibdev_dbg_ratelimited(&__q->sdev->ibdev, "qp %u: " fmt,	\
+			      __q->ibqp.qp_num, ##__VA_ARGS__);		\
 } while (0)
 #define srdma_err_qp(qp, fmt, ...) do {					\
 	const struct srdma_qp *__q = (qp);				\
@@ -413,6 +423,71 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
 	ibdev_err_ratelimited(&__q->sdev->ibdev, "qp %u: " fmt,	\
 			      __q->ibqp.qp_num, ##__VA_ARGS__);		\
 } while (0)
+/* A CQ is named by its restrack id (the cqn of rdma resource), once created. */
+#define srdma_dbg_cq(cq, fmt, ...) do {					\
+	const struct srdma_cq *__c = (cq);				\
+									\
+	ibdev_dbg_ratelimited(__c->ibcq.device, "cq %u: " fmt,		\
+			      __c->ibcq.res.id, ##__VA_ARGS__);		\
+} while (0)
+#define srdma_err_cq(cq, fmt, ...) do {					\
+	const struct srdma_cq *__c = (cq);				\
+									\
+	ibdev_err_ratelimited(__c->ibcq.device, "cq %u: " fmt,		\
+			      __c->ibcq.res.id, ##__VA_ARGS__);		\
+} while (0)
+/* An MR is named by its key (lkey and rkey are the same). */
+#define srdma_dbg_mr(mr, fmt, ...) do {					\
+	const struct srdma_mr *__m = (mr);				\
+									\
+	ibdev_dbg_ratelimited(__m->ibmr.device, "mr %#x: " fmt,	\
+			      __m->ibmr.lkey, ##__VA_ARGS__);		\
+} while (0)
+#define srdma_err_mr(mr, fmt, ...) do {					\
+	const struct srdma_mr *__m = (mr);				\
+									\
+	ibdev_err_ratelimited(__m->ibmr.device, "mr %#x: " fmt,	\
+			      __m->ibmr.lkey, ##__VA_ARGS__);		\
+} while (0)
+
+/**
+ * srdma_res_get() - Count one more object of a kind against the limit.
+ * @sdev: the device
+ * @res: the kind of object
+ *
+ * Context: Any context.
+ * Return: 0, or -ENOMEM if the device already has its limit of @res; that
+ * is logged at warning level (rate-limited), since the administrator set
+ * the limit (module parameters max_pd, max_cq, max_qp, max_mr).
+ */
+static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
+{
+	static const char * const name[SRDMA_NUM_RES] = {
+		[SRDMA_RES_PD] = "PD",
+		[SRDMA_RES_CQ] = "CQ",
+		[SRDMA_RES_QP] = "QP",
+		[SRDMA_RES_MR] = "MR",
+	};
+
+	if (atomic_inc_return(&sdev->res_used[res]) <= sdev->res_max[res])
+		return 0;
+	atomic_dec(&sdev->res_used[res]);
+	srdma_warn(sdev, "%s limit of %u reached\n", name[res],
+		   sdev->res_max[res]);
+	return -ENOMEM;
+}
+
+/**
+ * srdma_res_put() - Uncount an object counted by srdma_res_get().
+ * @sdev: the device
+ * @res: the kind of object
+ *
+ * Context: Any context.
+ */
+static inline void srdma_res_put(struct srdma_dev *sdev, enum srdma_res res)
+{
+	atomic_dec(&sdev->res_used[res]);
+}
 
 /* srdma_net.c */
 int srdma_net_init(void);
@@ -453,6 +528,11 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len);
 int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		    u32 len);
+int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
+		       int num_sge, u32 *total);
+int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
+		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
+		   u32 len, bool to_mr);
 
 /* srdma_icrc.c */
 void srdma_icrc_init(void);
@@ -464,6 +544,11 @@ int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,
 void srdma_uring_destroy(struct srdma_uring *ur);
 int srdma_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void srdma_mmap_free(struct rdma_user_mmap_entry *rentry);
+int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
+		    struct srdma_ring *r, u32 *uprod);
+int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
+		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
+		     u32 *total);
 
 /* srdma_cq.c */
 int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -487,16 +572,6 @@ void srdma_qp_error(struct srdma_qp *qp);
 void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type);
 void srdma_qp_flush(struct srdma_qp *qp);
 void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
-int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
-		       int num_sge, u32 *total);
-int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
-		    struct srdma_ring *r, u32 *uprod);
-int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
-		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
-		     u32 *total);
-int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
-		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
-		   u32 len, bool to_mr);
 
 /* srdma_req.c */
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
@@ -532,8 +607,6 @@ void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 void srdma_dealloc_driver(struct ib_device *ibdev);
 
 /* srdma_verbs.c */
-int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res);
-void srdma_res_put(struct srdma_dev *sdev, enum srdma_res res);
 void srdma_init_device(struct srdma_dev *sdev);
 int srdma_register_device(struct srdma_dev *sdev, const char *name);
 enum ib_port_state srdma_port_state(struct srdma_dev *sdev);

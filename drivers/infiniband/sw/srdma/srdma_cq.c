@@ -22,7 +22,7 @@ static int srdma_create_ucq(struct srdma_cq *cq, u32 slots,
 	int err;
 
 	if (udata->outlen < sizeof(resp)) {
-		srdma_err(to_sdev(cq->ibcq.device),
+		srdma_dbg(to_sdev(cq->ibcq.device),
 			  "create_cq: response of %zu bytes, need %zu\n",
 			  udata->outlen, sizeof(resp));
 		return -EINVAL;
@@ -41,6 +41,19 @@ static int srdma_create_ucq(struct srdma_cq *cq, u32 slots,
 	return err;
 }
 
+/**
+ * srdma_create_cq() - ib_device_ops.create_cq: make a CQ.
+ * @ibcq: the CQ, allocated by the core
+ * @attr: its size and flags; @ibcq->cqe is set to the size made
+ * @udata: the provider's command and response, NULL for a kernel CQ
+ *
+ * A user CQ's entries live in a ring mapped into the process.
+ *
+ * Context: Process context; sleeps.
+ * Return: 0; -EOPNOTSUPP for flags; -EINVAL for a size out of range, a
+ * completion vector the device lacks or a short response buffer; -ENOMEM,
+ * also when the device has its limit of CQs.
+ */
 int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata)
 {
@@ -50,12 +63,12 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	int err;
 
 	if (attr->flags) {
-		srdma_err(sdev, "create_cq: flags %#x not supported\n",
+		srdma_dbg(sdev, "create_cq: flags %#x not supported\n",
 			  attr->flags);
 		return -EOPNOTSUPP;
 	}
 	if (attr->cqe < 1 || attr->cqe >= SRDMA_MAX_CQE) {
-		srdma_err(sdev, "create_cq: %u entries out of range\n",
+		srdma_dbg(sdev, "create_cq: %u entries out of range\n",
 			  attr->cqe);
 		return -EINVAL;
 	}
@@ -81,6 +94,14 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	return err;
 }
 
+/**
+ * srdma_destroy_cq() - ib_device_ops.destroy_cq: free a CQ.
+ * @ibcq: the CQ, which no QP uses any more
+ * @udata: the provider's command, unused
+ *
+ * Context: Process context.
+ * Return: 0.
+ */
 int srdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct srdma_cq *cq = to_scq(ibcq);
@@ -98,6 +119,16 @@ static u32 srdma_cq_cons(struct srdma_cq *cq)
 	return cq->uring.hdr ? READ_ONCE(cq->uring.hdr->cons) : cq->cons;
 }
 
+/**
+ * srdma_poll_cq() - ib_device_ops.poll_cq: take completions of a kernel CQ.
+ * @ibcq: the CQ
+ * @num: at most this many
+ * @wc: where to put them
+ *
+ * Context: Any context; does not sleep.
+ * Return: how many were taken, or -EOPNOTSUPP for a user CQ, which the
+ * process polls in its own mapping.
+ */
 int srdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 {
 	struct srdma_cq *cq = to_scq(ibcq);
@@ -115,6 +146,16 @@ int srdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	return n;
 }
 
+/**
+ * srdma_req_notify_cq() - ib_device_ops.req_notify_cq: arm a CQ.
+ * @ibcq: the CQ
+ * @flags: IB_CQ_NEXT_COMP or IB_CQ_SOLICITED, maybe with
+ *	   IB_CQ_REPORT_MISSED_EVENTS
+ *
+ * Context: Any context; does not sleep.
+ * Return: 1 if IB_CQ_REPORT_MISSED_EVENTS was asked for and the CQ holds
+ * unpolled completions, else 0.
+ */
 int srdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct srdma_cq *cq = to_scq(ibcq);
@@ -137,6 +178,7 @@ static void srdma_ucq_fill(struct srdma_cq *cq, const struct ib_wc *wc)
 {
 	struct ib_uverbs_wc *u = srdma_uring_slot(&cq->uring, cq->prod);
 
+	lockdep_assert_held(&cq->lock);
 	u->wr_id = wc->wr_id;
 	u->status = wc->status;
 	u->opcode = wc->opcode;
@@ -155,15 +197,42 @@ static void srdma_ucq_fill(struct srdma_cq *cq, const struct ib_wc *wc)
 }
 
 /*
- * Add a completion. Called with the owning QP's lock held, in process or
- * softirq context. Raises the completion event if the CQ is armed for it.
+ * The CQ overflowed and a completion was lost: raise IB_EVENT_CQ_ERR. The
+ * consumer caused it by not polling; only a kernel consumer's is an error.
+ */
+static void srdma_cq_overflow(struct srdma_cq *cq)
+{
+	struct ib_event ev;
+
+	if (cq->uring.map)
+		srdma_dbg_cq(cq, "overflowed, completion lost\n");
+	else
+		srdma_err_cq(cq, "overflowed, completion lost\n");
+	if (cq->ibcq.event_handler) {
+		ev.device = cq->ibcq.device;
+		ev.element.cq = &cq->ibcq;
+		ev.event = IB_EVENT_CQ_ERR;
+		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+	}
+}
+
+/**
+ * srdma_cq_post() - Add a completion to a CQ.
+ * @cq: the CQ
+ * @wc: the completion; @wc->qp is the QP it belongs to
+ * @solicited: it completes a solicited receive
+ *
+ * Raises the completion event if the CQ is armed for it, and the CQ error
+ * event if the CQ is full (the completion is then lost).
+ *
+ * Context: Process or softirq context, @wc->qp's lock held.
  */
 void srdma_cq_post(struct srdma_cq *cq, const struct ib_wc *wc, bool solicited)
 {
-	struct ib_event ev;
 	unsigned long flags;
 	bool fire = false, overflow = false;
 
+	lockdep_assert_held(&to_sqp(wc->qp)->lock);
 	spin_lock_irqsave(&cq->lock, flags);
 	/* A user's consumer index out of range also reads as full. */
 	if (cq->prod - srdma_cq_cons(cq) > cq->mask) {
@@ -186,17 +255,8 @@ void srdma_cq_post(struct srdma_cq *cq, const struct ib_wc *wc, bool solicited)
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 
-	if (overflow) {
-		ibdev_err_ratelimited(cq->ibcq.device,
-				      "cq %p overflowed, completion lost\n",
-				      cq);
-		if (cq->ibcq.event_handler) {
-			ev.device = cq->ibcq.device;
-			ev.element.cq = &cq->ibcq;
-			ev.event = IB_EVENT_CQ_ERR;
-			cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
-		}
-	}
+	if (overflow)
+		srdma_cq_overflow(cq);
 	if (fire && cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 }

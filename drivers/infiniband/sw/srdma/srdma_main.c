@@ -3,6 +3,8 @@
  * srdma device and link setup: module init and exit, `rdma link add/delete`,
  * and following the bound netdev's life through the netdev notifier.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <linux/if_arp.h>
 #include <rdma/ib_addr.h>
@@ -36,10 +38,14 @@ static struct srdma_dev *srdma_find_by_ndev(struct net_device *ndev)
 	return NULL;
 }
 
-/*
- * ib_device_ops.dealloc_driver: the device is unregistered, or its
- * registration failed; release what newlink took. Runs for partially set up
- * devices too, via ib_dealloc_device().
+/**
+ * srdma_dealloc_driver() - ib_device_ops.dealloc_driver: release a device.
+ * @ibdev: the device, unregistered or never registered
+ *
+ * Releases what srdma_newlink() took. Runs for partially set up devices
+ * too, via ib_dealloc_device().
+ *
+ * Context: Process context; takes srdma_dev_mutex.
  */
 void srdma_dealloc_driver(struct ib_device *ibdev)
 {
@@ -56,16 +62,16 @@ void srdma_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&sdev->mr_xa);
 }
 
-static int srdma_newlink(const char *ibdev_name, struct net_device *ndev)
+/*
+ * Can @ndev carry a device named @ibdev_name? The netlink request has no
+ * room for a reason, so each refusal says why in the log, at error level:
+ * the administrator asked for something srdma cannot do.
+ */
+static int srdma_link_check(const char *ibdev_name, struct net_device *ndev)
 {
-	struct srdma_sockset *ss;
-	struct srdma_dev *sdev;
-	bool gone;
-	int err;
-
 	if (ndev->type != ARPHRD_ETHER || (ndev->flags & IFF_LOOPBACK)) {
-		pr_err("srdma: %s: %s is not an Ethernet device\n",
-		       ibdev_name, ndev->name);
+		pr_err("%s: %s is not an Ethernet device\n", ibdev_name,
+		       ndev->name);
 		return -EINVAL;
 	}
 	/*
@@ -73,68 +79,102 @@ static int srdma_newlink(const char *ibdev_name, struct net_device *ndev)
 	 * provider that loads first wins: such a name would work or not by
 	 * chance. Any other name works with the stock tools.
 	 */
-	if (!strncmp(ibdev_name, "rxe", 3)) {
-		pr_err("srdma: %s: names starting with rxe belong to rdma_rxe's provider; choose another\n",
+	if (str_has_prefix(ibdev_name, "rxe")) {
+		pr_err("%s: names starting with rxe belong to rdma_rxe's provider; choose another\n",
 		       ibdev_name);
 		return -EINVAL;
 	}
 	if (!iboe_get_mtu(READ_ONCE(ndev->mtu))) {
-		pr_err("srdma: %s: %s has MTU %u, RoCE needs at least %u\n",
+		pr_err("%s: %s has MTU %u, RoCE needs at least %u\n",
 		       ibdev_name, ndev->name, READ_ONCE(ndev->mtu),
 		       SRDMA_MIN_NETDEV_MTU);
 		return -EINVAL;
 	}
+	return 0;
+}
 
+/*
+ * Bind @sdev to @ndev and list it, unless @ndev has a device already or is
+ * going away. Takes srdma_dev_mutex.
+ */
+static int srdma_dev_bind(struct srdma_dev *sdev, const char *ibdev_name,
+			  struct net_device *ndev)
+{
+	int err = 0;
+
+	mutex_lock(&srdma_dev_mutex);
+	if (srdma_find_by_ndev(ndev)) {
+		pr_err("%s: %s already has an srdma device\n", ibdev_name,
+		       ndev->name);
+		err = -EEXIST;
+		goto out_unlock;
+	}
+	if (ndev->reg_state != NETREG_REGISTERED) {
+		pr_err("%s: %s is going away\n", ibdev_name, ndev->name);
+		err = -ENODEV;
+		goto out_unlock;
+	}
+	sdev->ndev = ndev;
+	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
+	list_add_tail(&sdev->list, &srdma_dev_list);
+out_unlock:
+	mutex_unlock(&srdma_dev_mutex);
+	return err;
+}
+
+/*
+ * @sdev is registered: from now on the netdev notifier takes care of it. If
+ * the netdev started unregistering meanwhile, remove the device at once.
+ */
+static void srdma_dev_registered(struct srdma_dev *sdev)
+{
+	bool gone;
+
+	mutex_lock(&srdma_dev_mutex);
+	sdev->registered = true;
+	gone = sdev->ndev_gone;
+	mutex_unlock(&srdma_dev_mutex);
+	if (gone)
+		ib_unregister_device_queued(&sdev->ibdev);
+	else
+		ibdev_info(&sdev->ibdev, "bound to %s\n", sdev->ndev->name);
+}
+
+/* rdma_link_ops.newlink: `rdma link add NAME type srdma netdev NDEV`. */
+static int srdma_newlink(const char *ibdev_name, struct net_device *ndev)
+{
+	struct srdma_sockset *ss;
+	struct srdma_dev *sdev;
+	int err;
+
+	err = srdma_link_check(ibdev_name, ndev);
+	if (err)
+		return err;
 	sdev = ib_alloc_device(srdma_dev, ibdev);
 	if (!sdev)
 		return -ENOMEM;
 	INIT_LIST_HEAD(&sdev->list);
 	srdma_init_device(sdev);
 
-	mutex_lock(&srdma_dev_mutex);
-	if (srdma_find_by_ndev(ndev)) {
-		mutex_unlock(&srdma_dev_mutex);
-		pr_err("srdma: %s: %s already has an srdma device\n",
-		       ibdev_name, ndev->name);
-		err = -EEXIST;
+	err = srdma_dev_bind(sdev, ibdev_name, ndev);
+	if (err)
 		goto err_dealloc_device;
-	}
-	if (ndev->reg_state != NETREG_REGISTERED) {
-		mutex_unlock(&srdma_dev_mutex);
-		pr_err("srdma: %s: %s is going away\n", ibdev_name, ndev->name);
-		err = -ENODEV;
-		goto err_dealloc_device;
-	}
-	sdev->ndev = ndev;
-	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
-	list_add_tail(&sdev->list, &srdma_dev_list);
-	mutex_unlock(&srdma_dev_mutex);
-
 	ss = srdma_sockset_get(dev_net(ndev));
 	if (IS_ERR(ss)) {
 		err = PTR_ERR(ss);
-		pr_err("srdma: %s: no UDP socket on %s: %d\n", ibdev_name,
-		       ndev->name, err);
+		pr_err("%s: no UDP socket on %s: %d\n", ibdev_name, ndev->name,
+		       err);
 		goto err_dealloc_device;
 	}
 	sdev->sockset = ss;
 
 	err = srdma_register_device(sdev, ibdev_name);
 	if (err) {
-		pr_err("srdma: %s: registering on %s failed: %d\n",
-		       ibdev_name, ndev->name, err);
+		pr_err("%s: registering on %s failed: %d\n", ibdev_name,
+		       ndev->name, err);
 		goto err_dealloc_device;
 	}
-
-	mutex_lock(&srdma_dev_mutex);
-	sdev->registered = true;
-	gone = sdev->ndev_gone;
-	mutex_unlock(&srdma_dev_mutex);
-	/* The netdev started unregistering while we registered. */
-	if (gone)
-		ib_unregister_device_queued(&sdev->ibdev);
-	else
-		ibdev_info(&sdev->ibdev, "bound to %s\n", ndev->name);
+	srdma_dev_registered(sdev);
 	return 0;
 
 err_dealloc_device:
@@ -152,7 +192,7 @@ static void srdma_port_event(struct srdma_dev *sdev, enum ib_event_type type)
 {
 	struct ib_event ev = {
 		.device = &sdev->ibdev,
-		.element.port_num = 1,
+		.element.port_num = SRDMA_PORT_NUM,
 		.event = type,
 	};
 
@@ -243,7 +283,6 @@ static int __init srdma_init(void)
 		goto err_net_exit;
 
 	rdma_link_register(&srdma_link_ops);
-	pr_info("srdma: loaded\n");
 	return 0;
 
 err_net_exit:
@@ -263,7 +302,6 @@ static void __exit srdma_exit(void)
 	srdma_loop_exit();
 	srdma_icrc_exit();
 	destroy_workqueue(srdma_wq);
-	pr_info("srdma: unloaded\n");
 }
 
 module_init(srdma_init);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * srdma mapped rings: the CQ, SQ and RQ memory a user process shares with
- * the kernel (layout in include/uapi/rdma/srdma-abi.h).
+ * the kernel (layout in include/uapi/rdma/srdma-abi.h), and reading what
+ * the process posted to a QP's rings.
  *
  * A ring is zeroed pages charged to the creating process's memory cgroup,
  * mapped contiguously in the kernel with vmap(VM_USERMAP) so that
@@ -66,9 +67,16 @@ static struct srdma_umap *to_umap(struct rdma_user_mmap_entry *rentry)
 	return container_of(rentry, struct srdma_umap, rentry);
 }
 
-/*
- * Create a ring of @slots (a power of two) slots of @slot_size bytes and
- * make it mappable by @uctx; the mmap() offset and length go to @uq.
+/**
+ * srdma_uring_create() - Make a ring that a user process can map.
+ * @uctx: the process's context
+ * @ur: the kernel's view of the ring, filled in
+ * @slots: how many slots, a power of two
+ * @slot_size: bytes per slot
+ * @uq: filled with the mmap() offset and length, for the provider
+ *
+ * Context: Process context; sleeps.
+ * Return: 0, -EINVAL if the ring would be too large, or -ENOMEM.
  */
 int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,
 		       u32 slots, u32 slot_size, struct srdma_uqueue *uq)
@@ -113,7 +121,14 @@ err_free_map:
 	return err;
 }
 
-/* Stop using @ur; its memory lives on while user space still maps it. */
+/**
+ * srdma_uring_destroy() - Stop using a mapped ring.
+ * @ur: the ring; nothing happens if it was never created
+ *
+ * The memory lives on while user space still maps it.
+ *
+ * Context: Process context.
+ */
 void srdma_uring_destroy(struct srdma_uring *ur)
 {
 	if (!ur->map)
@@ -124,6 +139,15 @@ void srdma_uring_destroy(struct srdma_uring *ur)
 	ur->slots = NULL;
 }
 
+/**
+ * srdma_mmap() - ib_device_ops.mmap: map a ring into a process.
+ * @uctx: the process's context
+ * @vma: the mapping, whose offset names the ring
+ *
+ * Context: Process context, mmap lock held.
+ * Return: 0, -EINVAL if no ring of @uctx has that offset and length (or the
+ * mapping is not shared), or remap_vmalloc_range()'s error.
+ */
 int srdma_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *rentry;
@@ -141,6 +165,14 @@ int srdma_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	return err;
 }
 
+/**
+ * srdma_mmap_free() - ib_device_ops.mmap_free: free a ring's memory.
+ * @rentry: the ring's mmap entry, whose last reference went
+ *
+ * Pages still mapped by a process stay until it unmaps them.
+ *
+ * Context: Process context.
+ */
 void srdma_mmap_free(struct rdma_user_mmap_entry *rentry)
 {
 	struct srdma_umap *map = to_umap(rentry);
@@ -148,4 +180,78 @@ void srdma_mmap_free(struct rdma_user_mmap_entry *rentry)
 	vunmap(map->buf);
 	srdma_umap_free_pages(map);
 	kfree(map);
+}
+
+/**
+ * srdma_uring_new() - How far has user space filled a QP's mapped ring?
+ * @qp: the QP
+ * @ur: its mapped SQ or RQ
+ * @r: the kernel ring that takes what @ur holds
+ * @uprod: set to the user's producer index
+ *
+ * The index is read once, with acquire semantics: the entries below it are
+ * visible. An index beyond what the queue holds marks the ring bad.
+ *
+ * Context: QP lock held.
+ * Return: 0, or -EINVAL if the ring is, or now was found, bad.
+ */
+int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
+		    struct srdma_ring *r, u32 *uprod)
+{
+	lockdep_assert_held(&qp->lock);
+	if (qp->uring_bad)
+		return -EINVAL;
+	/* Entries written before the index are visible after it. */
+	*uprod = smp_load_acquire(&ur->hdr->prod);
+	if (*uprod - r->prod > r->max_wr - (r->prod - r->cons)) {
+		srdma_dbg_qp(qp, "%s ring: producer %u out of range (at %u/%u, depth %u)\n",
+			     r == &qp->sq ? "send" : "receive", *uprod,
+			     r->prod, r->cons, r->max_wr);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/**
+ * srdma_usges_read() - Read the SGE list of a mapped ring entry.
+ * @qp: the QP
+ * @dst: the kernel WQE's SGEs
+ * @src: the entry's SGEs, in memory user space writes at will
+ * @num_sge: how many the entry says it has, as read once
+ * @max_sge: the queue's max_sge
+ * @total: set to the sum of the lengths
+ *
+ * Each field is read once, into @dst, and only @dst is used afterwards.
+ * A bad list marks the ring bad.
+ *
+ * Context: QP lock held.
+ * Return: 0, or -EINVAL if there are more than @max_sge or the lengths
+ * overflow 32 bits.
+ */
+int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
+		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
+		     u32 *total)
+{
+	u32 i;
+
+	lockdep_assert_held(&qp->lock);
+	if (num_sge > max_sge) {
+		srdma_dbg_qp(qp, "ring entry: %u SGEs, max %u\n", num_sge,
+			     max_sge);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	*total = 0;
+	for (i = 0; i < num_sge; i++) {
+		dst[i].addr = READ_ONCE(src[i].addr);
+		dst[i].length = READ_ONCE(src[i].length);
+		dst[i].lkey = READ_ONCE(src[i].lkey);
+		if (check_add_overflow(*total, dst[i].length, total)) {
+			srdma_dbg_qp(qp, "ring entry: SGE lengths overflow\n");
+			qp->uring_bad = true;
+			return -EINVAL;
+		}
+	}
+	return 0;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * srdma memory: protection domains and memory regions.
+ * srdma memory: protection domains, memory regions, and moving data
+ * between them and work requests' SGE lists.
  *
  * A user MR pins its pages with ib_umem_get() and keeps them in an array;
  * data is moved with kmap_local_page(), never page_address(). Keys are
@@ -18,15 +19,40 @@
 
 #define SRDMA_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ)
+/* The low bits of a key are random, the others the MR's index. */
+#define SRDMA_MR_KEY_BITS	8
+/* Index 0 is never used: its keys would include local_dma_lkey 0. */
+#define SRDMA_MR_MIN_INDEX	1
 
 /* Registrations so far, module-wide: tells a reused key from the original. */
 static atomic64_t srdma_mr_serial = ATOMIC64_INIT(0);
 
+static u32 srdma_mr_index(u32 key)
+{
+	return key >> SRDMA_MR_KEY_BITS;
+}
+
+/**
+ * srdma_alloc_pd() - ib_device_ops.alloc_pd: count a new PD.
+ * @ibpd: the PD, allocated by the core
+ * @udata: the provider's command, unused
+ *
+ * Context: Process context.
+ * Return: 0, or -ENOMEM if the device has its limit of PDs.
+ */
 int srdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	return srdma_res_get(to_sdev(ibpd->device), SRDMA_RES_PD);
 }
 
+/**
+ * srdma_dealloc_pd() - ib_device_ops.dealloc_pd: uncount a PD.
+ * @ibpd: the PD
+ * @udata: the provider's command, unused
+ *
+ * Context: Process context.
+ * Return: 0.
+ */
 int srdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	srdma_res_put(to_sdev(ibpd->device), SRDMA_RES_PD);
@@ -42,14 +68,15 @@ static int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
 
 	/* Reserve the index; lookups see the MR only once it is whole. */
 	err = xa_alloc_cyclic(&sdev->mr_xa, &index, NULL,
-			      XA_LIMIT(1, sdev->res_max[SRDMA_RES_MR]),
+			      XA_LIMIT(SRDMA_MR_MIN_INDEX,
+				       sdev->res_max[SRDMA_RES_MR]),
 			      &sdev->mr_next,
 			      GFP_KERNEL_ACCOUNT);
 	if (err < 0)
 		return err == -EBUSY ? -ENOMEM : err;
 	mr->serial = atomic64_inc_return(&srdma_mr_serial);
 	get_random_bytes(&key, sizeof(key));
-	mr->ibmr.lkey = index << 8 | key;
+	mr->ibmr.lkey = index << SRDMA_MR_KEY_BITS | key;
 	mr->ibmr.rkey = mr->ibmr.lkey;
 	refcount_set(&mr->ref, 1);
 	init_completion(&mr->released);
@@ -84,6 +111,17 @@ static struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access)
 	return mr;
 }
 
+/**
+ * srdma_get_dma_mr() - ib_device_ops.get_dma_mr: an MR of kernel memory.
+ * @ibpd: the PD
+ * @access: IB_ACCESS_* flags
+ *
+ * The MR covers every kernel virtual address, for local access only.
+ *
+ * Context: Process context.
+ * Return: the MR, or an ERR_PTR: -EOPNOTSUPP or -EINVAL for @access,
+ * -ENOMEM, also when the device has its limit of MRs.
+ */
 struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	struct srdma_dev *sdev = to_sdev(ibpd->device);
@@ -102,48 +140,43 @@ struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access)
 		srdma_res_put(sdev, SRDMA_RES_MR);
 		return ERR_PTR(err);
 	}
+	srdma_dbg_mr(mr, "DMA MR, access %#x\n", access);
 	return &mr->ibmr;
 }
 
-struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 iova, int access, struct ib_udata *udata)
+/* Can [@start, +@length) be registered at @iova? A caller's mistake if not. */
+static int srdma_umr_check_range(struct srdma_dev *sdev, u64 start,
+				 u64 length, u64 iova)
 {
-	struct srdma_dev *sdev = to_sdev(ibpd->device);
-	struct sg_page_iter iter;
-	struct srdma_mr *mr;
-	unsigned long i = 0;
 	u64 end;
-	int err;
 
 	if (!length || length > SRDMA_MAX_MR_SIZE ||
 	    check_add_overflow(iova, length, &end) ||
 	    check_add_overflow(start, length, &end)) {
-		srdma_err(sdev, "reg_mr: bad range %#llx+%#llx\n", start,
+		srdma_dbg(sdev, "reg_mr: bad range %#llx+%#llx\n", start,
 			  length);
-		return ERR_PTR(-EINVAL);
+		return -EINVAL;
 	}
 	/* iova and start must share their offset in a page. */
 	if ((iova ^ start) & ~PAGE_MASK) {
-		srdma_err(sdev, "reg_mr: iova %#llx and address %#llx differ in page offset\n",
+		srdma_dbg(sdev, "reg_mr: iova %#llx and address %#llx differ in page offset\n",
 			  iova, start);
-		return ERR_PTR(-EINVAL);
+		return -EINVAL;
 	}
+	return 0;
+}
 
-	mr = srdma_mr_alloc(ibpd, access);
-	if (IS_ERR(mr)) {
-		srdma_err(sdev, "reg_mr: access %#x refused: %ld\n", access,
-			  PTR_ERR(mr));
-		return ERR_CAST(mr);
-	}
-	mr->type = SRDMA_MR_USER;
-	mr->iova = iova;
-	mr->length = length;
+/* Pin the user pages of [@start, +@length) and list them in @mr. */
+static int srdma_umr_pin(struct srdma_mr *mr, struct ib_device *ibdev,
+			 u64 start, u64 length, int access)
+{
+	struct sg_page_iter iter;
+	unsigned long i = 0;
+	int err;
 
-	mr->umem = ib_umem_get(ibpd->device, start, length, access);
-	if (IS_ERR(mr->umem)) {
-		err = PTR_ERR(mr->umem);
-		goto err_free_mr;
-	}
+	mr->umem = ib_umem_get(ibdev, start, length, access);
+	if (IS_ERR(mr->umem))
+		return PTR_ERR(mr->umem);
 	mr->page_off = ib_umem_offset(mr->umem);
 	mr->npages = ib_umem_num_pages(mr->umem);
 	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages),
@@ -161,15 +194,63 @@ struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		err = -EFAULT;
 		goto err_free_pages;
 	}
-
-	err = srdma_mr_add(sdev, mr);
-	if (err)
-		goto err_free_pages;
-	return &mr->ibmr;
+	return 0;
 
 err_free_pages:
 	kvfree(mr->pages);
 err_release_umem:
+	ib_umem_release(mr->umem);
+	return err;
+}
+
+/**
+ * srdma_reg_user_mr() - ib_device_ops.reg_user_mr: register user memory.
+ * @ibpd: the PD
+ * @start: the user virtual address of the memory
+ * @length: its length in bytes
+ * @iova: the address the MR's users give for @start
+ * @access: IB_ACCESS_* flags
+ * @udata: the provider's command, unused
+ *
+ * Pins the pages for the MR's life.
+ *
+ * Context: Process context; sleeps.
+ * Return: the MR, or an ERR_PTR: -EINVAL for a bad range or @access,
+ * -EOPNOTSUPP for @access, -ENOMEM, also when the device has its limit of
+ * MRs, or the error of pinning the pages.
+ */
+struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct srdma_dev *sdev = to_sdev(ibpd->device);
+	struct srdma_mr *mr;
+	int err;
+
+	err = srdma_umr_check_range(sdev, start, length, iova);
+	if (err)
+		return ERR_PTR(err);
+	mr = srdma_mr_alloc(ibpd, access);
+	if (IS_ERR(mr)) {
+		srdma_dbg(sdev, "reg_mr: access %#x refused: %ld\n", access,
+			  PTR_ERR(mr));
+		return ERR_CAST(mr);
+	}
+	mr->type = SRDMA_MR_USER;
+	mr->iova = iova;
+	mr->length = length;
+
+	err = srdma_umr_pin(mr, ibpd->device, start, length, access);
+	if (err)
+		goto err_free_mr;
+	err = srdma_mr_add(sdev, mr);
+	if (err)
+		goto err_unpin;
+	srdma_dbg_mr(mr, "registered %#llx+%#llx, access %#x\n", iova, length,
+		     access);
+	return &mr->ibmr;
+
+err_unpin:
+	kvfree(mr->pages);
 	ib_umem_release(mr->umem);
 err_free_mr:
 	kfree(mr);
@@ -177,13 +258,24 @@ err_free_mr:
 	return ERR_PTR(err);
 }
 
+/**
+ * srdma_dereg_mr() - ib_device_ops.dereg_mr: deregister an MR.
+ * @ibmr: the MR
+ * @udata: the provider's command, unused
+ *
+ * Unpublishes the keys, waits for the packets still copying, then unpins
+ * and frees.
+ *
+ * Context: Process context; sleeps.
+ * Return: 0.
+ */
 int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct srdma_dev *sdev = to_sdev(ibmr->device);
 	struct srdma_mr *mr = to_smr(ibmr);
 
 	/* No new lookups, then wait for the packets still copying. */
-	xa_erase(&sdev->mr_xa, ibmr->lkey >> 8);
+	xa_erase(&sdev->mr_xa, srdma_mr_index(ibmr->lkey));
 	srdma_mr_put(mr);
 	wait_for_completion(&mr->released);
 
@@ -196,16 +288,24 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
-/*
- * Find the MR of @key and take a reference. Kernel DMA keys work only for
- * local access; @remote lookups accept user MRs only.
+/**
+ * srdma_mr_get() - Find the MR of a key and take a reference on it.
+ * @sdev: the device
+ * @key: the lkey or rkey
+ * @remote: the key came from the wire (an rkey)
+ *
+ * Kernel DMA keys work only for local access; @remote lookups accept user
+ * MRs only.
+ *
+ * Context: Any context.
+ * Return: the MR, to be released with srdma_mr_put(), or NULL.
  */
 struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote)
 {
 	struct srdma_mr *mr;
 
 	rcu_read_lock();
-	mr = xa_load(&sdev->mr_xa, key >> 8);
+	mr = xa_load(&sdev->mr_xa, srdma_mr_index(key));
 	if (mr && (mr->ibmr.lkey != key ||
 		   (remote && mr->type != SRDMA_MR_USER) ||
 		   !refcount_inc_not_zero(&mr->ref)))
@@ -214,13 +314,33 @@ struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote)
 	return mr;
 }
 
+/**
+ * srdma_mr_put() - Drop a reference taken by srdma_mr_get().
+ * @mr: the MR
+ *
+ * The last one lets srdma_dereg_mr() go on.
+ *
+ * Context: Any context.
+ */
 void srdma_mr_put(struct srdma_mr *mr)
 {
 	if (refcount_dec_and_test(&mr->ref))
 		complete(&mr->released);
 }
 
-/* 0 if [iova, iova + len) lies in @mr, of @pd, with @access allowed. */
+/**
+ * srdma_mr_check() - May a range of an MR be used for an access?
+ * @mr: the MR
+ * @pd: the PD of the QP that asks
+ * @iova: the start of the range
+ * @len: its length
+ * @access: the IB_ACCESS_* rights needed
+ *
+ * Context: Any context.
+ * Return: 0 if [@iova, @iova + @len) lies in @mr, of @pd, with @access
+ * allowed; -EACCES for another PD or a missing right; -EFAULT for a range
+ * outside the MR.
+ */
 int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
 		   int access)
 {
@@ -263,9 +383,18 @@ static u32 srdma_mr_chunk(struct srdma_mr *mr, u64 iova, u32 done, u32 left,
 	return min_t(u32, left, PAGE_SIZE - *pgoff);
 }
 
-/*
- * Copy between @buf and the MR; @to_mr picks the direction. -EFAULT if the
- * range leaves the MR.
+/**
+ * srdma_mr_copy() - Copy between a buffer and an MR.
+ * @mr: the MR
+ * @iova: where in the MR
+ * @buf: the kernel buffer
+ * @len: bytes to copy
+ * @to_mr: copy from @buf into the MR, else from the MR into @buf
+ *
+ * The caller checked the range with srdma_mr_check().
+ *
+ * Context: Any context.
+ * Return: 0, or -EFAULT if the range leaves the MR.
  */
 int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 		  bool to_mr)
@@ -295,7 +424,21 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 	return 0;
 }
 
-/* Copy @len bytes at @off in @skb into the MR, from fragments in place. */
+/**
+ * srdma_mr_copy_skb() - Copy part of a packet into an MR.
+ * @mr: the MR
+ * @iova: where in the MR
+ * @skb: the packet
+ * @off: where in @skb
+ * @len: bytes to copy
+ *
+ * Copies from the fragments in place. The caller checked the range with
+ * srdma_mr_check().
+ *
+ * Context: Any context.
+ * Return: 0, -EFAULT if the range leaves the MR, or skb_copy_bits()'s error
+ * if @skb is too short.
+ */
 int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len)
 {
@@ -320,11 +463,20 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 	return 0;
 }
 
-/*
- * Attach @len bytes of user MR @mr at @iova to @skb as page fragments,
- * taking a page reference for each (dropped when the skb is freed).
- * -EOPNOTSUPP for a DMA MR, -EMSGSIZE if the fragments run out; the
- * caller then copies instead.
+/**
+ * srdma_mr_attach() - Attach part of a user MR to a packet, without a copy.
+ * @mr: the MR
+ * @iova: where in the MR
+ * @skb: the packet
+ * @len: bytes to attach
+ *
+ * The pages become @skb's fragments, each with a page reference that goes
+ * when the skb is freed.
+ *
+ * Context: Any context.
+ * Return: 0; -EOPNOTSUPP for a DMA MR or -EMSGSIZE if the fragments run
+ * out, in which case the caller copies instead; -EFAULT if the range
+ * leaves the MR.
  */
 int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		    u32 len)
@@ -349,4 +501,94 @@ int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		skb->truesize += n;
 	}
 	return 0;
+}
+
+/**
+ * srdma_sges_from_wr() - Copy a work request's SGE list into a WQE.
+ * @dst: the WQE's SGEs
+ * @src: the work request's SGEs
+ * @num_sge: how many, checked by the caller against the queue's max_sge
+ * @total: set to the sum of the lengths
+ *
+ * Context: Any context.
+ * Return: 0, or -EINVAL if the total overflows 32 bits.
+ */
+int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
+		       int num_sge, u32 *total)
+{
+	int i;
+
+	*total = 0;
+	for (i = 0; i < num_sge; i++) {
+		if (check_add_overflow(*total, src[i].length, total))
+			return -EINVAL;
+		dst[i].addr = src[i].addr;
+		dst[i].length = src[i].length;
+		dst[i].lkey = src[i].lkey;
+	}
+	return 0;
+}
+
+/**
+ * srdma_sge_copy() - Move data between an SGE list and a buffer or packet.
+ * @qp: the QP whose WQE the SGE list is (its PD, and user or kernel)
+ * @sge: the SGE list
+ * @num_sge: its length
+ * @off: byte offset in the list where the data starts
+ * @buf: the kernel buffer, if @skb is NULL
+ * @skb: the packet, or NULL
+ * @skb_off: where in @skb, if @to_mr
+ * @len: bytes to move
+ * @to_mr: into the SGEs (needs local write access), else out of them; out
+ *	   of them into an @skb attaches the pages as fragments
+ *
+ * Each SGE's lkey is looked up and checked against the QP's PD for the
+ * access the direction needs; a user QP may not use a DMA MR.
+ *
+ * Context: Any context.
+ * Return: 0; -EINVAL if the list is shorter than @off + @len; -EACCES for a
+ * bad lkey, a missing right or a range outside the MR; -EOPNOTSUPP or
+ * -EMSGSIZE from srdma_mr_attach(), for the caller to copy instead.
+ */
+int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
+		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
+		   u32 len, bool to_mr)
+{
+	struct srdma_mr *mr;
+	u32 i, n, done = 0;
+	int err = 0;
+
+	for (i = 0; i < num_sge && done < len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(sge[i].length - off, len - done);
+		mr = srdma_mr_get(qp->sdev, sge[i].lkey, false);
+		if (!mr)
+			return -EACCES;
+		if (mr->type == SRDMA_MR_DMA && qp->is_user)
+			err = -EACCES;
+		else
+			err = srdma_mr_check(mr, qp->ibqp.pd, sge[i].addr + off,
+					     n, to_mr ? IB_ACCESS_LOCAL_WRITE :
+					     0);
+		if (!err) {
+			if (skb && to_mr)
+				err = srdma_mr_copy_skb(mr, sge[i].addr + off,
+							skb, skb_off + done, n);
+			else if (skb)
+				err = srdma_mr_attach(mr, sge[i].addr + off,
+						      skb, n);
+			else
+				err = srdma_mr_copy(mr, sge[i].addr + off,
+						    buf + done, n, to_mr);
+		}
+		srdma_mr_put(mr);
+		if (err)
+			return err == -EFAULT ? -EACCES : err;
+		done += n;
+		off = 0;
+	}
+	return done == len ? 0 : -EINVAL;
 }

@@ -9,6 +9,11 @@
  * lookup can find it any more, stops the timer and the work, drops the life
  * reference and waits for the count to reach zero before the core frees
  * the memory.
+ *
+ * modify_qp works as IBTA vol. 1 10.3 describes it: every attribute is
+ * checked against the current state before anything changes, then the
+ * attributes are applied and the QP moves to its new state, with one
+ * helper per transition that has work of its own.
  */
 #include <linux/log2.h>
 #include <linux/vmalloc.h>
@@ -19,10 +24,30 @@
 
 #include "srdma.h"
 
+/*
+ * UDP source ports: RoCEv2 (IBTA Annex A17) takes them from 0xc000-0xffff,
+ * one per QP, from a hash of the QPN so that ECMP spreads the flows.
+ */
+#define SRDMA_SPORT_BASE	0xc000
+#define SRDMA_SPORT_BITS	14
+/* Hop limit (TTL) of an address vector that gives none. */
+#define SRDMA_DEFAULT_TTL	64
+/* Largest values of the 3-bit retry counts and the 5-bit timer codes. */
+#define SRDMA_MAX_RETRY_CNT	7
+#define SRDMA_MAX_TIMER_CODE	31
+
 /* QPN -> srdma_qp for every device: QPNs are unique module-wide. */
 static DEFINE_XARRAY_ALLOC(srdma_qp_xa);
 static u32 srdma_qp_next;		/* under srdma_qp_xa's lock */
 
+/**
+ * srdma_qp_get() - Find a QP by number and take a reference on it.
+ * @qpn: the QP number, usually from a packet
+ *
+ * Context: Any context.
+ * Return: the QP, to be released with srdma_qp_put(), or NULL if no QP has
+ * that number or the one that has it is being destroyed.
+ */
 struct srdma_qp *srdma_qp_get(u32 qpn)
 {
 	struct srdma_qp *qp;
@@ -35,12 +60,27 @@ struct srdma_qp *srdma_qp_get(u32 qpn)
 	return qp;
 }
 
+/**
+ * srdma_qp_put() - Drop a reference taken on a QP.
+ * @qp: the QP
+ *
+ * The last one lets srdma_destroy_qp() go on.
+ *
+ * Context: Any context.
+ */
 void srdma_qp_put(struct srdma_qp *qp)
 {
 	if (refcount_dec_and_test(&qp->ref))
 		complete(&qp->released);
 }
 
+/**
+ * srdma_qp_event() - Raise an asynchronous event on a QP.
+ * @qp: the QP
+ * @type: the event
+ *
+ * Context: Any context; called with or without the QP lock.
+ */
 void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type)
 {
 	struct ib_event ev = {
@@ -82,7 +122,7 @@ static int srdma_create_uqp(struct srdma_qp *qp, struct ib_udata *udata)
 	int err;
 
 	if (udata->outlen < sizeof(resp)) {
-		srdma_err_qp(qp, "create_qp: response of %zu bytes, need %zu\n",
+		srdma_dbg_qp(qp, "create_qp: response of %zu bytes, need %zu\n",
 			     udata->outlen, sizeof(resp));
 		return -EINVAL;
 	}
@@ -114,66 +154,11 @@ err_destroy_usq:
 	return err;
 }
 
-/*
- * How far user space filled mapped ring @ur (kernel ring @r); -EINVAL if
- * that is more than the queue holds. QP lock held.
- */
-int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
-		    struct srdma_ring *r, u32 *uprod)
+/* Can srdma make a QP of @init? The caller's mistakes are logged as debug. */
+static int srdma_qp_check_init(struct srdma_dev *sdev,
+			       const struct ib_qp_init_attr *init)
 {
-	if (qp->uring_bad)
-		return -EINVAL;
-	/* Entries written before the index are visible after it. */
-	*uprod = smp_load_acquire(&ur->hdr->prod);
-	if (*uprod - r->prod > r->max_wr - (r->prod - r->cons)) {
-		srdma_err_qp(qp, "%s ring: producer %u out of range (at %u/%u, depth %u)\n",
-			     r == &qp->sq ? "send" : "receive", *uprod,
-			     r->prod, r->cons, r->max_wr);
-		qp->uring_bad = true;
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/*
- * Read the SGE list of a mapped ring entry, each field once, into @dst and
- * sum the lengths; -EINVAL if there are more than @max_sge or the sum
- * overflows. Either marks the ring bad.
- */
-int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
-		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
-		     u32 *total)
-{
-	u32 i;
-
-	if (num_sge > max_sge) {
-		srdma_err_qp(qp, "ring entry: %u SGEs, max %u\n", num_sge,
-			     max_sge);
-		qp->uring_bad = true;
-		return -EINVAL;
-	}
-	*total = 0;
-	for (i = 0; i < num_sge; i++) {
-		dst[i].addr = READ_ONCE(src[i].addr);
-		dst[i].length = READ_ONCE(src[i].length);
-		dst[i].lkey = READ_ONCE(src[i].lkey);
-		if (check_add_overflow(*total, dst[i].length, total)) {
-			srdma_err_qp(qp, "ring entry: SGE lengths overflow\n");
-			qp->uring_bad = true;
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
-		    struct ib_udata *udata)
-{
-	struct srdma_dev *sdev = to_sdev(ibqp->device);
-	struct srdma_qp *qp = to_sqp(ibqp);
-	struct ib_qp_cap *cap = &init->cap;
-	u32 qpn;
-	int err;
+	const struct ib_qp_cap *cap = &init->cap;
 
 	if (init->qp_type != IB_QPT_RC) {
 		srdma_dbg(sdev, "create_qp: type %d not supported\n",
@@ -181,7 +166,7 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return -EOPNOTSUPP;
 	}
 	if (init->srq || init->create_flags) {
-		srdma_err(sdev, "create_qp: SRQ and create flags not supported\n");
+		srdma_dbg(sdev, "create_qp: SRQ and create flags not supported\n");
 		return -EOPNOTSUPP;
 	}
 	if (!init->send_cq || !init->recv_cq)
@@ -190,17 +175,20 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	    cap->max_recv_wr > SRDMA_MAX_QP_WR ||
 	    cap->max_send_sge > SRDMA_MAX_SGE ||
 	    cap->max_recv_sge > SRDMA_MAX_SGE || cap->max_inline_data) {
-		srdma_err(sdev, "create_qp: caps wr %u/%u sge %u/%u inline %u exceed the limits\n",
+		srdma_dbg(sdev, "create_qp: caps wr %u/%u sge %u/%u inline %u exceed the limits\n",
 			  cap->max_send_wr, cap->max_recv_wr, cap->max_send_sge,
 			  cap->max_recv_sge, cap->max_inline_data);
 		return -EINVAL;
 	}
+	return 0;
+}
 
-	err = srdma_res_get(sdev, SRDMA_RES_QP);
-	if (err)
-		return err;
+/* A new QP in RESET, before its rings and number. */
+static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
+			  const struct ib_qp_init_attr *init, bool is_user)
+{
 	qp->sdev = sdev;
-	qp->is_user = !!udata;
+	qp->is_user = is_user;
 	spin_lock_init(&qp->lock);
 	spin_lock_init(&qp->dst_lock);
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
@@ -209,29 +197,80 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	timer_setup(&qp->retrans_timer, srdma_retrans_timer, 0);
 	INIT_WORK(&qp->read_work, srdma_read_work);
 	qp->state = IB_QPS_RESET;
-	qp->mtu = 256;
+	qp->mtu = ib_mtu_enum_to_int(IB_MTU_256);	/* until RTR sets one */
 	qp->resp_opcode = SRDMA_OP_ACK;	/* no message in progress */
 	qp->rd_gap_psn = U32_MAX;		/* never a valid PSN */
+}
+
+/* The kernel's SQ and RQ, sized by @cap (at least one SGE each). */
+static int srdma_qp_alloc_rings(struct srdma_qp *qp, struct ib_qp_cap *cap)
+{
+	int err;
 
 	cap->max_send_sge = max(cap->max_send_sge, 1U);
 	cap->max_recv_sge = max(cap->max_recv_sge, 1U);
 	err = srdma_ring_init(&qp->sq, cap->max_send_wr, cap->max_send_sge,
 			      sizeof(struct srdma_send_wqe));
 	if (err)
-		goto err_put_res;
+		return err;
 	err = srdma_ring_init(&qp->rq, cap->max_recv_wr, cap->max_recv_sge,
 			      sizeof(struct srdma_recv_wqe));
 	if (err)
-		goto err_free_sq;
+		vfree(qp->sq.buf);
+	return err;
+}
+
+/* Reserve a QPN (not yet published) and derive the UDP source port. */
+static int srdma_qp_alloc_qpn(struct srdma_qp *qp)
+{
+	u32 qpn;
+	int err;
 
 	err = xa_alloc_cyclic(&srdma_qp_xa, &qpn, NULL,
 			      XA_LIMIT(SRDMA_MIN_QPN, SRDMA_QPN_MASK),
 			      &srdma_qp_next, GFP_KERNEL);
 	if (err < 0)
-		goto err_free_rq;
-	ibqp->qp_num = qpn;
-	/* Source port from the QPN, in the 0xc000-0xffff range. */
-	qp->sport = htons(0xc000 | (hash_32(qpn, 14) & 0x3fff));
+		return err;
+	qp->ibqp.qp_num = qpn;
+	qp->sport = htons(SRDMA_SPORT_BASE |
+			  hash_32(qpn, SRDMA_SPORT_BITS));
+	return 0;
+}
+
+/**
+ * srdma_create_qp() - ib_device_ops.create_qp: make an RC QP in RESET.
+ * @ibqp: the QP, allocated by the core
+ * @init: the attributes asked for; the caps are updated to what was made
+ * @udata: the provider's command and response, NULL for a kernel QP
+ *
+ * A user QP also gets its SQ and RQ mapped into the process.
+ *
+ * Context: Process context; sleeps.
+ * Return: 0; -EOPNOTSUPP for a type or feature srdma lacks; -EINVAL for
+ * caps over the limits or a short response buffer; -ENOMEM, also when the
+ * device has its limit of QPs; -EBUSY when no QPN is free.
+ */
+int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct srdma_dev *sdev = to_sdev(ibqp->device);
+	struct srdma_qp *qp = to_sqp(ibqp);
+	struct ib_qp_cap *cap = &init->cap;
+	int err;
+
+	err = srdma_qp_check_init(sdev, init);
+	if (err)
+		return err;
+	err = srdma_res_get(sdev, SRDMA_RES_QP);
+	if (err)
+		return err;
+	srdma_qp_init(qp, sdev, init, !!udata);
+	err = srdma_qp_alloc_rings(qp, cap);
+	if (err)
+		goto err_put_res;
+	err = srdma_qp_alloc_qpn(qp);
+	if (err)
+		goto err_free_rings;
 	cap->max_inline_data = 0;
 
 	if (udata) {
@@ -241,24 +280,32 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 
 	/* Publish only now that the QP is complete. */
-	xa_store(&srdma_qp_xa, qpn, qp, GFP_KERNEL);
+	xa_store(&srdma_qp_xa, ibqp->qp_num, qp, GFP_KERNEL);
 	srdma_dbg_qp(qp, "created, sq %u x %u sge, rq %u x %u sge\n",
 		     cap->max_send_wr, cap->max_send_sge, cap->max_recv_wr,
 		     cap->max_recv_sge);
 	return 0;
 
 err_erase_qpn:
-	xa_erase(&srdma_qp_xa, qpn);
-err_free_rq:
+	xa_erase(&srdma_qp_xa, ibqp->qp_num);
+err_free_rings:
 	vfree(qp->rq.buf);
-err_free_sq:
 	vfree(qp->sq.buf);
 err_put_res:
 	srdma_res_put(sdev, SRDMA_RES_QP);
 	return err;
 }
 
-/* Complete every posted receive and every unfinished send as flushed. */
+/**
+ * srdma_qp_flush() - Complete everything posted to a QP as flushed.
+ * @qp: the QP, in ERR
+ *
+ * Every posted receive and every unfinished send completes with
+ * IB_WC_WR_FLUSH_ERR. A user QP's mapped rings are flagged first, so that
+ * the provider rings the doorbell for whatever it posts from then on.
+ *
+ * Context: QP lock held (BHs disabled).
+ */
 void srdma_qp_flush(struct srdma_qp *qp)
 {
 	struct srdma_cq *rcq = to_scq(qp->ibqp.recv_cq);
@@ -307,9 +354,15 @@ void srdma_qp_flush(struct srdma_qp *qp)
 	srdma_rd_queue_reset(qp);
 }
 
-/*
- * Move to ERR (from any state but RESET), flush, and raise @type; QP lock
- * held.
+/**
+ * srdma_qp_error_event() - Move a QP to ERR by itself and say why.
+ * @qp: the QP
+ * @type: the asynchronous event to raise
+ *
+ * From any state but RESET and ERR: stop the retransmit timer, flush
+ * everything posted, then raise @type.
+ *
+ * Context: QP lock held (BHs disabled).
  */
 void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type)
 {
@@ -324,12 +377,21 @@ void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type)
 	srdma_qp_event(qp, type);
 }
 
+/**
+ * srdma_qp_error() - Move a QP to ERR by itself, as a fatal error.
+ * @qp: the QP
+ *
+ * srdma_qp_error_event() with IB_EVENT_QP_FATAL.
+ *
+ * Context: QP lock held (BHs disabled).
+ */
 void srdma_qp_error(struct srdma_qp *qp)
 {
 	srdma_qp_error_event(qp, IB_EVENT_QP_FATAL);
 }
 
-static void srdma_qp_reset(struct srdma_qp *qp)
+/* Transition to RESET: drop everything posted and all transport state. */
+static void srdma_qp_to_reset(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
 	qp->sq.prod = 0;
@@ -369,6 +431,33 @@ static void srdma_qp_reset(struct srdma_qp *qp)
 	qp->resp_opcode = SRDMA_OP_ACK;
 }
 
+/* Transition to RTS: from RTR, arm the retry counters. */
+static void srdma_qp_to_rts(struct srdma_qp *qp, enum ib_qp_state cur)
+{
+	lockdep_assert_held(&qp->lock);
+	if (cur == IB_QPS_RTR) {
+		qp->retry_left = qp->attr.retry_cnt;
+		qp->rnr_left = qp->attr.rnr_retry;
+	}
+}
+
+/* Transition to SQD: if asked to, say at once that nothing is left to send. */
+static void srdma_qp_to_sqd(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (qp->attr.en_sqd_async_notify && qp->sq_next == qp->sq.prod)
+		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
+}
+
+/* Transition to ERR, asked for: flush everything posted. */
+static void srdma_qp_to_err(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	qp->state = IB_QPS_ERR;
+	qp->attr.qp_state = IB_QPS_ERR;
+	srdma_qp_flush(qp);
+}
+
 /*
  * Resolve the AV of @attr into @av and a route (*@dstp, *@cookie), without
  * touching the QP: the caller publishes all of it at once. Process context.
@@ -386,20 +475,20 @@ static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	int err;
 
 	if (!(rdma_ah_get_ah_flags(&attr->ah_attr) & IB_AH_GRH)) {
-		srdma_err_qp(qp, "address vector without GRH\n");
+		srdma_dbg_qp(qp, "address vector without GRH\n");
 		return -EINVAL;
 	}
 	grh = rdma_ah_read_grh(&attr->ah_attr);
 	sgid = grh->sgid_attr;
 	if (!sgid || sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP) {
-		srdma_err_qp(qp, "source GID %u is not RoCEv2\n",
+		srdma_dbg_qp(qp, "source GID %u is not RoCEv2\n",
 			     grh->sgid_index);
 		return -EINVAL;
 	}
 	rdma_gid2ip((struct sockaddr *)&sa, &sgid->gid);
 	rdma_gid2ip((struct sockaddr *)&da, &grh->dgid);
 	if (sa.in.sin_family != da.in.sin_family) {
-		srdma_err_qp(qp, "source and destination GIDs differ in family\n");
+		srdma_dbg_qp(qp, "source and destination GIDs differ in family\n");
 		return -EINVAL;
 	}
 	memset(av, 0, sizeof(*av));
@@ -412,30 +501,33 @@ static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 		av->daddr.v4 = da.in.sin_addr.s_addr;
 	}
 	av->tos = grh->traffic_class;
-	av->ttl = grh->hop_limit ? grh->hop_limit : 64;
+	av->ttl = grh->hop_limit ? grh->hop_limit : SRDMA_DEFAULT_TTL;
+	/* The host's routing, not the caller's input: worth an error. */
 	err = srdma_route_lookup(qp->sdev, av, dstp, cookie);
 	if (err)
 		srdma_err_qp(qp, "no route to the destination: %d\n", err);
 	return err;
 }
 
-static int srdma_check_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
-			    int mask)
+/* Is each attribute of @mask in its range, whatever the state? */
+static int srdma_qp_check_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
+			       int mask)
 {
-	if ((mask & IB_QP_PORT) && attr->port_num != 1)
+	if ((mask & IB_QP_PORT) && attr->port_num != SRDMA_PORT_NUM)
 		return -EINVAL;
 	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index)
 		return -EINVAL;
 	if ((mask & IB_QP_PATH_MTU) &&
 	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
 		return -EINVAL;
-	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > SRDMA_MAX_RETRY_CNT)
 		return -EINVAL;
-	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > SRDMA_MAX_RETRY_CNT)
 		return -EINVAL;
-	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > SRDMA_MAX_TIMER_CODE)
 		return -EINVAL;
-	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+	if ((mask & IB_QP_MIN_RNR_TIMER) &&
+	    attr->min_rnr_timer > SRDMA_MAX_TIMER_CODE)
 		return -EINVAL;
 	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
 	    attr->max_rd_atomic > SRDMA_MAX_RD_ATOM)
@@ -457,101 +549,155 @@ static int srdma_check_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	return 0;
 }
 
-int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		    struct ib_udata *udata)
+/*
+ * A modify_qp in the making: what was checked and prepared without the QP
+ * lock, applied under it. After the apply, @dst and @jobs hold what was
+ * replaced, for the caller to release.
+ */
+struct srdma_qp_mod {
+	enum ib_qp_state cur;		/* the state it was checked against */
+	enum ib_qp_state new;
+	enum ib_mtu mtu;		/* IB_QP_PATH_MTU, netdev permitting */
+	struct srdma_av av;		/* IB_QP_AV, and its route: */
+	struct dst_entry *dst;		/* counted */
+	u32 cookie;
+	struct srdma_read_job *jobs;	/* IB_QP_MAX_DEST_RD_ATOMIC */
+	u32 njobs;			/* the queue's size; history is twice */
+};
+
+/*
+ * Is @mask allowed from the QP's current state to the one asked for, and
+ * can the netdev carry the path MTU? Fills in @m's states and MTU.
+ */
+static int srdma_qp_check_state(struct srdma_qp *qp, struct ib_qp_attr *attr,
+				int mask, struct srdma_qp_mod *m)
 {
-	struct srdma_qp *qp = to_sqp(ibqp);
-	struct srdma_read_job *jobs = NULL, *old_jobs = NULL;
-	struct dst_entry *dst = NULL;
-	enum ib_qp_state cur, new;
-	enum ib_mtu mtu = 0;
-	struct srdma_av av;
-	u32 njobs = 0, cookie = 0;
-	int err;
-
-	if (udata && udata->inlen)
-		return -EOPNOTSUPP;
-	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
-		return -EOPNOTSUPP;
-
-	err = srdma_check_attr(qp, attr, mask);
-	if (err) {
-		srdma_err_qp(qp, "modify_qp: bad attribute (mask %#x)\n", mask);
-		return err;
-	}
-
 	spin_lock_bh(&qp->lock);
-	cur = qp->state;
+	m->cur = qp->state;
 	spin_unlock_bh(&qp->lock);
 	/*
 	 * The caller's idea of the current state is only a claim: it must be
 	 * the QP's real state, or the checks below are checks of a fiction.
 	 */
-	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != cur) {
-		srdma_err_qp(qp, "modify_qp: claims state %d, is in %d\n",
-			     attr->cur_qp_state, cur);
+	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != m->cur) {
+		srdma_dbg_qp(qp, "modify_qp: claims state %d, is in %d\n",
+			     attr->cur_qp_state, m->cur);
 		return -EINVAL;
 	}
-	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	m->new = (mask & IB_QP_STATE) ? attr->qp_state : m->cur;
 
-	if (!ib_modify_qp_is_ok(cur, new, IB_QPT_RC, mask)) {
-		srdma_err_qp(qp, "modify_qp: %d -> %d with mask %#x not allowed\n",
-			     cur, new, mask);
+	if (!ib_modify_qp_is_ok(m->cur, m->new, IB_QPT_RC, mask)) {
+		srdma_dbg_qp(qp, "modify_qp: %d -> %d with mask %#x not allowed\n",
+			     m->cur, m->new, mask);
 		return -EINVAL;
 	}
 	if (mask & IB_QP_PATH_MTU) {
 		/* Never above what the netdev carries without fragments. */
-		mtu = min_t(enum ib_mtu, attr->path_mtu,
-			    iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu)));
-		if (!mtu) {
+		m->mtu = min_t(enum ib_mtu, attr->path_mtu,
+			       iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu)));
+		/* The netdev's configuration, not the caller's: an error. */
+		if (!m->mtu) {
 			srdma_err_qp(qp, "modify_qp: %s's MTU %u is too small for RoCE\n",
 				     qp->sdev->ndev->name,
 				     READ_ONCE(qp->sdev->ndev->mtu));
 			return -EINVAL;
 		}
 	}
+	return 0;
+}
 
-	/* Sleeping work first, into locals: route lookup, read-job ring. */
+/*
+ * The sleeping work, done before the QP lock is taken: resolve the AV and
+ * its route, allocate the READ job queue. On failure nothing is left held.
+ */
+static int srdma_qp_prepare(struct srdma_qp *qp, struct ib_qp_attr *attr,
+			    int mask, struct srdma_qp_mod *m)
+{
+	int err;
+
 	if (mask & IB_QP_AV) {
-		err = srdma_resolve_av(qp, attr, &av, &dst, &cookie);
+		err = srdma_resolve_av(qp, attr, &m->av, &m->dst, &m->cookie);
 		if (err)
 			return err;
 	}
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
 		/* Room for twice the limit, see srdma_resp_read(). */
-		njobs = roundup_pow_of_two(2 * max_t(u32,
-						     attr->max_dest_rd_atomic,
-						     1) + 1);
+		m->njobs = 2 * max_t(u32, attr->max_dest_rd_atomic, 1) + 1;
+		m->njobs = roundup_pow_of_two(m->njobs);
 		/* The queue, then the history of twice its size. */
-		jobs = kcalloc(3 * njobs, sizeof(*jobs), GFP_KERNEL_ACCOUNT);
-		if (!jobs) {
-			err = -ENOMEM;
-			goto err_release_dst;
+		m->jobs = kcalloc(3 * m->njobs, sizeof(*m->jobs),
+				  GFP_KERNEL_ACCOUNT);
+		if (!m->jobs) {
+			if (m->dst)
+				dst_release(m->dst);
+			m->dst = NULL;
+			return -ENOMEM;
 		}
 	}
+	return 0;
+}
 
-	spin_lock_bh(&qp->lock);
-	if (qp->state != cur) {
-		/*
-		 * The QP changed state (went to ERR) under us. A move to ERR
-		 * or RESET still makes sense from there; anything else was
-		 * asked of a state the QP is no longer in.
-		 */
-		if ((new != IB_QPS_ERR && new != IB_QPS_RESET) ||
-		    (mask & ~IB_QP_STATE) ||
-		    !ib_modify_qp_is_ok(qp->state, new, IB_QPT_RC, mask)) {
-			spin_unlock_bh(&qp->lock);
-			kfree(jobs);
-			err = -EINVAL;
-			goto err_release_dst;
-		}
-		cur = qp->state;
-	}
+/*
+ * Under the QP lock: is the state still the one @m was checked against?
+ * If the QP went to ERR by itself meanwhile, a move to ERR or RESET still
+ * makes sense from there; anything else was asked of a state the QP is no
+ * longer in.
+ */
+static int srdma_qp_recheck_state(struct srdma_qp *qp, int mask,
+				  struct srdma_qp_mod *m)
+{
+	lockdep_assert_held(&qp->lock);
+	if (qp->state == m->cur)
+		return 0;
+	if ((m->new != IB_QPS_ERR && m->new != IB_QPS_RESET) ||
+	    (mask & ~IB_QP_STATE) ||
+	    !ib_modify_qp_is_ok(qp->state, m->new, IB_QPT_RC, mask))
+		return -EINVAL;
+	m->cur = qp->state;
+	return 0;
+}
+
+/* Swap in the READ job queue of @m; @m keeps the old one to free. */
+static void srdma_qp_apply_rd_jobs(struct srdma_qp *qp,
+				   struct ib_qp_attr *attr,
+				   struct srdma_qp_mod *m)
+{
+	lockdep_assert_held(&qp->lock);
+	qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	swap(qp->rd_jobs, m->jobs);
+	qp->rd_mask = m->njobs - 1;
+	qp->rd_hist = qp->rd_jobs + m->njobs;
+	qp->rd_hist_mask = 2 * m->njobs - 1;
+	qp->rd_hist_next = 0;
+	srdma_rd_queue_reset(qp);
+}
+
+/* Swap in the path of @m; @m keeps the old route to release. */
+static void srdma_qp_apply_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
+			      struct srdma_qp_mod *m)
+{
+	lockdep_assert_held(&qp->lock);
+	/* Keep the addresses; the core owns the sgid_attr ref. */
+	qp->attr.ah_attr = attr->ah_attr;
+	qp->attr.ah_attr.grh.sgid_attr = NULL;
+	/* Addresses and route together: no packet sees half of it. */
+	spin_lock(&qp->dst_lock);
+	qp->av = m->av;
+	swap(qp->dst, m->dst);
+	qp->dst_cookie = m->cookie;
+	spin_unlock(&qp->dst_lock);
+}
+
+/* Apply the checked attributes of @mask, all but the state. */
+static void srdma_qp_apply_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
+				int mask, struct srdma_qp_mod *m)
+{
+	lockdep_assert_held(&qp->lock);
 	if (mask & IB_QP_ACCESS_FLAGS)
 		qp->attr.qp_access_flags = attr->qp_access_flags;
 	if (mask & IB_QP_PATH_MTU) {
-		qp->attr.path_mtu = mtu;
-		qp->mtu = ib_mtu_enum_to_int(mtu);
+		qp->attr.path_mtu = m->mtu;
+		qp->mtu = ib_mtu_enum_to_int(m->mtu);
 	}
 	if (mask & IB_QP_TIMEOUT)
 		qp->attr.timeout = attr->timeout;
@@ -563,16 +709,8 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->attr.min_rnr_timer = attr->min_rnr_timer;
 	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
 		qp->attr.max_rd_atomic = attr->max_rd_atomic;
-	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
-		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
-		old_jobs = qp->rd_jobs;
-		qp->rd_jobs = jobs;
-		qp->rd_mask = njobs - 1;
-		qp->rd_hist = jobs + njobs;
-		qp->rd_hist_mask = 2 * njobs - 1;
-		qp->rd_hist_next = 0;
-		srdma_rd_queue_reset(qp);
-	}
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		srdma_qp_apply_rd_jobs(qp, attr, m);
 	if (mask & IB_QP_DEST_QPN)
 		qp->attr.dest_qp_num = attr->dest_qp_num;
 	if (mask & IB_QP_RQ_PSN) {
@@ -583,65 +721,108 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->attr.sq_psn = attr->sq_psn;
 		srdma_req_init_window(qp, attr->sq_psn);
 	}
-	if (mask & IB_QP_AV) {
-		/* Keep the addresses; the core owns the sgid_attr ref. */
-		qp->attr.ah_attr = attr->ah_attr;
-		qp->attr.ah_attr.grh.sgid_attr = NULL;
-		/* Addresses and route together: no packet sees half of it. */
-		spin_lock(&qp->dst_lock);
-		qp->av = av;
-		swap(qp->dst, dst);
-		qp->dst_cookie = cookie;
-		spin_unlock(&qp->dst_lock);
-	}
+	if (mask & IB_QP_AV)
+		srdma_qp_apply_av(qp, attr, m);
 	if (mask & IB_QP_PORT)
 		qp->attr.port_num = attr->port_num;
 	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
 		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
+}
 
-	if (mask & IB_QP_STATE) {
-		switch (new) {
-		case IB_QPS_RESET:
-			srdma_qp_reset(qp);
-			break;
-		case IB_QPS_RTS:
-			if (cur == IB_QPS_RTR) {
-				qp->retry_left = qp->attr.retry_cnt;
-				qp->rnr_left = qp->attr.rnr_retry;
-			}
-			break;
-		case IB_QPS_ERR:
-			qp->state = new;
-			qp->attr.qp_state = new;
-			srdma_qp_flush(qp);
-			break;
-		case IB_QPS_SQD:
-			if (qp->attr.en_sqd_async_notify &&
-			    qp->sq_next == qp->sq.prod)
-				srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
-			break;
-		default:
-			break;
-		}
-		qp->state = new;
-		qp->attr.qp_state = new;
-		srdma_dbg_qp(qp, "state %d -> %d\n", cur, new);
+/* Move the QP from @m's current state to its new one. */
+static void srdma_qp_apply_state(struct srdma_qp *qp, struct srdma_qp_mod *m)
+{
+	lockdep_assert_held(&qp->lock);
+	switch (m->new) {
+	case IB_QPS_RESET:
+		srdma_qp_to_reset(qp);
+		break;
+	case IB_QPS_RTS:
+		srdma_qp_to_rts(qp, m->cur);
+		break;
+	case IB_QPS_ERR:
+		srdma_qp_to_err(qp);
+		break;
+	case IB_QPS_SQD:
+		srdma_qp_to_sqd(qp);
+		break;
+	default:	/* INIT, RTR: their attributes are all there is */
+		break;
 	}
-	/* Resume sending when leaving SQD for RTS. */
-	if (qp->state == IB_QPS_RTS)
-		srdma_req_run(qp);
-	spin_unlock_bh(&qp->lock);
-	kfree(old_jobs);
-	if (dst)		/* the route replaced */
-		dst_release(dst);
-	return 0;
+	qp->state = m->new;
+	qp->attr.qp_state = m->new;
+	srdma_dbg_qp(qp, "state %d -> %d\n", m->cur, m->new);
+}
 
-err_release_dst:
-	if (dst)
-		dst_release(dst);
+/**
+ * srdma_modify_qp() - ib_device_ops.modify_qp: set attributes, change state.
+ * @ibqp: the QP
+ * @attr: the attributes
+ * @mask: which of @attr to apply (IB_QP_*)
+ * @udata: the provider's command, which must carry no private data
+ *
+ * Every attribute is checked against the current state before anything
+ * changes; then they are applied and the QP moves to its new state, all
+ * under the QP lock. A QP that is RTS afterwards resumes sending.
+ *
+ * Context: Process context; sleeps (route lookup, allocation).
+ * Return: 0; -EOPNOTSUPP for private data or unknown mask bits; -EINVAL
+ * for an attribute out of range, a transition or attribute the state does
+ * not allow, a claimed current state that is not the QP's, a netdev MTU
+ * too small, or an address vector srdma cannot use; -ENOMEM; or the
+ * route lookup's error.
+ */
+int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct srdma_qp *qp = to_sqp(ibqp);
+	struct srdma_qp_mod m = {};
+	int err;
+
+	if (udata && udata->inlen)
+		return -EOPNOTSUPP;
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+	err = srdma_qp_check_attr(qp, attr, mask);
+	if (err) {
+		srdma_dbg_qp(qp, "modify_qp: bad attribute (mask %#x)\n", mask);
+		return err;
+	}
+	err = srdma_qp_check_state(qp, attr, mask, &m);
+	if (err)
+		return err;
+	err = srdma_qp_prepare(qp, attr, mask, &m);
+	if (err)
+		return err;
+
+	spin_lock_bh(&qp->lock);
+	err = srdma_qp_recheck_state(qp, mask, &m);
+	if (!err) {
+		srdma_qp_apply_attr(qp, attr, mask, &m);
+		if (mask & IB_QP_STATE)
+			srdma_qp_apply_state(qp, &m);
+		/* Resume sending when leaving SQD for RTS. */
+		if (qp->state == IB_QPS_RTS)
+			srdma_req_run(qp);
+	}
+	spin_unlock_bh(&qp->lock);
+	/* What was replaced, or on failure what was prepared. */
+	kfree(m.jobs);
+	if (m.dst)
+		dst_release(m.dst);
 	return err;
 }
 
+/**
+ * srdma_query_qp() - ib_device_ops.query_qp: report a QP's attributes.
+ * @ibqp: the QP
+ * @attr: filled with every attribute (@mask is not needed to pick them)
+ * @mask: the attributes asked for
+ * @init: filled with the creation attributes
+ *
+ * Context: Process context.
+ * Return: 0.
+ */
 int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init)
 {
@@ -661,7 +842,7 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	attr->ah_attr.grh.sgid_attr = NULL;
 	attr->path_mig_state = IB_MIG_MIGRATED;
-	attr->port_num = 1;
+	attr->port_num = SRDMA_PORT_NUM;
 	attr->cap.max_send_wr = qp->sq.max_wr;
 	attr->cap.max_recv_wr = qp->rq.max_wr;
 	attr->cap.max_send_sge = qp->sq.max_sge;
@@ -676,6 +857,17 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
+/**
+ * srdma_destroy_qp() - ib_device_ops.destroy_qp: tear a QP down.
+ * @ibqp: the QP
+ * @udata: the provider's command, unused
+ *
+ * Unpublishes the QPN, stops the requester, the responder, the timer and
+ * the read work, and waits for every reference to go before freeing.
+ *
+ * Context: Process context; sleeps.
+ * Return: 0.
+ */
 int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct srdma_qp *qp = to_sqp(ibqp);
@@ -700,75 +892,6 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	vfree(qp->rq.buf);
 	vfree(qp->sq.buf);
 	srdma_res_put(qp->sdev, SRDMA_RES_QP);
-	srdma_dbg(qp->sdev, "qp %u destroyed\n", ibqp->qp_num);
+	srdma_dbg_qp(qp, "destroyed\n");
 	return 0;
-}
-
-/*
- * Copy a work request's SGE list into a WQE and sum its lengths. Returns
- * -EINVAL if the total overflows 32 bits.
- */
-int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
-		       int num_sge, u32 *total)
-{
-	int i;
-
-	*total = 0;
-	for (i = 0; i < num_sge; i++) {
-		if (check_add_overflow(*total, src[i].length, total))
-			return -EINVAL;
-		dst[i].addr = src[i].addr;
-		dst[i].length = src[i].length;
-		dst[i].lkey = src[i].lkey;
-	}
-	return 0;
-}
-
-/*
- * Copy @len bytes between the SGE list, at byte @off of the list, and
- * either @buf or @skb at @skb_off. @to_mr copies into the SGEs and requires
- * local write access. Returns 0, -EINVAL if the list is too short or
- * -EACCES for a bad lkey or missing right.
- */
-int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
-		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
-		   u32 len, bool to_mr)
-{
-	struct srdma_mr *mr;
-	u32 i, n, done = 0;
-	int err = 0;
-
-	for (i = 0; i < num_sge && done < len; i++) {
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		n = min(sge[i].length - off, len - done);
-		mr = srdma_mr_get(qp->sdev, sge[i].lkey, false);
-		if (!mr)
-			return -EACCES;
-		if (mr->type == SRDMA_MR_DMA && qp->is_user)
-			err = -EACCES;
-		else
-			err = srdma_mr_check(mr, qp->ibqp.pd, sge[i].addr + off,
-					     n, to_mr ? IB_ACCESS_LOCAL_WRITE :
-					     0);
-		if (!err) {
-			if (skb && to_mr)
-				err = srdma_mr_copy_skb(mr, sge[i].addr + off,
-							skb, skb_off + done, n);
-			else if (skb)
-				err = srdma_mr_attach(mr, sge[i].addr + off,
-						      skb, n);
-			else
-				err = srdma_mr_copy(mr, sge[i].addr + off,
-						    buf + done, n, to_mr);
-		}
-		srdma_mr_put(mr);
-		if (err)
-			return err == -EFAULT ? -EACCES : err;
-		done += n;
-		off = 0;
-	}
-	return done == len ? 0 : -EINVAL;
 }

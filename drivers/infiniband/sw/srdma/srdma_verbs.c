@@ -10,6 +10,14 @@
 
 #include "srdma.h"
 
+/* One P_Key, the default, in the one table entry. */
+#define SRDMA_PKEY_TBL_LEN	1
+/*
+ * Local CA ACK delay as an exponent, 4.096 us * 2^15 = 134 ms: the time a
+ * peer should allow this device to ACK, as rdma_rxe reports it too.
+ */
+#define SRDMA_LOCAL_ACK_DELAY	15
+
 /*
  * Object limits per device, reported by query_device and enforced at
  * creation. Lower them to contain what one device can pin or allocate; a
@@ -29,35 +37,19 @@ static unsigned int max_mr = SRDMA_MAX_MR;
 module_param(max_mr, uint, 0444);
 MODULE_PARM_DESC(max_mr, "memory regions per device (default and max 65536)");
 
-static const char * const srdma_res_name[SRDMA_NUM_RES] = {
-	[SRDMA_RES_PD] = "PD",
-	[SRDMA_RES_CQ] = "CQ",
-	[SRDMA_RES_QP] = "QP",
-	[SRDMA_RES_MR] = "MR",
-};
-
-/* Count one more object of kind @res; -ENOMEM past the device's limit. */
-int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
-{
-	if (atomic_inc_return(&sdev->res_used[res]) > sdev->res_max[res]) {
-		atomic_dec(&sdev->res_used[res]);
-		srdma_err(sdev, "%s limit of %u reached\n", srdma_res_name[res],
-			  sdev->res_max[res]);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-void srdma_res_put(struct srdma_dev *sdev, enum srdma_res res)
-{
-	atomic_dec(&sdev->res_used[res]);
-}
-
 static u32 srdma_limit(unsigned int param, u32 hard)
 {
 	return param && param < hard ? param : hard;
 }
 
+/**
+ * srdma_port_state() - The state of a device's port, from its netdev's.
+ * @sdev: the device
+ *
+ * Context: Any context.
+ * Return: IB_PORT_ACTIVE if the netdev is up with a carrier, else
+ * IB_PORT_DOWN.
+ */
 enum ib_port_state srdma_port_state(struct srdma_dev *sdev)
 {
 	struct net_device *ndev = sdev->ndev;
@@ -98,8 +90,8 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_qp_init_rd_atom = SRDMA_MAX_RD_ATOM;
 	attr->max_res_rd_atom = SRDMA_MAX_RD_ATOM * attr->max_qp;
 	attr->atomic_cap = IB_ATOMIC_NONE;
-	attr->max_pkeys = 1;
-	attr->local_ca_ack_delay = 15;
+	attr->max_pkeys = SRDMA_PKEY_TBL_LEN;
+	attr->local_ca_ack_delay = SRDMA_LOCAL_ACK_DELAY;
 	return 0;
 }
 
@@ -117,7 +109,7 @@ static int srdma_query_port(struct ib_device *ibdev, u32 port,
 	attr->gid_tbl_len = SRDMA_GID_TBL_LEN;
 	attr->port_cap_flags = IB_PORT_CM_SUP;
 	attr->max_msg_sz = SRDMA_MAX_MSG_SIZE;
-	attr->pkey_tbl_len = 1;
+	attr->pkey_tbl_len = SRDMA_PKEY_TBL_LEN;
 	attr->max_vl_num = 1;
 
 	/* Fails while the netdev is going away: report a default then. */
@@ -132,7 +124,7 @@ static int srdma_query_port(struct ib_device *ibdev, u32 port,
 static int srdma_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 			    u16 *pkey)
 {
-	if (index)
+	if (index >= SRDMA_PKEY_TBL_LEN)
 		return -EINVAL;
 	*pkey = IB_DEFAULT_PKEY_FULL;
 	return 0;
@@ -168,9 +160,8 @@ static enum rdma_link_layer srdma_get_link_layer(struct ib_device *ibdev,
 
 static void srdma_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
-	snprintf(str, IB_FW_VERSION_NAME_MAX, "%llu.%llu.%llu",
-		 SRDMA_FW_VER >> 32, (SRDMA_FW_VER >> 16) & 0xffff,
-		 SRDMA_FW_VER & 0xffff);
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u.%u", SRDMA_FW_MAJOR,
+		 SRDMA_FW_MINOR, SRDMA_FW_SUBMINOR);
 }
 
 static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
@@ -201,9 +192,12 @@ static void srdma_dealloc_ucontext(struct ib_ucontext *ibuc)
 
 /*
  * Called when the device goes away under an open ucontext (netdev removal,
- * `rdma link delete`, rmmod). The core zaps the process's mappings of our
- * rings (they are rdma_user_mmap entries) and destroys every object of the
- * context; there is nothing else to release here.
+ * `rdma link delete`, rmmod). The core then destroys every object of the
+ * context, which removes the rings' mmap entries; there is nothing else to
+ * release here. The core zaps only mappings made with rdma_user_mmap_io():
+ * a process keeps the ring pages it mapped (remap_vmalloc_range() took a
+ * reference on each) until it unmaps them, but the kernel no longer reads
+ * or writes them.
  */
 static void srdma_disassociate_ucontext(struct ib_ucontext *ibuc)
 {
@@ -292,6 +286,14 @@ static const struct ib_device_ops srdma_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, srdma_qp, ibqp),
 };
 
+/**
+ * srdma_init_device() - Set up a new device's limits, MR table and ops.
+ * @sdev: the device, just allocated
+ *
+ * The limits are read from the module parameters now, once.
+ *
+ * Context: Process context.
+ */
 void srdma_init_device(struct srdma_dev *sdev)
 {
 	sdev->res_max[SRDMA_RES_PD] = srdma_limit(max_pd, SRDMA_MAX_PD);
@@ -302,6 +304,16 @@ void srdma_init_device(struct srdma_dev *sdev)
 	ib_set_device_ops(&sdev->ibdev, &srdma_dev_ops);
 }
 
+/**
+ * srdma_register_device() - Register a device with the RDMA core.
+ * @sdev: the device, bound to its netdev
+ * @name: the device's name
+ *
+ * Context: Process context; sleeps; takes rtnl (through the core), so
+ * srdma_dev_mutex must not be held.
+ * Return: 0, or the error of ib_device_set_netdev() or
+ * ib_register_device().
+ */
 int srdma_register_device(struct srdma_dev *sdev, const char *name)
 {
 	struct ib_device *ibdev = &sdev->ibdev;
@@ -320,7 +332,7 @@ int srdma_register_device(struct srdma_dev *sdev, const char *name)
 	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
 			    sdev->ndev->dev_addr);
 
-	err = ib_device_set_netdev(ibdev, sdev->ndev, 1);
+	err = ib_device_set_netdev(ibdev, sdev->ndev, SRDMA_PORT_NUM);
 	if (err)
 		return err;
 
