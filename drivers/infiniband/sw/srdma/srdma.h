@@ -455,12 +455,6 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
 	ibdev_dbg(&__q->sdev->ibdev, "qp %u: " fmt, __q->ibqp.qp_num,	\
 		  ##__VA_ARGS__);					\
 } while (0)
-#define srdma_dbg_qp_ratelimited(qp, fmt, ...) do {			\
-	const struct srdma_qp *__q = (qp);				\
-									\
-	ibdev_dbg_ratelimited(&__q->sdev->ibdev, "qp %u: " fmt,	\
-			      __q->ibqp.qp_num, ##__VA_ARGS__);		\
-} while (0)
 #define srdma_err_qp(qp, fmt, ...) do {					\
 	const struct srdma_qp *__q = (qp);				\
 									\

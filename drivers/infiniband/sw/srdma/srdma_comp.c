@@ -117,8 +117,8 @@ static void srdma_comp_rnr_nak(struct srdma_qp *qp, u32 psn, u8 timer)
 	if (qp->state == IB_QPS_ERR)
 		return;
 	if (!srdma_req_rnr(qp, psn, timer)) {
-		srdma_dbg_qp_ratelimited(qp, "receiver not ready after %u retries\n",
-					 qp->attr.rnr_retry);
+		srdma_dbg_qp(qp, "receiver not ready after %u retries\n",
+			     qp->attr.rnr_retry);
 		srdma_comp_fail(qp, psn, IB_WC_RNR_RETRY_EXC_ERR);
 	}
 }
@@ -196,8 +196,8 @@ static bool srdma_comp_read_resp_ok(struct srdma_qp *qp,
 
 	if ((last && !(pkt->flags & SRDMA_F_LAST)) || pkt->paylen != want ||
 	    (first && !(pkt->flags & SRDMA_F_FIRST))) {
-		srdma_dbg_qp_ratelimited(qp, "READ response psn %u: bad opcode %#x or length %u\n",
-					 pkt->psn, pkt->opcode, pkt->paylen);
+		srdma_dbg_qp(qp, "READ response psn %u: bad opcode %#x or length %u\n",
+			     pkt->psn, pkt->opcode, pkt->paylen);
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
 		return false;
 	}
@@ -228,7 +228,7 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, idx * qp->mtu, NULL,
 			     skb, payoff, pkt->paylen, true);
 	if (err) {
-		srdma_dbg_qp_ratelimited(qp, "READ response: local protection error\n");
+		srdma_dbg_qp(qp, "READ response: local protection error\n");
 		srdma_comp_fail(qp, wqe->first_psn, IB_WC_LOC_PROT_ERR);
 		return;
 	}

@@ -657,9 +657,8 @@ static int srdma_req_start(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	wqe->npkts = srdma_npkts(wqe->length, qp->mtu);
 	if (wqe->npkts > SRDMA_MAX_MSG_PKTS) {
 		/* Posted before the path MTU shrank. */
-		srdma_dbg_qp_ratelimited(qp, "wr %llu: %u packets, max %lu\n",
-					 wqe->wr_id, wqe->npkts,
-					 SRDMA_MAX_MSG_PKTS);
+		srdma_dbg_qp(qp, "wr %llu: %u packets, max %lu\n",
+			     wqe->wr_id, wqe->npkts, SRDMA_MAX_MSG_PKTS);
 		return -EMSGSIZE;
 	}
 	wqe->first_psn = qp->next_psn;
@@ -752,8 +751,8 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, int *err)
 		*err = srdma_req_packet(qp, wqe);
 		if (*err == -EACCES || *err == -EINVAL) {
 			/* Bad lkey, range or right in the local SGEs. */
-			srdma_dbg_qp_ratelimited(qp, "wr %llu: local protection error\n",
-						 wqe->wr_id);
+			srdma_dbg_qp(qp, "wr %llu: local protection error\n",
+				     wqe->wr_id);
 			srdma_req_fail(qp, wqe, *err);
 			return false;
 		}
@@ -977,17 +976,17 @@ static bool srdma_msg_len_ok(struct srdma_qp *qp, u32 len)
 static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 {
 	if (!srdma_opcode_ok(wr->opcode)) {
-		srdma_dbg_qp_ratelimited(qp, "post_send: opcode %d not supported\n",
-					 wr->opcode);
+		srdma_dbg_qp(qp, "post_send: opcode %d not supported\n",
+			     wr->opcode);
 		return -EINVAL;
 	}
 	if (wr->num_sge < 0 || wr->num_sge > qp->sq.max_sge) {
-		srdma_dbg_qp_ratelimited(qp, "post_send: %d SGEs, max %u\n",
-					 wr->num_sge, qp->sq.max_sge);
+		srdma_dbg_qp(qp, "post_send: %d SGEs, max %u\n",
+			     wr->num_sge, qp->sq.max_sge);
 		return -EINVAL;
 	}
 	if (wr->send_flags & IB_SEND_INLINE) {
-		srdma_dbg_qp_ratelimited(qp, "post_send: inline data not supported\n");
+		srdma_dbg_qp(qp, "post_send: inline data not supported\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -1003,8 +1002,8 @@ static int srdma_wr_sges(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 	if (srdma_sges_from_wr(wqe->sge, wr->sg_list, wr->num_sge, len))
 		return -EINVAL;
 	if (!srdma_msg_len_ok(qp, *len)) {
-		srdma_dbg_qp_ratelimited(qp, "post_send: message of %u bytes too long for MTU %u\n",
-					 *len, qp->mtu);
+		srdma_dbg_qp(qp, "post_send: message of %u bytes too long for MTU %u\n",
+			     *len, qp->mtu);
 		return -EINVAL;
 	}
 	return 0;
@@ -1124,11 +1123,10 @@ static int srdma_post_send_user(struct srdma_qp *qp,
 
 	spin_lock_bh(&qp->lock);
 	if (wr) {
-		srdma_dbg_qp_ratelimited(qp, "post_send: a user QP posts through its ring\n");
+		srdma_dbg_qp(qp, "post_send: a user QP posts through its ring\n");
 		err = -EINVAL;
 	} else if (!srdma_qp_sq_postable(qp)) {
-		srdma_dbg_qp_ratelimited(qp, "post_send in state %d\n",
-					 qp->state);
+		srdma_dbg_qp(qp, "post_send in state %d\n", qp->state);
 		err = -EINVAL;
 	} else if (qp->state != IB_QPS_ERR && srdma_sq_pull(qp)) {
 		err = -EINVAL;
@@ -1170,8 +1168,7 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		return srdma_post_send_user(qp, wr, bad_wr);
 	spin_lock_bh(&qp->lock);
 	if (!srdma_qp_sq_postable(qp)) {
-		srdma_dbg_qp_ratelimited(qp, "post_send in state %d\n",
-					 qp->state);
+		srdma_dbg_qp(qp, "post_send in state %d\n", qp->state);
 		err = -EINVAL;
 		*bad_wr = wr;
 		goto out_unlock;

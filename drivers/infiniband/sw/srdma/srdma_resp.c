@@ -66,7 +66,7 @@ static int srdma_post_recv_user(struct srdma_qp *qp,
 
 	spin_lock_bh(&qp->lock);
 	if (wr) {
-		srdma_dbg_qp_ratelimited(qp, "post_recv: a user QP posts through its ring\n");
+		srdma_dbg_qp(qp, "post_recv: a user QP posts through its ring\n");
 		*bad_wr = wr;
 		err = -EINVAL;
 	} else if (qp->state == IB_QPS_ERR) {
@@ -104,15 +104,15 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		return srdma_post_recv_user(qp, wr, bad_wr);
 	spin_lock_bh(&qp->lock);
 	if (!srdma_qp_rq_postable(qp)) {
-		srdma_dbg_qp_ratelimited(qp, "post_recv in RESET\n");
+		srdma_dbg_qp(qp, "post_recv in RESET\n");
 		*bad_wr = wr;
 		err = -EINVAL;
 		goto out_unlock;
 	}
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge < 0 || wr->num_sge > qp->rq.max_sge) {
-			srdma_dbg_qp_ratelimited(qp, "post_recv: %d SGEs, max %u\n",
-						 wr->num_sge, qp->rq.max_sge);
+			srdma_dbg_qp(qp, "post_recv: %d SGEs, max %u\n",
+				     wr->num_sge, qp->rq.max_sge);
 			err = -EINVAL;
 		} else if (qp->rq.prod - qp->rq.cons >= qp->rq.max_wr) {
 			err = -ENOMEM;
@@ -298,15 +298,15 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		qp->recv_off = 0;
 	} else if (!qp->recv_active) {
 		/* Never complete a receive that was not taken. */
-		srdma_dbg_qp_ratelimited(qp, "SEND continues a message with no receive\n");
+		srdma_dbg_qp(qp, "SEND continues a message with no receive\n");
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
 		return -EINVAL;
 	}
 	wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
 	if (pkt->paylen > wqe->length - qp->recv_off) {
-		srdma_dbg_qp_ratelimited(qp, "SEND of more than the %u-byte receive buffer\n",
-					 wqe->length);
+		srdma_dbg_qp(qp, "SEND of more than the %u-byte receive buffer\n",
+			     wqe->length);
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_LOC_LEN_ERR);
 		return -EINVAL;
@@ -314,7 +314,7 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, qp->recv_off, NULL,
 			     skb, payoff, pkt->paylen, true);
 	if (err) {
-		srdma_dbg_qp_ratelimited(qp, "receive buffer: local protection error\n");
+		srdma_dbg_qp(qp, "receive buffer: local protection error\n");
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_REMOTE_OP,
 				 IB_WC_LOC_PROT_ERR);
 		return err;
@@ -354,8 +354,8 @@ static int srdma_resp_access_err(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				 u64 va, u32 len, u32 rkey, bool read)
 {
 	srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
-	srdma_dbg_qp_ratelimited(qp, "%s of %#llx+%u rkey %#x refused\n",
-				 read ? "READ" : "WRITE", va, len, rkey);
+	srdma_dbg_qp(qp, "%s of %#llx+%u rkey %#x refused\n",
+		     read ? "READ" : "WRITE", va, len, rkey);
 	srdma_resp_fatal(qp, pkt, SRDMA_NAK_REMOTE_ACCESS,
 			 IB_WC_REM_ACCESS_ERR);
 	return -EACCES;
@@ -371,8 +371,8 @@ static int srdma_resp_dmalen(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	if (pkt->dmalen <= SRDMA_MAX_MSG_SIZE &&
 	    srdma_npkts(pkt->dmalen, qp->mtu) <= SRDMA_MAX_MSG_PKTS)
 		return 0;
-	srdma_dbg_qp_ratelimited(qp, "request of %u bytes exceeds the message limit\n",
-				 pkt->dmalen);
+	srdma_dbg_qp(qp, "request of %u bytes exceeds the message limit\n",
+		     pkt->dmalen);
 	srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 			 IB_WC_REM_INV_REQ_ERR);
 	return -EINVAL;
@@ -454,8 +454,8 @@ static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	if (pkt->paylen > qp->write_left ||
 	    ((pkt->flags & SRDMA_F_LAST) && pkt->paylen != qp->write_left) ||
 	    (!(pkt->flags & SRDMA_F_LAST) && pkt->paylen != qp->mtu)) {
-		srdma_dbg_qp_ratelimited(qp, "WRITE packet of %u bytes, %u left\n",
-					 pkt->paylen, qp->write_left);
+		srdma_dbg_qp(qp, "WRITE packet of %u bytes, %u left\n",
+			     pkt->paylen, qp->write_left);
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
 		return -EINVAL;
@@ -644,7 +644,7 @@ static int srdma_resp_read_check(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return -EINVAL;
 	}
 	if (!dup && !qp->rd_jobs) {
-		srdma_dbg_qp_ratelimited(qp, "READ but max_dest_rd_atomic is 0\n");
+		srdma_dbg_qp(qp, "READ but max_dest_rd_atomic is 0\n");
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
 		return -EINVAL;
@@ -733,8 +733,8 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	if (srdma_rd_queued(qp) >= srdma_rd_queue_max(qp)) {
 		if (dup)	/* older ones still queued: it asks again later */
 			return -EBUSY;
-		srdma_dbg_qp_ratelimited(qp, "more than %u READs outstanding\n",
-					 srdma_rd_queue_max(qp));
+		srdma_dbg_qp(qp, "more than %u READs outstanding\n",
+			     srdma_rd_queue_max(qp));
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
 		return -EBUSY;
@@ -841,8 +841,8 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	qp->nak_sent = false;
 
 	if (!srdma_resp_seq_ok(qp, pkt)) {
-		srdma_dbg_qp_ratelimited(qp, "opcode %#x out of sequence after %#x\n",
-					 pkt->opcode, qp->resp_opcode);
+		srdma_dbg_qp(qp, "opcode %#x out of sequence after %#x\n",
+			     pkt->opcode, qp->resp_opcode);
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
 		return;
