@@ -65,10 +65,14 @@
 #define SRDMA_READ_INLINE_PKTS	4
 /* Floor of the adaptive retransmission timeout, in jiffies. */
 #define SRDMA_RTO_MIN_JIFFIES	2
+/* Early retransmissions double the timeout at most this many times. */
+#define SRDMA_RTO_BACKOFF_MAX	10
 /* Payloads of at least this many bytes go out from the MR's pages. */
 #define SRDMA_ZCOPY_MIN		1024
 /* Ask for an ACK at least every this many packets. */
 #define SRDMA_ACKREQ_EVERY	16
+/* The value (bits 4:0) of an AETH syndrome: RNR timer or NAK code. */
+#define SRDMA_AETH_VALUE_MASK	0x1f
 
 /*
  * The UDP sockets (IPv4 and IPv6, port 4791) of one network namespace,
@@ -193,6 +197,15 @@ struct srdma_sge {
 	u64 addr;
 	u32 length;
 	u32 lkey;
+};
+
+/* Where the payload of a packet comes from (srdma_data_pkt()). */
+struct srdma_payload_src {
+	struct srdma_mr *mr;		/* a checked MR, or NULL: the SGEs */
+	u64 iova;			/* in @mr */
+	struct srdma_sge *sge;		/* a local SGE list, lkeys unchecked */
+	u32 num_sge;
+	u32 off;			/* byte offset in the SGE list */
 };
 
 /* A send work request as srdma keeps it in the SQ ring. */
@@ -353,6 +366,41 @@ struct srdma_qp {
 	u32 rd_gen;			/* bumped whenever the queue is reset */
 	struct work_struct read_work;
 };
+
+/* The QP states in which each part of the data path works. */
+
+/* The requester sends: RTS, and SQD to finish what it started. */
+static inline bool srdma_qp_sq_running(const struct srdma_qp *qp)
+{
+	return qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD;
+}
+
+/* The completer takes ACKs and READ responses: RTS, SQD and SQE. */
+static inline bool srdma_qp_comp_running(const struct srdma_qp *qp)
+{
+	return qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD ||
+	       qp->state == IB_QPS_SQE;
+}
+
+/* The responder takes requests: RTR, RTS, SQD and SQE. */
+static inline bool srdma_qp_rq_running(const struct srdma_qp *qp)
+{
+	return qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS ||
+	       qp->state == IB_QPS_SQD || qp->state == IB_QPS_SQE;
+}
+
+/* post_send takes work requests from RTS on (ERR flushes them). */
+static inline bool srdma_qp_sq_postable(const struct srdma_qp *qp)
+{
+	return qp->state != IB_QPS_RESET && qp->state != IB_QPS_INIT &&
+	       qp->state != IB_QPS_RTR;
+}
+
+/* post_recv takes work requests in every state but RESET. */
+static inline bool srdma_qp_rq_postable(const struct srdma_qp *qp)
+{
+	return qp->state != IB_QPS_RESET;
+}
 
 static inline struct srdma_dev *to_sdev(struct ib_device *ibdev)
 {
@@ -580,12 +628,11 @@ void srdma_req_run(struct srdma_qp *qp);
 void srdma_retrans_timer(struct timer_list *t);
 void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			enum ib_wc_status status);
-void srdma_req_rewind(struct srdma_qp *qp, u32 psn);
-void srdma_req_rnr_wait(struct srdma_qp *qp, u8 timer);
-void srdma_arm_timer(struct srdma_qp *qp);
-void srdma_rtt_sample(struct srdma_qp *qp, u32 una);
-void srdma_cwnd_loss(struct srdma_qp *qp);
-void srdma_cwnd_ack(struct srdma_qp *qp, u32 npkts);
+void srdma_req_acked(struct srdma_qp *qp, u32 una, bool retired);
+void srdma_req_loss(struct srdma_qp *qp, u32 psn);
+bool srdma_req_rnr(struct srdma_qp *qp, u32 psn, u8 timer);
+struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			       const struct srdma_payload_src *src);
 void srdma_req_init_window(struct srdma_qp *qp, u32 psn);
 int srdma_sq_pull(struct srdma_qp *qp);
 

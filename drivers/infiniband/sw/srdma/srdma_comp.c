@@ -14,6 +14,7 @@ static struct srdma_send_wqe *srdma_pending_read(struct srdma_qp *qp)
 	struct srdma_send_wqe *wqe;
 	u32 i;
 
+	lockdep_assert_held(&qp->lock);
 	for (i = qp->sq.cons; i != qp->sq.prod; i++) {
 		wqe = srdma_ring_slot(&qp->sq, i);
 		if (!wqe->started)
@@ -31,7 +32,7 @@ static struct srdma_send_wqe *srdma_pending_read(struct srdma_qp *qp)
 static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 {
 	struct srdma_send_wqe *wqe;
-	bool progress = false;
+	bool retired = false;
 	u32 una = srdma_psn_add(psn, 1);
 
 	while (qp->sq.cons != qp->sq.prod) {
@@ -48,7 +49,7 @@ static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 		if (srdma_psn_diff(wqe->last_psn, una) >= 0)
 			una = srdma_psn_add(wqe->last_psn, 1);
 		srdma_req_complete(qp, wqe, IB_WC_SUCCESS);
-		progress = true;
+		retired = true;
 		if (qp->state == IB_QPS_ERR)
 			return;
 	}
@@ -62,23 +63,7 @@ static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 	if (wqe && (srdma_psn_diff(una, wqe->rd_next_psn) > 0 ||
 		    wqe == srdma_ring_slot(&qp->sq, qp->sq.cons)))
 		una = wqe->rd_next_psn;
-	if (srdma_psn_diff(una, qp->una_psn) > 0) {
-		srdma_cwnd_ack(qp, (u32)srdma_psn_diff(una, qp->una_psn));
-		qp->una_psn = una;
-		srdma_rtt_sample(qp, una);
-		progress = true;
-	}
-	if (progress) {
-		qp->retry_left = qp->attr.retry_cnt;
-		qp->rnr_left = qp->attr.rnr_retry;
-		qp->rto_backoff = 0;
-		qp->tlp_sent = false;
-		qp->last_progress = jiffies;
-		if (qp->una_psn == qp->next_psn && !qp->rnr_wait)
-			del_timer(&qp->retrans_timer);
-		else if (!qp->rnr_wait)
-			srdma_arm_timer(qp);
-	}
+	srdma_req_acked(qp, una, retired);
 }
 
 /* The WQE whose PSN range holds @psn, if started. */
@@ -108,22 +93,55 @@ static void srdma_comp_fail(struct srdma_qp *qp, u32 psn,
 			    enum ib_wc_status status)
 {
 	struct srdma_send_wqe *wqe, *failed;
+	bool blamed;
 
 	srdma_comp_ack(qp, srdma_psn_prev(psn));
 	if (qp->state == IB_QPS_ERR || qp->sq.cons == qp->sq.prod)
 		return;
 	failed = srdma_wqe_of_psn(qp, psn);
-	for (;;) {
+	do {
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
 		if (!wqe->started)
 			return;
-		if (!failed || wqe == failed) {
-			srdma_req_complete(qp, wqe, status);
-			return;
-		}
-		srdma_req_complete(qp, wqe, IB_WC_WR_FLUSH_ERR);
-		if (qp->sq.cons == qp->sq.prod)
-			return;
+		blamed = !failed || wqe == failed;
+		srdma_req_complete(qp, wqe,
+				   blamed ? status : IB_WC_WR_FLUSH_ERR);
+	} while (!blamed && qp->sq.cons != qp->sq.prod);
+}
+
+/* An RNR NAK for @psn: wait and resend, or fail once out of retries. */
+static void srdma_comp_rnr_nak(struct srdma_qp *qp, u32 psn, u8 timer)
+{
+	srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_RCVD);
+	srdma_comp_ack(qp, srdma_psn_prev(psn));
+	if (qp->state == IB_QPS_ERR)
+		return;
+	if (!srdma_req_rnr(qp, psn, timer)) {
+		srdma_dbg_qp(qp, "receiver not ready after %u retries\n",
+			     qp->attr.rnr_retry);
+		srdma_comp_fail(qp, psn, IB_WC_RNR_RETRY_EXC_ERR);
+	}
+}
+
+/* A NAK with @code for @psn: a sequence error resends, the others fail. */
+static void srdma_comp_nak(struct srdma_qp *qp, u32 psn, u8 code)
+{
+	srdma_count(qp->sdev, SRDMA_CNT_NAK_RCVD);
+	switch (code) {
+	case SRDMA_NAK_PSN_SEQ:
+		srdma_comp_ack(qp, srdma_psn_prev(psn));
+		if (qp->state != IB_QPS_ERR)
+			srdma_req_loss(qp, psn);
+		break;
+	case SRDMA_NAK_REMOTE_ACCESS:
+		srdma_comp_fail(qp, psn, IB_WC_REM_ACCESS_ERR);
+		break;
+	case SRDMA_NAK_INVALID_REQ:
+		srdma_comp_fail(qp, psn, IB_WC_REM_INV_REQ_ERR);
+		break;
+	default:
+		srdma_comp_fail(qp, psn, IB_WC_REM_OP_ERR);
+		break;
 	}
 }
 
@@ -136,42 +154,10 @@ static void srdma_comp_aeth(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		srdma_comp_ack(qp, pkt->psn);
 		break;
 	case SRDMA_AETH_RNR_NAK:
-		srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_RCVD);
-		srdma_comp_ack(qp, srdma_psn_prev(pkt->psn));
-		if (qp->state == IB_QPS_ERR)
-			break;
-		if (!qp->rnr_left) {
-			srdma_err_qp(qp, "receiver not ready after %u retries\n",
-				     qp->attr.rnr_retry);
-			srdma_comp_fail(qp, pkt->psn, IB_WC_RNR_RETRY_EXC_ERR);
-			break;
-		}
-		if (qp->attr.rnr_retry != 7)
-			qp->rnr_left--;
-		srdma_req_rewind(qp, pkt->psn);
-		srdma_req_rnr_wait(qp, syn & 0x1f);
+		srdma_comp_rnr_nak(qp, pkt->psn, syn & SRDMA_AETH_VALUE_MASK);
 		break;
 	case SRDMA_AETH_NAK:
-		srdma_count(qp->sdev, SRDMA_CNT_NAK_RCVD);
-		switch (syn & 0x1f) {
-		case SRDMA_NAK_PSN_SEQ:
-			srdma_comp_ack(qp, srdma_psn_prev(pkt->psn));
-			if (qp->state == IB_QPS_ERR)
-				break;
-			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
-			srdma_cwnd_loss(qp);
-			srdma_req_rewind(qp, pkt->psn);
-			break;
-		case SRDMA_NAK_REMOTE_ACCESS:
-			srdma_comp_fail(qp, pkt->psn, IB_WC_REM_ACCESS_ERR);
-			break;
-		case SRDMA_NAK_INVALID_REQ:
-			srdma_comp_fail(qp, pkt->psn, IB_WC_REM_INV_REQ_ERR);
-			break;
-		default:
-			srdma_comp_fail(qp, pkt->psn, IB_WC_REM_OP_ERR);
-			break;
-		}
+		srdma_comp_nak(qp, pkt->psn, syn & SRDMA_AETH_VALUE_MASK);
 		break;
 	default:
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
@@ -179,64 +165,75 @@ static void srdma_comp_aeth(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	}
 }
 
+/*
+ * A READ response beyond the next one @wqe expects: one was lost. Ask
+ * again from the first missing, once per gap; the timer covers a lost
+ * re-request.
+ */
+static void srdma_comp_read_gap(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
+	if (qp->rd_gap_psn == wqe->rd_next_psn)
+		return;
+	srdma_dbg_qp(qp, "READ response %u lost, asking again\n",
+		     wqe->rd_next_psn);
+	qp->rd_gap_psn = wqe->rd_next_psn;
+	srdma_req_loss(qp, wqe->rd_next_psn);
+}
+
+/*
+ * Is @pkt, the response @idx of READ @wqe, the right kind and size?
+ * Responses to a READ asked in chunks, or asked again from the middle,
+ * start and end at those points: only the end of the whole message and
+ * the payload sizes are checked.
+ */
+static bool srdma_comp_read_resp_ok(struct srdma_qp *qp,
+				    struct srdma_send_wqe *wqe,
+				    struct srdma_pkt *pkt, u32 idx)
+{
+	bool first = idx == 0, last = pkt->psn == wqe->last_psn;
+	u32 want = last ? wqe->length - idx * qp->mtu : qp->mtu;
+
+	if ((last && !(pkt->flags & SRDMA_F_LAST)) || pkt->paylen != want ||
+	    (first && !(pkt->flags & SRDMA_F_FIRST))) {
+		srdma_dbg_qp(qp, "READ response psn %u: bad opcode %#x or length %u\n",
+			     pkt->psn, pkt->opcode, pkt->paylen);
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+		return false;
+	}
+	return true;
+}
+
 static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				 struct sk_buff *skb, int payoff)
 {
 	struct srdma_send_wqe *wqe = srdma_wqe_of_psn(qp, pkt->psn);
-	u32 idx, off, want;
-	bool first, last;
+	bool last;
+	u32 idx;
 	int err;
 
-	if (!wqe || wqe->opcode != IB_WR_RDMA_READ || wqe->done) {
+	if (!wqe || wqe->opcode != IB_WR_RDMA_READ || wqe->done ||
+	    srdma_psn_diff(pkt->psn, wqe->rd_next_psn) < 0) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 		return;
 	}
 	if (pkt->psn != wqe->rd_next_psn) {
-		if (srdma_psn_diff(pkt->psn, wqe->rd_next_psn) < 0) {
-			srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
-			return;
-		}
-		/* A response was lost: ask again from the first missing,
-		 * once per gap; the timer covers a lost re-request.
-		 */
-		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
-		if (qp->rd_gap_psn != wqe->rd_next_psn) {
-			srdma_dbg_qp(qp, "READ response %u lost, asking again\n",
-				     wqe->rd_next_psn);
-			qp->rd_gap_psn = wqe->rd_next_psn;
-			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
-			srdma_cwnd_loss(qp);
-			srdma_req_rewind(qp, wqe->rd_next_psn);
-		}
+		srdma_comp_read_gap(qp, wqe);
 		return;
 	}
-
 	idx = (u32)srdma_psn_diff(pkt->psn, wqe->first_psn);
-	first = idx == 0;
-	last = pkt->psn == wqe->last_psn;
-	off = idx * qp->mtu;
-	want = last ? wqe->length - off : qp->mtu;
-	/*
-	 * Responses to a READ asked in chunks, or asked again from the
-	 * middle, start and end at those points: only the end of the whole
-	 * message and the payload sizes are checked.
-	 */
-	if ((last && !(pkt->flags & SRDMA_F_LAST)) || pkt->paylen != want ||
-	    (first && !(pkt->flags & SRDMA_F_FIRST))) {
-		srdma_err_qp(qp, "READ response psn %u: bad opcode %#x or length %u\n",
-			     pkt->psn, pkt->opcode, pkt->paylen);
-		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+	if (!srdma_comp_read_resp_ok(qp, wqe, pkt, idx))
 		return;
-	}
 
-	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, off, NULL, skb, payoff,
-			     pkt->paylen, true);
+	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, idx * qp->mtu, NULL,
+			     skb, payoff, pkt->paylen, true);
 	if (err) {
-		srdma_err_qp(qp, "READ response: local protection error\n");
+		srdma_dbg_qp(qp, "READ response: local protection error\n");
 		srdma_comp_fail(qp, wqe->first_psn, IB_WC_LOC_PROT_ERR);
 		return;
 	}
 	wqe->rd_next_psn = srdma_psn_add(pkt->psn, 1);
+	last = pkt->psn == wqe->last_psn;
 	/* The end of a chunk: the responder is done with that request. */
 	if ((last || (idx + 1) % SRDMA_READ_CHUNK == 0) && qp->rd_reqs)
 		qp->rd_reqs--;
@@ -252,13 +249,24 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	srdma_comp_ack(qp, pkt->psn);
 }
 
-/* An ACK or READ response for @qp, QP lock held (srdma_rcv() takes it). */
+/**
+ * srdma_comp_rcv() - take an ACK, NAK or READ response
+ * @qp: the QP it is for
+ * @pkt: the packet, parsed and checked by srdma_rcv()
+ * @skb: the packet's skb
+ * @payoff: where its payload starts in @skb
+ *
+ * Retires the work requests it completes, hands acknowledgements, losses
+ * and RNR NAKs to the requester, places READ payloads, then runs the
+ * requester. Anything outside what was sent is counted and dropped.
+ *
+ * Context: softirq, QP lock held (srdma_rcv() takes it).
+ */
 void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff)
 {
 	lockdep_assert_held(&qp->lock);
-	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD &&
-	    qp->state != IB_QPS_SQE) {
+	if (!srdma_qp_comp_running(qp)) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
 		return;
 	}

@@ -10,24 +10,40 @@
 
 #include "srdma.h"
 
+/* rnr_retry 7 (IBTA 9.7.5.2.8): retry for ever, the count never runs out. */
+#define SRDMA_RNR_RETRY_INFINITE	7
+/* The local ACK timeout is 4.096 us * 2^timeout, timeout a 5-bit field. */
+#define SRDMA_ACK_TIMEOUT_UNIT_NS	4096ULL
+#define SRDMA_ACK_TIMEOUT_MAX		31
+/*
+ * RFC 6298: RTO = SRTT + K * RTTVAR; each sample moves SRTT by 1/8 and
+ * RTTVAR by 1/4 of the difference.
+ */
+#define SRDMA_RTO_K			4
+#define SRDMA_SRTT_DIV			8
+#define SRDMA_RTTVAR_DIV		4
+/* A tail-loss probe goes out after this many smoothed round trips. */
+#define SRDMA_TLP_RTTS			2
+/* The congestion window grows by this many packets per window acked. */
+#define SRDMA_CWND_GROWTH		4
+/* Ask for an ACK at least this many times per congestion window. */
+#define SRDMA_ACKREQ_PER_CWND		4
+
 /* RNR NAK timer field (IBTA table 45) in microseconds. */
-static const u32 srdma_rnr_usecs[32] = {
+static const u32 srdma_rnr_usecs[SRDMA_AETH_VALUE_MASK + 1] = {
 	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
 	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
 	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
-static bool srdma_sq_running(struct srdma_qp *qp)
-{
-	return qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD;
-}
-
 /* The QP's local ACK timeout in jiffies: 4.096 us * 2^timeout. */
 static unsigned long srdma_ack_timeout(struct srdma_qp *qp)
 {
-	u64 ns = 4096ULL << min_t(u8, qp->attr.timeout, 31);
+	u64 ns = SRDMA_ACK_TIMEOUT_UNIT_NS <<
+		 min_t(u8, qp->attr.timeout, SRDMA_ACK_TIMEOUT_MAX);
 
-	return max_t(unsigned long, nsecs_to_jiffies(ns), 2);
+	return max_t(unsigned long, nsecs_to_jiffies(ns),
+		     SRDMA_RTO_MIN_JIFFIES);
 }
 
 /*
@@ -41,9 +57,9 @@ static unsigned long srdma_rto(struct srdma_qp *qp)
 
 	if (!qp->srtt_us)
 		return full;
-	rto = usecs_to_jiffies(qp->srtt_us + 4 * qp->rttvar_us);
+	rto = usecs_to_jiffies(qp->srtt_us + SRDMA_RTO_K * qp->rttvar_us);
 	rto = max_t(unsigned long, rto, SRDMA_RTO_MIN_JIFFIES) <<
-	      min_t(u8, qp->rto_backoff, 10);
+	      min_t(u8, qp->rto_backoff, SRDMA_RTO_BACKOFF_MAX);
 	return min(rto, full);
 }
 
@@ -52,16 +68,17 @@ static unsigned long srdma_rto(struct srdma_qp *qp)
  * stretch without progress it first fires as a tail-loss probe, after
  * about two round trips, if that comes before the retransmission timeout.
  */
-void srdma_arm_timer(struct srdma_qp *qp)
+static void srdma_arm_timer(struct srdma_qp *qp)
 {
 	unsigned long rto, pto;
 
-	if (!srdma_sq_running(qp) || !qp->attr.timeout)
+	if (!srdma_qp_sq_running(qp) || !qp->attr.timeout)
 		return;
 	rto = srdma_rto(qp);
 	qp->tlp_armed = false;
 	if (qp->srtt_us && !qp->tlp_sent) {
-		pto = max_t(unsigned long, usecs_to_jiffies(2 * qp->srtt_us),
+		pto = max_t(unsigned long,
+			    usecs_to_jiffies(SRDMA_TLP_RTTS * qp->srtt_us),
 			    SRDMA_RTO_MIN_JIFFIES);
 		if (pto < rto) {
 			rto = pto;
@@ -71,8 +88,21 @@ void srdma_arm_timer(struct srdma_qp *qp)
 	mod_timer(&qp->retrans_timer, jiffies + rto);
 }
 
+/* Packet @psn goes out: time a first transmission if nothing is timed. */
+static void srdma_rtt_start(struct srdma_qp *qp, u32 psn)
+{
+	if (srdma_psn_diff(psn, qp->sent_psn) < 0)
+		return;		/* a resend: no sample from it */
+	if (!qp->rtt_pending) {
+		qp->rtt_pending = true;
+		qp->rtt_psn = psn;
+		qp->rtt_start = ktime_get();
+	}
+	qp->sent_psn = srdma_psn_add(psn, 1);
+}
+
 /* Una moved to @una: finish the RTT sample if it is covered. */
-void srdma_rtt_sample(struct srdma_qp *qp, u32 una)
+static void srdma_rtt_sample(struct srdma_qp *qp, u32 una)
 {
 	s32 m, err;
 
@@ -89,16 +119,27 @@ void srdma_rtt_sample(struct srdma_qp *qp, u32 una)
 		return;
 	}
 	err = m - (s32)qp->srtt_us;
-	qp->srtt_us = (u32)((s32)qp->srtt_us + err / 8);
+	qp->srtt_us = (u32)((s32)qp->srtt_us + err / SRDMA_SRTT_DIV);
 	qp->rttvar_us = (u32)((s32)qp->rttvar_us +
-			      ((err < 0 ? -err : err) - (s32)qp->rttvar_us) / 4);
+			      ((err < 0 ? -err : err) - (s32)qp->rttvar_us) /
+			      SRDMA_RTTVAR_DIV);
 	if (!qp->srtt_us)
 		qp->srtt_us = 1;
 }
 
-/* A new send PSN (modify_qp to RTS): fresh window and estimates. */
+/**
+ * srdma_req_init_window() - start the send window afresh
+ * @qp: the QP
+ * @psn: its new send PSN
+ *
+ * Used by modify_qp when it sets the send PSN: the window, the RTT
+ * estimate and the congestion window start over.
+ *
+ * Context: QP lock held.
+ */
 void srdma_req_init_window(struct srdma_qp *qp, u32 psn)
 {
+	lockdep_assert_held(&qp->lock);
 	qp->next_psn = psn;
 	qp->una_psn = psn;
 	qp->sent_psn = psn;
@@ -120,7 +161,7 @@ void srdma_req_init_window(struct srdma_qp *qp, u32 psn)
  * the congestion window, once per window of packets, so that go-back-N
  * resends little more than what the path holds.
  */
-void srdma_cwnd_loss(struct srdma_qp *qp)
+static void srdma_cwnd_loss(struct srdma_qp *qp)
 {
 	if (qp->cwnd_cut && srdma_psn_diff(qp->una_psn, qp->recover_psn) < 0)
 		return;
@@ -135,14 +176,14 @@ void srdma_cwnd_loss(struct srdma_qp *qp)
  * that a window cut by a burst of drops comes back within a few dozen
  * round trips.
  */
-void srdma_cwnd_ack(struct srdma_qp *qp, u32 npkts)
+static void srdma_cwnd_ack(struct srdma_qp *qp, u32 npkts)
 {
 	u32 step;
 
 	if (qp->cwnd >= SRDMA_WINDOW)
 		return;
 	qp->cwnd_acc += npkts;
-	step = max_t(u32, qp->cwnd / 4, 1);
+	step = max_t(u32, qp->cwnd / SRDMA_CWND_GROWTH, 1);
 	while (qp->cwnd_acc >= step && qp->cwnd < SRDMA_WINDOW) {
 		qp->cwnd_acc -= step;
 		qp->cwnd++;
@@ -162,9 +203,16 @@ static enum ib_wc_opcode srdma_wc_opcode(u32 wr_opcode)
 	}
 }
 
-/*
- * Retire the oldest SQ entry @wqe with @status, posting a completion if it
- * is signaled or failed. A failure moves the QP to ERR. QP lock held.
+/**
+ * srdma_req_complete() - retire the oldest send work request
+ * @qp: the QP
+ * @wqe: its oldest SQ entry
+ * @status: how it ended
+ *
+ * Posts a completion if @wqe is signaled or failed. A failure other than a
+ * flush moves the QP to ERR.
+ *
+ * Context: QP lock held.
  */
 void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			enum ib_wc_status status)
@@ -240,7 +288,7 @@ static void srdma_rd_forget(struct srdma_qp *qp, u32 i, u32 off)
 }
 
 /* Go back to resend from @psn (go-back-N). QP lock held. */
-void srdma_req_rewind(struct srdma_qp *qp, u32 psn)
+static void srdma_req_rewind(struct srdma_qp *qp, u32 psn)
 {
 	struct srdma_send_wqe *wqe;
 	u32 i;
@@ -268,6 +316,90 @@ void srdma_req_rewind(struct srdma_qp *qp, u32 psn)
 	}
 	qp->sq_next = i;
 	qp->sq_next_off = 0;
+}
+
+/**
+ * srdma_req_acked() - the completer saw the peer acknowledge more
+ * @qp: the QP
+ * @una: the oldest PSN still unacknowledged, as the ACKs and READ
+ *	 responses received tell
+ * @retired: work requests were retired, whether @una moved or not
+ *
+ * Grows the congestion window and takes an RTT sample for what @una
+ * covers. On any progress, the retry counts start over and the retransmit
+ * timer restarts, or stops if nothing is left in flight.
+ *
+ * Context: softirq, QP lock held.
+ */
+void srdma_req_acked(struct srdma_qp *qp, u32 una, bool retired)
+{
+	bool progress = retired;
+
+	lockdep_assert_held(&qp->lock);
+	if (srdma_psn_diff(una, qp->una_psn) > 0) {
+		srdma_cwnd_ack(qp, (u32)srdma_psn_diff(una, qp->una_psn));
+		qp->una_psn = una;
+		srdma_rtt_sample(qp, una);
+		progress = true;
+	}
+	if (!progress)
+		return;
+	qp->retry_left = qp->attr.retry_cnt;
+	qp->rnr_left = qp->attr.rnr_retry;
+	qp->rto_backoff = 0;
+	qp->tlp_sent = false;
+	qp->last_progress = jiffies;
+	if (qp->una_psn == qp->next_psn && !qp->rnr_wait)
+		del_timer(&qp->retrans_timer);
+	else if (!qp->rnr_wait)
+		srdma_arm_timer(qp);
+}
+
+/**
+ * srdma_req_loss() - the completer saw a packet from @psn on get lost
+ * @qp: the QP
+ * @psn: the first PSN to send again
+ *
+ * Counts a retransmission, halves the congestion window (once per window)
+ * and goes back to send again from @psn (go-back-N). The requester sends
+ * when it runs next.
+ *
+ * Context: softirq, QP lock held.
+ */
+void srdma_req_loss(struct srdma_qp *qp, u32 psn)
+{
+	lockdep_assert_held(&qp->lock);
+	srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+	srdma_cwnd_loss(qp);
+	srdma_req_rewind(qp, psn);
+}
+
+/**
+ * srdma_req_rnr() - the responder was not ready for @psn (RNR NAK)
+ * @qp: the QP
+ * @psn: the PSN the RNR NAK is for
+ * @timer: the RNR timer it carries (IBTA table 45)
+ *
+ * Uses up an RNR retry (none if rnr_retry is 7, infinite), goes back to
+ * @psn and waits out @timer before sending again.
+ *
+ * Context: softirq, QP lock held.
+ * Return: true, or false with nothing done if no RNR retry is left.
+ */
+bool srdma_req_rnr(struct srdma_qp *qp, u32 psn, u8 timer)
+{
+	unsigned long wait;
+
+	lockdep_assert_held(&qp->lock);
+	if (!qp->rnr_left)
+		return false;
+	if (qp->attr.rnr_retry != SRDMA_RNR_RETRY_INFINITE)
+		qp->rnr_left--;
+	srdma_req_rewind(qp, psn);
+	qp->rnr_wait = true;
+	wait = usecs_to_jiffies(srdma_rnr_usecs[timer & SRDMA_AETH_VALUE_MASK]);
+	mod_timer(&qp->retrans_timer, jiffies + max_t(unsigned long, wait, 1));
+	return true;
 }
 
 static u8 srdma_req_opcode(struct srdma_send_wqe *wqe, bool first, bool last)
@@ -327,114 +459,329 @@ static bool srdma_more_follows(struct srdma_qp *qp)
 		!(next->send_flags & IB_SEND_FENCE));
 }
 
-/* Send the next packet of @wqe at qp->sq_next_off. QP lock held. */
-static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+/* Fill @len bytes of payload from @src: into @skb's fragments, or @buf. */
+static int srdma_payload_fill(struct srdma_qp *qp,
+			      const struct srdma_payload_src *src,
+			      struct sk_buff *skb, u8 *buf, u32 len)
 {
-	u32 off = qp->sq_next_off, mtu = qp->mtu, idx;
-	struct srdma_pkt pkt = {};
+	if (!len)
+		return 0;	/* a READ of nothing has no MR */
+	if (!src->mr)
+		return srdma_sge_copy(qp, src->sge, src->num_sge, src->off,
+				      buf, skb, 0, len, false);
+	if (skb)
+		return srdma_mr_attach(src->mr, src->iova, skb, len);
+	return srdma_mr_copy(src->mr, src->iova, buf, len, false) ?
+	       -EACCES : 0;
+}
+
+/**
+ * srdma_data_pkt() - build a packet whose payload comes from memory
+ * @qp: the QP that sends it
+ * @pkt: its headers, with pkt->paylen bytes of payload
+ * @src: where the payload comes from
+ *
+ * Payloads of at least SRDMA_ZCOPY_MIN bytes go out from the memory's own
+ * pages, attached to the skb; smaller ones are copied, and so are large
+ * ones whose pages cannot be attached (a DMA MR, too many pieces, no
+ * memory for the pad).
+ *
+ * Context: QP lock held.
+ * Return: the packet, ready for srdma_xmit(); ERR_PTR(-ENOMEM) if none
+ * could be allocated, or the error of the copy: -EACCES or -EINVAL if the
+ * memory is out of reach (a bad key, right or range).
+ */
+struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			       const struct srdma_payload_src *src)
+{
+	bool zcopy = pkt->paylen >= SRDMA_ZCOPY_MIN;
 	struct sk_buff *skb;
-	bool first, last, zcopy;
 	u8 *payload;
 	int err;
 
-	pkt.pkey = SRDMA_DEFAULT_PKEY;
-	pkt.dqpn = qp->attr.dest_qp_num;
-	pkt.psn = srdma_psn_add(wqe->first_psn, off / mtu);
-	if (srdma_psn_diff(pkt.psn, qp->sent_psn) >= 0) {
-		/* A first transmission: time it if nothing is timed. */
-		if (!qp->rtt_pending) {
-			qp->rtt_pending = true;
-			qp->rtt_psn = pkt.psn;
-			qp->rtt_start = ktime_get();
-		}
-		qp->sent_psn = srdma_psn_add(pkt.psn, 1);
-	}
-
-	if (wqe->opcode == IB_WR_RDMA_READ) {
-		pkt.opcode = SRDMA_OP_READ_REQ;
-		pkt.va = wqe->remote_addr + off;
-		pkt.rkey = wqe->rkey;
-		/*
-		 * Large READs go out as a series of requests of at most
-		 * SRDMA_READ_CHUNK packets. A request asked again from the
-		 * middle of one ends where the original ended: the responder
-		 * accepted exactly that PSN range.
-		 */
-		idx = off / mtu;
-		pkt.dmalen = min(wqe->length - off,
-				 (SRDMA_READ_CHUNK - idx % SRDMA_READ_CHUNK) * mtu);
-		pkt.ackreq = 1;
-		skb = srdma_alloc_pkt(qp, &pkt, &payload);
+	lockdep_assert_held(&qp->lock);
+	for (;;) {
+		skb = srdma_alloc_pkt(qp, pkt, zcopy ? NULL : &payload);
 		if (!skb)
-			return -ENOMEM;
-		if (off >= wqe->rd_sent_off) {
-			qp->rd_reqs++;
-			wqe->rd_sent_off = off + pkt.dmalen;
+			return ERR_PTR(-ENOMEM);
+		if (zcopy) {
+			err = srdma_payload_fill(qp, src, skb, NULL,
+						 pkt->paylen);
+			if (!err)
+				err = srdma_pkt_seal(skb, pkt);
+		} else {
+			err = srdma_payload_fill(qp, src, NULL, payload,
+						 pkt->paylen);
 		}
-		qp->sq_next_off = off + pkt.dmalen;
-		qp->pkts_since_ackreq = 0;
-		return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
+		if (!err)
+			return skb;
+		kfree_skb(skb);
+		if (!zcopy || err == -EACCES || err == -EINVAL)
+			return ERR_PTR(err);
+		zcopy = false;	/* DMA MR, too many pieces, memory */
 	}
+}
 
-	first = off == 0;
-	pkt.paylen = min(mtu, wqe->length - off);
-	last = off + pkt.paylen >= wqe->length;
-	pkt.opcode = srdma_req_opcode(wqe, first, last);
-	if (pkt.opcode == SRDMA_OP_WRITE_FIRST ||
-	    pkt.opcode == SRDMA_OP_WRITE_ONLY ||
-	    pkt.opcode == SRDMA_OP_WRITE_ONLY_IMM) {
-		pkt.va = wqe->remote_addr;
-		pkt.rkey = wqe->rkey;
-		pkt.dmalen = wqe->length;
-	}
-	pkt.imm = (__force u32)wqe->imm;
-	pkt.se = last && (wqe->send_flags & IB_SEND_SOLICITED);
-	qp->pkts_since_ackreq++;
-	/*
-	 * ACKs are coalesced: ask for one at the end of what can be sent
-	 * now, and at least four times per window to keep it moving.
-	 */
-	pkt.ackreq = (last && !srdma_more_follows(qp)) ||
-		     qp->pkts_since_ackreq >= min_t(u32, SRDMA_ACKREQ_EVERY,
-						    max_t(u32, qp->cwnd / 4, 1));
-	if (pkt.ackreq)
-		qp->pkts_since_ackreq = 0;
+/*
+ * Send the READ request of @wqe from qp->sq_next_off. Large READs go out
+ * as a series of requests of at most SRDMA_READ_CHUNK packets. A request
+ * asked again from the middle of one ends where the original ended: the
+ * responder accepted exactly that PSN range.
+ */
+static int srdma_req_read_packet(struct srdma_qp *qp,
+				 struct srdma_send_wqe *wqe,
+				 struct srdma_pkt *pkt)
+{
+	u32 off = qp->sq_next_off, mtu = qp->mtu, idx = off / mtu;
+	struct sk_buff *skb;
+	u8 *payload;
 
-	/* Large payloads go out from the MR's pages; else copied. */
-	zcopy = pkt.paylen >= SRDMA_ZCOPY_MIN;
-again:
-	skb = srdma_alloc_pkt(qp, &pkt, zcopy ? NULL : &payload);
+	pkt->opcode = SRDMA_OP_READ_REQ;
+	pkt->va = wqe->remote_addr + off;
+	pkt->rkey = wqe->rkey;
+	pkt->dmalen = min(wqe->length - off,
+			  (SRDMA_READ_CHUNK - idx % SRDMA_READ_CHUNK) * mtu);
+	pkt->ackreq = 1;
+	skb = srdma_alloc_pkt(qp, pkt, &payload);
 	if (!skb)
 		return -ENOMEM;
-	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, off,
-			     zcopy ? NULL : payload, zcopy ? skb : NULL, 0,
-			     pkt.paylen, false);
-	if (!err && zcopy)
-		err = srdma_pkt_seal(skb, &pkt);
-	if (err) {
-		kfree_skb(skb);
-		if (zcopy && err != -EACCES && err != -EINVAL) {
-			zcopy = false;	/* DMA MR, too many pieces, memory */
-			goto again;
-		}
-		return err;
+	if (off >= wqe->rd_sent_off) {
+		qp->rd_reqs++;
+		wqe->rd_sent_off = off + pkt->dmalen;
 	}
-	qp->sq_next_off = off + pkt.paylen;
+	qp->sq_next_off = off + pkt->dmalen;
+	qp->pkts_since_ackreq = 0;
 	return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
 }
 
 /*
- * Transmit what the window allows: resent packets first (after a rewind),
- * then new work requests. QP lock held.
+ * Does the next SEND or WRITE packet, @last of its message or not, ask
+ * for an ACK? ACKs are coalesced: ask for one at the end of what can be
+ * sent now, and at least four times per window to keep it moving.
+ */
+static bool srdma_req_ackreq(struct srdma_qp *qp, bool last)
+{
+	u32 every = min_t(u32, SRDMA_ACKREQ_EVERY,
+			  max_t(u32, qp->cwnd / SRDMA_ACKREQ_PER_CWND, 1));
+
+	qp->pkts_since_ackreq++;
+	if ((last && !srdma_more_follows(qp)) ||
+	    qp->pkts_since_ackreq >= every) {
+		qp->pkts_since_ackreq = 0;
+		return true;
+	}
+	return false;
+}
+
+/* Send the SEND or WRITE packet of @wqe at qp->sq_next_off. */
+static int srdma_req_data_packet(struct srdma_qp *qp,
+				 struct srdma_send_wqe *wqe,
+				 struct srdma_pkt *pkt)
+{
+	u32 off = qp->sq_next_off;
+	const struct srdma_payload_src src = {
+		.sge = wqe->sge,
+		.num_sge = wqe->num_sge,
+		.off = off,
+	};
+	struct sk_buff *skb;
+	bool last;
+
+	pkt->paylen = min(qp->mtu, wqe->length - off);
+	last = off + pkt->paylen >= wqe->length;
+	pkt->opcode = srdma_req_opcode(wqe, off == 0, last);
+	if (pkt->opcode == SRDMA_OP_WRITE_FIRST ||
+	    pkt->opcode == SRDMA_OP_WRITE_ONLY ||
+	    pkt->opcode == SRDMA_OP_WRITE_ONLY_IMM) {
+		pkt->va = wqe->remote_addr;
+		pkt->rkey = wqe->rkey;
+		pkt->dmalen = wqe->length;
+	}
+	pkt->imm = (__force u32)wqe->imm;
+	pkt->se = last && (wqe->send_flags & IB_SEND_SOLICITED);
+	pkt->ackreq = srdma_req_ackreq(qp, last);
+	skb = srdma_data_pkt(qp, pkt, &src);
+	if (IS_ERR(skb))
+		return PTR_ERR(skb);
+	qp->sq_next_off = off + pkt->paylen;
+	return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
+}
+
+/*
+ * Send the next packet of @wqe at qp->sq_next_off. 0, or -EACCES and
+ * -EINVAL for bad local SGEs, or -ENOMEM and -EHOSTUNREACH, which the
+ * timer retries. QP lock held.
+ */
+static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	struct srdma_pkt pkt = {
+		.pkey = SRDMA_DEFAULT_PKEY,
+		.dqpn = qp->attr.dest_qp_num,
+		.psn = srdma_psn_add(wqe->first_psn,
+				     qp->sq_next_off / qp->mtu),
+	};
+
+	lockdep_assert_held(&qp->lock);
+	srdma_rtt_start(qp, pkt.psn);
+	if (wqe->opcode == IB_WR_RDMA_READ)
+		return srdma_req_read_packet(qp, wqe, &pkt);
+	return srdma_req_data_packet(qp, wqe, &pkt);
+}
+
+/*
+ * May @wqe, the next work request not started, start now? Not in SQD, not
+ * a READ while the responder holds all the READs it takes, not a fenced
+ * one while READs are outstanding, not beyond the congestion window.
+ */
+static bool srdma_req_may_start(struct srdma_qp *qp,
+				struct srdma_send_wqe *wqe)
+{
+	/* SQD: finish what was started, start nothing new. */
+	if (qp->state == IB_QPS_SQD)
+		return false;
+	if (wqe->opcode == IB_WR_RDMA_READ &&
+	    (qp->rd_outstanding >= max_t(u8, qp->attr.max_rd_atomic, 1) ||
+	     srdma_rd_full(qp)))
+		return false;
+	if ((wqe->send_flags & IB_SEND_FENCE) && qp->rd_outstanding)
+		return false;
+	return srdma_psn_diff(qp->next_psn, qp->una_psn) < (s32)qp->cwnd;
+}
+
+/*
+ * Start @wqe: give it its PSNs from qp->next_psn on. -EMSGSIZE if it
+ * takes more packets than a message may.
+ */
+static int srdma_req_start(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	wqe->npkts = srdma_npkts(wqe->length, qp->mtu);
+	if (wqe->npkts > SRDMA_MAX_MSG_PKTS) {
+		/* Posted before the path MTU shrank. */
+		srdma_dbg_qp(qp, "wr %llu: %u packets, max %lu\n",
+			     wqe->wr_id, wqe->npkts, SRDMA_MAX_MSG_PKTS);
+		return -EMSGSIZE;
+	}
+	wqe->first_psn = qp->next_psn;
+	wqe->last_psn = srdma_psn_add(qp->next_psn, wqe->npkts - 1);
+	wqe->rd_next_psn = wqe->first_psn;
+	wqe->rd_sent_off = 0;
+	wqe->started = true;
+	wqe->done = false;
+	qp->next_psn = srdma_psn_add(qp->next_psn, wqe->npkts);
+	qp->sq_next_off = 0;
+	if (wqe->opcode == IB_WR_RDMA_READ)
+		qp->rd_outstanding++;
+	return 0;
+}
+
+/*
+ * May started @wqe go on at qp->sq_next_off (moved past the READ responses
+ * already placed)? Not while the responder holds all the READs it takes,
+ * nor beyond the congestion window.
+ */
+static bool srdma_req_resume(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	u32 off, psn;
+
+	if (wqe->opcode == IB_WR_RDMA_READ) {
+		/* Never ask again for responses placed. */
+		off = (u32)srdma_psn_diff(wqe->rd_next_psn, wqe->first_psn) *
+		      qp->mtu;
+		qp->sq_next_off = max(qp->sq_next_off, off);
+		if (srdma_rd_full(qp))
+			return false;
+	}
+	psn = srdma_psn_add(wqe->first_psn, qp->sq_next_off / qp->mtu);
+	return srdma_psn_diff(psn, qp->una_psn) < (s32)qp->cwnd;
+}
+
+/*
+ * @wqe, at qp->sq_next, cannot be sent (@err): the older work requests
+ * are flushed, @wqe fails with a local error and the QP goes to ERR.
+ */
+static void srdma_req_fail(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
+			   int err)
+{
+	struct srdma_send_wqe *old;
+
+	qp->sq_error = true;
+	while ((s32)(qp->sq_next - qp->sq.cons) > 0) {
+		old = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		srdma_req_complete(qp, old, IB_WC_WR_FLUSH_ERR);
+	}
+	srdma_req_complete(qp, wqe, err == -EACCES || err == -EINVAL ?
+			   IB_WC_LOC_PROT_ERR : IB_WC_LOC_LEN_ERR);
+}
+
+/* The transmit position moves on to the next work request. */
+static void srdma_req_next_wqe(struct srdma_qp *qp)
+{
+	qp->sq_next++;
+	qp->sq_next_off = 0;
+}
+
+/*
+ * Send what the window allows from qp->sq_next on, counting the packets in
+ * @sent. Each packet tried sets @err: 0, or why it could not go out for
+ * now (no memory or route), which stops the sending. False if a work
+ * request failed: the QP is in ERR.
+ */
+static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, int *err)
+{
+	struct srdma_send_wqe *wqe;
+	int ret;
+
+	while (qp->sq_next != qp->sq.prod) {
+		wqe = srdma_ring_slot(&qp->sq, qp->sq_next);
+		if (!wqe->started) {
+			if (!srdma_req_may_start(qp, wqe))
+				break;
+			ret = srdma_req_start(qp, wqe);
+			if (ret) {
+				srdma_req_fail(qp, wqe, ret);
+				return false;
+			}
+		} else if (wqe->done) {
+			srdma_req_next_wqe(qp);
+			continue;
+		} else if (!srdma_req_resume(qp, wqe)) {
+			break;
+		}
+
+		*err = srdma_req_packet(qp, wqe);
+		if (*err == -EACCES || *err == -EINVAL) {
+			/* Bad lkey, range or right in the local SGEs. */
+			srdma_dbg_qp(qp, "wr %llu: local protection error\n",
+				     wqe->wr_id);
+			srdma_req_fail(qp, wqe, *err);
+			return false;
+		}
+		if (*err)
+			break;	/* no memory or route: the timer retries */
+		(*sent)++;
+		if (qp->sq_next_off >= wqe->length)
+			srdma_req_next_wqe(qp);
+	}
+	return true;
+}
+
+/**
+ * srdma_req_run() - transmit what the window allows
+ * @qp: the QP
+ *
+ * Resent packets first (after a rewind), then new work requests, taking
+ * those a user process posted to its mapped SQ. A work request that
+ * cannot be sent moves the QP to ERR.
+ *
+ * Context: process context or softirq (ACKs, the timer), QP lock held.
  */
 void srdma_req_run(struct srdma_qp *qp)
 {
-	struct srdma_send_wqe *wqe;
-	u32 psn, off, sent = 0;
+	u32 sent = 0, prod;
 	int err = 0;
 
 	lockdep_assert_held(&qp->lock);
-	if (!srdma_sq_running(qp) || qp->rnr_wait || qp->sq_error) {
+	if (!srdma_qp_sq_running(qp) || qp->rnr_wait || qp->sq_error) {
 		srdma_req_doorbell(qp, false);
 		return;
 	}
@@ -443,121 +790,42 @@ void srdma_req_run(struct srdma_qp *qp)
 		srdma_qp_error(qp);
 		return;
 	}
-again:
-	while (qp->sq_next != qp->sq.prod) {
-		wqe = srdma_ring_slot(&qp->sq, qp->sq_next);
-		if (!wqe->started) {
-			/* SQD: finish what was started, start nothing new. */
-			if (qp->state == IB_QPS_SQD)
-				break;
-			if (wqe->opcode == IB_WR_RDMA_READ &&
-			    (qp->rd_outstanding >=
-			     max_t(u8, qp->attr.max_rd_atomic, 1) ||
-			     srdma_rd_full(qp)))
-				break;
-			if ((wqe->send_flags & IB_SEND_FENCE) &&
-			    qp->rd_outstanding)
-				break;
-			if (srdma_psn_diff(qp->next_psn, qp->una_psn) >=
-			    (s32)qp->cwnd)
-				break;
-			wqe->npkts = srdma_npkts(wqe->length, qp->mtu);
-			if (wqe->npkts > SRDMA_MAX_MSG_PKTS) {
-				/* Posted before the path MTU shrank. */
-				srdma_err_qp(qp, "wr %llu: %u packets, max %lu\n",
-					     wqe->wr_id, wqe->npkts,
-					     SRDMA_MAX_MSG_PKTS);
-				err = -EMSGSIZE;
-				goto fail_local;
-			}
-			wqe->first_psn = qp->next_psn;
-			wqe->last_psn = srdma_psn_add(qp->next_psn,
-						      wqe->npkts - 1);
-			wqe->rd_next_psn = wqe->first_psn;
-			wqe->rd_sent_off = 0;
-			wqe->started = true;
-			wqe->done = false;
-			qp->next_psn = srdma_psn_add(qp->next_psn, wqe->npkts);
-			qp->sq_next_off = 0;
-			if (wqe->opcode == IB_WR_RDMA_READ)
-				qp->rd_outstanding++;
-		} else {
-			if (wqe->done)
-				goto next;
-			if (wqe->opcode == IB_WR_RDMA_READ) {
-				/* Never ask again for responses placed. */
-				off = (u32)srdma_psn_diff(wqe->rd_next_psn,
-							  wqe->first_psn) *
-				      qp->mtu;
-				qp->sq_next_off = max(qp->sq_next_off, off);
-				if (srdma_rd_full(qp))
-					break;
-			}
-			psn = srdma_psn_add(wqe->first_psn,
-					    qp->sq_next_off / qp->mtu);
-			if (srdma_psn_diff(psn, qp->una_psn) >= (s32)qp->cwnd)
-				break;
+	for (;;) {
+		if (!srdma_req_push(qp, &sent, &err))
+			return;
+		/*
+		 * Something went out, or a started request could not (no
+		 * memory, no route): in both cases only the timer brings the
+		 * requester back if nothing else is in flight. With no ACK
+		 * timeout (0: infinite) a failed send is still retried after
+		 * a short while.
+		 */
+		if ((sent || err) && !timer_pending(&qp->retrans_timer)) {
+			qp->last_progress = jiffies;
+			srdma_arm_timer(qp);
+			if (err && !timer_pending(&qp->retrans_timer))
+				mod_timer(&qp->retrans_timer,
+					  jiffies + SRDMA_RTO_MIN_JIFFIES);
 		}
-
-		err = srdma_req_packet(qp, wqe);
-		if (err == -EACCES || err == -EINVAL) {
-			/* Bad lkey, range or right in the local SGEs. */
-			srdma_err_qp(qp, "wr %llu: local protection error\n",
-				     wqe->wr_id);
-			goto fail_local;
+		if (!qp->usq.map || qp->una_psn != qp->next_psn ||
+		    qp->state != IB_QPS_RTS) {
+			srdma_req_doorbell(qp, qp->state == IB_QPS_RTS);
+			break;
 		}
-		if (err)
-			break;	/* no memory or route: the timer retries */
-		sent++;
-		if (qp->sq_next_off < wqe->length)
-			continue;
-next:
-		qp->sq_next++;
-		qp->sq_next_off = 0;
-	}
-	/*
-	 * Something went out, or a started request could not (no memory, no
-	 * route): in both cases only the timer brings the requester back if
-	 * nothing else is in flight. With no ACK timeout (0: infinite) a
-	 * failed send is still retried after a short while.
-	 */
-	if ((sent || err) && !timer_pending(&qp->retrans_timer)) {
-		qp->last_progress = jiffies;
-		srdma_arm_timer(qp);
-		if (err && !timer_pending(&qp->retrans_timer))
-			mod_timer(&qp->retrans_timer,
-				  jiffies + SRDMA_RTO_MIN_JIFFIES);
-	}
-	/* Idle now: ask for doorbells again, then look once more. */
-	if (qp->usq.map && qp->una_psn == qp->next_psn &&
-	    qp->state == IB_QPS_RTS) {
+		/* Idle now: ask for doorbells again, then look once more. */
 		srdma_req_doorbell(qp, false);
-		psn = qp->sq.prod;
+		prod = qp->sq.prod;
 		if (srdma_sq_pull(qp)) {
 			srdma_qp_error(qp);
 			return;
 		}
-		if (qp->sq.prod != psn)
-			goto again;	/* posted meanwhile, no doorbell */
-	} else {
-		srdma_req_doorbell(qp, qp->state == IB_QPS_RTS);
+		if (qp->sq.prod == prod)
+			break;
+		/* Posted meanwhile, without a doorbell: send it too. */
 	}
 	if (qp->state == IB_QPS_SQD && qp->attr.en_sqd_async_notify &&
 	    qp->sq_next == qp->sq.prod && qp->una_psn == qp->next_psn)
 		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
-	return;
-
-fail_local:
-	/* Older work requests are flushed, this one fails, QP to ERR. */
-	qp->sq_error = true;
-	while ((s32)(qp->sq_next - qp->sq.cons) > 0) {
-		struct srdma_send_wqe *old;
-
-		old = srdma_ring_slot(&qp->sq, qp->sq.cons);
-		srdma_req_complete(qp, old, IB_WC_WR_FLUSH_ERR);
-	}
-	srdma_req_complete(qp, wqe, err == -EACCES || err == -EINVAL ?
-			   IB_WC_LOC_PROT_ERR : IB_WC_LOC_LEN_ERR);
 }
 
 /*
@@ -588,13 +856,73 @@ restore:
 	qp->sq_next_off = off;
 }
 
+/* Go back to the oldest PSN unacknowledged, send again, rearm the timer. */
+static void srdma_req_resend(struct srdma_qp *qp)
+{
+	srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+	srdma_req_rewind(qp, qp->una_psn);
+	srdma_req_run(qp);
+	srdma_arm_timer(qp);
+}
+
+/*
+ * The retransmit timer expired with @wqe, the oldest work request, sent
+ * and not acknowledged: probe, resend early or use up a retry.
+ */
+static void srdma_req_timeout(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	if (qp->tlp_armed) {
+		/*
+		 * Tail-loss probe: nothing came back for two round trips.
+		 * Resend the last packet with AckReq; its ACK or the NAK it
+		 * draws ends the wait sooner than the timeout would.
+		 */
+		qp->tlp_sent = true;
+		srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+		srdma_req_probe(qp);
+		srdma_arm_timer(qp);
+		return;
+	}
+	srdma_cwnd_loss(qp);
+	if (time_before(jiffies, qp->last_progress + srdma_ack_timeout(qp))) {
+		/*
+		 * Early: the adaptive timeout expired, the QP's own has not.
+		 * Resend without using up a retry; back off the next one.
+		 */
+		if (qp->rto_backoff < SRDMA_RTO_BACKOFF_MAX)
+			qp->rto_backoff++;
+		srdma_req_resend(qp);
+		return;
+	}
+
+	srdma_count(qp->sdev, SRDMA_CNT_TIMEOUTS);
+	if (!qp->retry_left) {
+		srdma_err_qp(qp, "no ACK after %u retries\n",
+			     qp->attr.retry_cnt);
+		srdma_req_complete(qp, wqe, IB_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->retry_left--;
+	qp->last_progress = jiffies;
+	srdma_req_resend(qp);
+}
+
+/**
+ * srdma_retrans_timer() - the retransmit timer of a QP expired
+ * @t: the QP's retrans_timer
+ *
+ * Ends an RNR wait, or resends what is unacknowledged: a tail-loss probe,
+ * an early retransmission or a retry of the QP's own ACK timeout.
+ *
+ * Context: timer (softirq); takes the QP lock.
+ */
 void srdma_retrans_timer(struct timer_list *t)
 {
 	struct srdma_qp *qp = from_timer(qp, t, retrans_timer);
 	struct srdma_send_wqe *wqe;
 
 	spin_lock_bh(&qp->lock);
-	if (!srdma_sq_running(qp))
+	if (!srdma_qp_sq_running(qp))
 		goto out_unlock;
 	if (qp->rnr_wait) {
 		qp->rnr_wait = false;
@@ -616,59 +944,9 @@ void srdma_retrans_timer(struct timer_list *t)
 		     qp->una_psn, qp->next_psn, qp->sq.cons, qp->sq_next,
 		     qp->sq.prod, wqe->opcode, wqe->first_psn, wqe->last_psn,
 		     wqe->rd_next_psn, qp->retry_left);
-
-	if (qp->tlp_armed) {
-		/*
-		 * Tail-loss probe: nothing came back for two round trips.
-		 * Resend the last packet with AckReq; its ACK or the NAK it
-		 * draws ends the wait sooner than the timeout would.
-		 */
-		qp->tlp_sent = true;
-		srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
-		srdma_req_probe(qp);
-		srdma_arm_timer(qp);
-		goto out_unlock;
-	}
-	srdma_cwnd_loss(qp);
-	if (time_before(jiffies, qp->last_progress + srdma_ack_timeout(qp))) {
-		/*
-		 * Early: the adaptive timeout expired, the QP's own has not.
-		 * Resend without using up a retry; back off the next one.
-		 */
-		if (qp->rto_backoff < 10)
-			qp->rto_backoff++;
-		srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
-		srdma_req_rewind(qp, qp->una_psn);
-		srdma_req_run(qp);
-		srdma_arm_timer(qp);
-		goto out_unlock;
-	}
-
-	srdma_count(qp->sdev, SRDMA_CNT_TIMEOUTS);
-	if (!qp->retry_left) {
-		srdma_err_qp(qp, "no ACK after %u retries\n",
-			     qp->attr.retry_cnt);
-		srdma_req_complete(qp, wqe, IB_WC_RETRY_EXC_ERR);
-		goto out_unlock;
-	}
-	qp->retry_left--;
-	qp->last_progress = jiffies;
-	srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
-	srdma_req_rewind(qp, qp->una_psn);
-	srdma_req_run(qp);
-	srdma_arm_timer(qp);
+	srdma_req_timeout(qp, wqe);
 out_unlock:
 	spin_unlock_bh(&qp->lock);
-}
-
-/* Arm the RNR wait after an RNR NAK; QP lock held. */
-void srdma_req_rnr_wait(struct srdma_qp *qp, u8 timer)
-{
-	qp->rnr_wait = true;
-	mod_timer(&qp->retrans_timer,
-		  jiffies + max_t(unsigned long,
-				  usecs_to_jiffies(srdma_rnr_usecs[timer & 31]),
-				  1));
 }
 
 static bool srdma_opcode_ok(u32 opcode)
@@ -691,45 +969,133 @@ static bool srdma_opcode_ok(u32 opcode)
  */
 static bool srdma_msg_len_ok(struct srdma_qp *qp, u32 len)
 {
-	if (len <= SRDMA_MAX_MSG_SIZE &&
-	    srdma_npkts(len, qp->mtu) <= SRDMA_MAX_MSG_PKTS)
-		return true;
-	srdma_err_qp(qp, "post_send: message of %u bytes too long for MTU %u\n",
-		     len, qp->mtu);
-	return false;
+	return len <= SRDMA_MAX_MSG_SIZE &&
+	       srdma_npkts(len, qp->mtu) <= SRDMA_MAX_MSG_PKTS;
 }
 
 static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 {
 	if (!srdma_opcode_ok(wr->opcode)) {
-		srdma_err_qp(qp, "post_send: opcode %d not supported\n",
+		srdma_dbg_qp(qp, "post_send: opcode %d not supported\n",
 			     wr->opcode);
 		return -EINVAL;
 	}
 	if (wr->num_sge < 0 || wr->num_sge > qp->sq.max_sge) {
-		srdma_err_qp(qp, "post_send: %d SGEs, max %u\n", wr->num_sge,
-			     qp->sq.max_sge);
+		srdma_dbg_qp(qp, "post_send: %d SGEs, max %u\n",
+			     wr->num_sge, qp->sq.max_sge);
 		return -EINVAL;
 	}
 	if (wr->send_flags & IB_SEND_INLINE) {
-		srdma_err_qp(qp, "post_send: inline data not supported\n");
+		srdma_dbg_qp(qp, "post_send: inline data not supported\n");
 		return -EINVAL;
 	}
 	return 0;
 }
 
 /*
- * Take the work requests a user process wrote to its mapped SQ into the
- * kernel's ring, reading each field once and validating it. A bad entry
- * stops the QP: -EINVAL. QP lock held.
+ * Copy the SGEs of @wr into @wqe and sum their lengths into @len: -EINVAL
+ * if the sum overflows or the message is too long.
  */
-int srdma_sq_pull(struct srdma_qp *qp)
+static int srdma_wr_sges(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
+			 const struct ib_send_wr *wr, u32 *len)
+{
+	if (srdma_sges_from_wr(wqe->sge, wr->sg_list, wr->num_sge, len))
+		return -EINVAL;
+	if (!srdma_msg_len_ok(qp, *len)) {
+		srdma_dbg_qp(qp, "post_send: message of %u bytes too long for MTU %u\n",
+			     *len, qp->mtu);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Fill send WQE @wqe, the next free slot of the SQ, from @wr, its SGEs
+ * (@len bytes in all) already in place, and post it. Only RDMA operations
+ * have a remote address.
+ */
+static void srdma_sq_push(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
+			  const struct ib_send_wr *wr, u32 len)
+{
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->send_flags = wr->send_flags;
+	wqe->imm = wr->ex.imm_data;
+	wqe->length = len;
+	wqe->num_sge = wr->num_sge;
+	wqe->started = false;
+	wqe->done = false;
+	if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) {
+		wqe->remote_addr = rdma_wr(wr)->remote_addr;
+		wqe->rkey = rdma_wr(wr)->rkey;
+	} else {
+		wqe->remote_addr = 0;
+		wqe->rkey = 0;
+	}
+	qp->sq.prod++;
+}
+
+/*
+ * Read mapped SQ entry @u, each field once, into @wqe's SGEs and @w, and
+ * validate it. A bad entry marks the ring bad: -EINVAL.
+ */
+static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
+			       struct srdma_send_wqe *wqe,
+			       struct ib_rdma_wr *w, u32 *len)
 {
 	const u32 flags_ok = IB_SEND_FENCE | IB_SEND_SIGNALED |
 			     IB_SEND_SOLICITED;
+	u32 n, op, flags;
+	int err;
+
+	n = READ_ONCE(u->num_sge);
+	op = READ_ONCE(u->opcode);
+	flags = READ_ONCE(u->send_flags);
+	if (!srdma_opcode_ok(op) || (flags & ~flags_ok)) {
+		srdma_err_qp(qp, "send ring entry %u: opcode %u, flags %#x refused\n",
+			     qp->sq.prod, op, flags);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	err = srdma_usges_read(qp, wqe->sge, u->sge, n, qp->sq.max_sge, len);
+	if (err)
+		return err;
+	if (!srdma_msg_len_ok(qp, *len)) {
+		srdma_err_qp(qp, "send ring entry %u: message of %u bytes too long for MTU %u\n",
+			     qp->sq.prod, *len, qp->mtu);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	w->wr.wr_id = READ_ONCE(u->wr_id);
+	w->wr.opcode = op;
+	w->wr.send_flags = flags;
+	w->wr.ex.imm_data = (__force __be32)READ_ONCE(u->imm_data);
+	w->wr.num_sge = n;
+	if (op != IB_WR_SEND && op != IB_WR_SEND_WITH_IMM) {
+		w->remote_addr = READ_ONCE(u->remote_addr);
+		w->rkey = READ_ONCE(u->rkey);
+	}
+	return 0;
+}
+
+/**
+ * srdma_sq_pull() - take what a user process posted to its mapped SQ
+ * @qp: the QP, a user QP with a mapped SQ
+ *
+ * Copies the work requests between the kernel's producer index and the
+ * process's into the kernel's ring, reading each field once and
+ * validating it.
+ *
+ * Context: QP lock held.
+ * Return: 0, or -EINVAL if an index or entry was bad: the ring is marked
+ * bad and the caller stops the QP.
+ */
+int srdma_sq_pull(struct srdma_qp *qp)
+{
 	struct srdma_usend_wqe *u;
 	struct srdma_send_wqe *wqe;
-	u32 uprod, n, op, flags;
+	struct ib_rdma_wr w = {};
+	u32 uprod, len;
 	int err;
 
 	lockdep_assert_held(&qp->lock);
@@ -737,38 +1103,10 @@ int srdma_sq_pull(struct srdma_qp *qp)
 	while (!err && qp->sq.prod != uprod) {
 		u = srdma_uring_slot(&qp->usq, qp->sq.prod);
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.prod);
-		n = READ_ONCE(u->num_sge);
-		op = READ_ONCE(u->opcode);
-		flags = READ_ONCE(u->send_flags);
-		if (!srdma_opcode_ok(op) || (flags & ~flags_ok)) {
-			srdma_err_qp(qp, "send ring entry %u: opcode %u, flags %#x refused\n",
-				     qp->sq.prod, op, flags);
-			qp->uring_bad = true;
-			return -EINVAL;
-		}
-		err = srdma_usges_read(qp, wqe->sge, u->sge, n, qp->sq.max_sge,
-				       &wqe->length);
+		err = srdma_sq_read_entry(qp, u, wqe, &w, &len);
 		if (err)
 			return err;
-		if (!srdma_msg_len_ok(qp, wqe->length)) {
-			qp->uring_bad = true;
-			return -EINVAL;
-		}
-		wqe->wr_id = READ_ONCE(u->wr_id);
-		wqe->opcode = op;
-		wqe->send_flags = flags;
-		wqe->imm = (__force __be32)READ_ONCE(u->imm_data);
-		wqe->num_sge = n;
-		wqe->started = false;
-		wqe->done = false;
-		if (op != IB_WR_SEND && op != IB_WR_SEND_WITH_IMM) {
-			wqe->remote_addr = READ_ONCE(u->remote_addr);
-			wqe->rkey = READ_ONCE(u->rkey);
-		} else {
-			wqe->remote_addr = 0;
-			wqe->rkey = 0;
-		}
-		qp->sq.prod++;
+		srdma_sq_push(qp, wqe, &w.wr, len);
 	}
 	return err;
 }
@@ -785,11 +1123,10 @@ static int srdma_post_send_user(struct srdma_qp *qp,
 
 	spin_lock_bh(&qp->lock);
 	if (wr) {
-		srdma_err_qp(qp, "post_send: a user QP posts through its ring\n");
+		srdma_dbg_qp(qp, "post_send: a user QP posts through its ring\n");
 		err = -EINVAL;
-	} else if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT ||
-		   qp->state == IB_QPS_RTR) {
-		srdma_err_qp(qp, "post_send in state %d\n", qp->state);
+	} else if (!srdma_qp_sq_postable(qp)) {
+		srdma_dbg_qp(qp, "post_send in state %d\n", qp->state);
 		err = -EINVAL;
 	} else if (qp->state != IB_QPS_ERR && srdma_sq_pull(qp)) {
 		err = -EINVAL;
@@ -805,6 +1142,20 @@ static int srdma_post_send_user(struct srdma_qp *qp,
 	return err;
 }
 
+/**
+ * srdma_post_send() - the post_send verb
+ * @ibqp: the QP
+ * @wr: the list of work requests; for a user QP, NULL (a doorbell)
+ * @bad_wr: set to the first work request not posted
+ *
+ * Queues each work request and runs the requester; in ERR they are
+ * flushed. A user QP posts through its mapped SQ: this only rings the
+ * doorbell.
+ *
+ * Context: any context, does not sleep; takes the QP lock.
+ * Return: 0, -EINVAL for a bad work request or a QP not yet in RTS,
+ * -ENOMEM if the SQ is full.
+ */
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
@@ -816,9 +1167,8 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (qp->usq.map)
 		return srdma_post_send_user(qp, wr, bad_wr);
 	spin_lock_bh(&qp->lock);
-	if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT ||
-	    qp->state == IB_QPS_RTR) {
-		srdma_err_qp(qp, "post_send in state %d\n", qp->state);
+	if (!srdma_qp_sq_postable(qp)) {
+		srdma_dbg_qp(qp, "post_send in state %d\n", qp->state);
 		err = -EINVAL;
 		*bad_wr = wr;
 		goto out_unlock;
@@ -828,30 +1178,13 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		if (!err && qp->sq.prod - qp->sq.cons >= qp->sq.max_wr)
 			err = -ENOMEM;
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.prod);
-		if (!err && (srdma_sges_from_wr(wqe->sge, wr->sg_list,
-						wr->num_sge, &len) ||
-			     !srdma_msg_len_ok(qp, len)))
-			err = -EINVAL;
+		if (!err)
+			err = srdma_wr_sges(qp, wqe, wr, &len);
 		if (err) {
 			*bad_wr = wr;
 			break;
 		}
-		wqe->wr_id = wr->wr_id;
-		wqe->opcode = wr->opcode;
-		wqe->send_flags = wr->send_flags;
-		wqe->imm = wr->ex.imm_data;
-		wqe->length = len;
-		wqe->num_sge = wr->num_sge;
-		wqe->started = false;
-		wqe->done = false;
-		if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) {
-			wqe->remote_addr = rdma_wr(wr)->remote_addr;
-			wqe->rkey = rdma_wr(wr)->rkey;
-		} else {
-			wqe->remote_addr = 0;
-			wqe->rkey = 0;
-		}
-		qp->sq.prod++;
+		srdma_sq_push(qp, wqe, wr, len);
 	}
 	if (qp->state == IB_QPS_ERR)
 		srdma_qp_flush(qp);

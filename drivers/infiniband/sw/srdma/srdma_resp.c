@@ -9,16 +9,17 @@
 
 #include "srdma.h"
 
-static bool srdma_rq_running(struct srdma_qp *qp)
-{
-	return qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS ||
-	       qp->state == IB_QPS_SQD || qp->state == IB_QPS_SQE;
-}
-
-/*
- * Take the receives a user process wrote to its mapped RQ into the
- * kernel's ring, reading each field once and validating it. A bad entry
- * stops the QP: -EINVAL. QP lock held.
+/**
+ * srdma_rq_pull() - take what a user process posted to its mapped RQ
+ * @qp: the QP, a user QP with a mapped RQ
+ *
+ * Copies the receives between the kernel's producer index and the
+ * process's into the kernel's ring, reading each field once and
+ * validating it.
+ *
+ * Context: QP lock held.
+ * Return: 0, or -EINVAL if an index or entry was bad: the ring is marked
+ * bad and the caller stops the QP.
  */
 int srdma_rq_pull(struct srdma_qp *qp)
 {
@@ -50,6 +51,7 @@ int srdma_rq_pull(struct srdma_qp *qp)
  */
 static bool srdma_rq_ready(struct srdma_qp *qp)
 {
+	lockdep_assert_held(&qp->lock);
 	if (qp->rq.cons == qp->rq.prod && qp->urq.map && srdma_rq_pull(qp))
 		srdma_qp_error(qp);
 	return (s32)(qp->rq.prod - qp->rq.cons) > 0;
@@ -64,12 +66,12 @@ static int srdma_post_recv_user(struct srdma_qp *qp,
 
 	spin_lock_bh(&qp->lock);
 	if (wr) {
-		srdma_err_qp(qp, "post_recv: a user QP posts through its ring\n");
+		srdma_dbg_qp(qp, "post_recv: a user QP posts through its ring\n");
 		*bad_wr = wr;
 		err = -EINVAL;
 	} else if (qp->state == IB_QPS_ERR) {
 		srdma_qp_flush(qp);
-	} else if (qp->state != IB_QPS_RESET && srdma_rq_pull(qp)) {
+	} else if (srdma_qp_rq_postable(qp) && srdma_rq_pull(qp)) {
 		srdma_qp_error(qp);
 		err = -EINVAL;
 	}
@@ -77,6 +79,19 @@ static int srdma_post_recv_user(struct srdma_qp *qp,
 	return err;
 }
 
+/**
+ * srdma_post_recv() - the post_recv verb
+ * @ibqp: the QP
+ * @wr: the list of receives; for a user QP, NULL (a doorbell)
+ * @bad_wr: set to the first receive not posted
+ *
+ * Queues each receive; in ERR they are flushed. A user QP posts through
+ * its mapped RQ: this only rings the doorbell, which in ERR flushes it.
+ *
+ * Context: any context, does not sleep; takes the QP lock.
+ * Return: 0, -EINVAL for a bad receive or a QP in RESET, -ENOMEM if the
+ * RQ is full.
+ */
 int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
@@ -88,15 +103,15 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (qp->urq.map)
 		return srdma_post_recv_user(qp, wr, bad_wr);
 	spin_lock_bh(&qp->lock);
-	if (qp->state == IB_QPS_RESET) {
-		srdma_err_qp(qp, "post_recv in RESET\n");
+	if (!srdma_qp_rq_postable(qp)) {
+		srdma_dbg_qp(qp, "post_recv in RESET\n");
 		*bad_wr = wr;
 		err = -EINVAL;
 		goto out_unlock;
 	}
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge < 0 || wr->num_sge > qp->rq.max_sge) {
-			srdma_err_qp(qp, "post_recv: %d SGEs, max %u\n",
+			srdma_dbg_qp(qp, "post_recv: %d SGEs, max %u\n",
 				     wr->num_sge, qp->rq.max_sge);
 			err = -EINVAL;
 		} else if (qp->rq.prod - qp->rq.cons >= qp->rq.max_wr) {
@@ -122,7 +137,17 @@ out_unlock:
 	return err;
 }
 
-/* Send an ACK or NAK for @psn. QP lock held. */
+/**
+ * srdma_send_ack() - send an ACK or NAK
+ * @qp: the QP that sends it
+ * @syndrome: its AETH syndrome
+ * @psn: the PSN it is for
+ *
+ * It carries the QP's current MSN. A packet that cannot be allocated is
+ * not sent: the requester asks again.
+ *
+ * Context: softirq or process context, QP lock held.
+ */
 void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn)
 {
 	struct srdma_pkt pkt = {
@@ -136,9 +161,16 @@ void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn)
 	struct sk_buff *skb;
 	u8 *payload;
 
+	lockdep_assert_held(&qp->lock);
 	skb = srdma_alloc_pkt(qp, &pkt, &payload);
 	if (skb)
 		srdma_xmit(qp, skb);
+}
+
+/* A positive ACK for everything up to @psn. */
+static void srdma_send_ack_ok(struct srdma_qp *qp, u32 psn)
+{
+	srdma_send_ack(qp, SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID, psn);
 }
 
 static void srdma_send_nak(struct srdma_qp *qp, u8 code, u32 psn)
@@ -171,6 +203,7 @@ static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		.port_num = 1,
 	};
 
+	lockdep_assert_held(&qp->lock);
 	if (status == IB_WC_SUCCESS && (pkt->flags & SRDMA_F_IMM)) {
 		wc.wc_flags = IB_WC_WITH_IMM;
 		wc.ex.imm_data = (__force __be32)pkt->imm;
@@ -211,6 +244,18 @@ static void srdma_resp_fatal(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	srdma_resp_error(qp, nak, pkt->psn);
 }
 
+/* The MSN once the message in progress is done. */
+static u32 srdma_resp_msn_next(const struct srdma_qp *qp)
+{
+	return (qp->msn + 1) & SRDMA_MSN_MASK;
+}
+
+/* A message is done: count it in the MSN that ACKs carry. */
+static void srdma_resp_msg_done(struct srdma_qp *qp)
+{
+	qp->msn = srdma_resp_msn_next(qp);
+}
+
 /* Check the opcode against the message in progress. */
 static bool srdma_resp_seq_ok(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
@@ -233,6 +278,7 @@ static bool srdma_resp_seq_ok(struct srdma_qp *qp, struct srdma_pkt *pkt)
  */
 static int srdma_resp_need_recv(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
+	lockdep_assert_held(&qp->lock);
 	if (srdma_rq_ready(qp))
 		return 0;
 	return qp->state == IB_QPS_ERR ? -EIO : srdma_send_rnr(qp, pkt->psn);
@@ -252,14 +298,14 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		qp->recv_off = 0;
 	} else if (!qp->recv_active) {
 		/* Never complete a receive that was not taken. */
-		srdma_err_qp(qp, "SEND continues a message with no receive\n");
+		srdma_dbg_qp(qp, "SEND continues a message with no receive\n");
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
 		return -EINVAL;
 	}
 	wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
 	if (pkt->paylen > wqe->length - qp->recv_off) {
-		srdma_err_qp(qp, "SEND of more than the %u-byte receive buffer\n",
+		srdma_dbg_qp(qp, "SEND of more than the %u-byte receive buffer\n",
 			     wqe->length);
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_LOC_LEN_ERR);
@@ -268,14 +314,14 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, qp->recv_off, NULL,
 			     skb, payoff, pkt->paylen, true);
 	if (err) {
-		srdma_err_qp(qp, "receive buffer: local protection error\n");
+		srdma_dbg_qp(qp, "receive buffer: local protection error\n");
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_REMOTE_OP,
 				 IB_WC_LOC_PROT_ERR);
 		return err;
 	}
 	qp->recv_off += pkt->paylen;
 	if (pkt->flags & SRDMA_F_LAST) {
-		qp->msn = (qp->msn + 1) & SRDMA_MSN_MASK;
+		srdma_resp_msg_done(qp);
 		srdma_recv_done(qp, pkt, IB_WC_SUCCESS, IB_WC_RECV,
 				qp->recv_off);
 	}
@@ -308,7 +354,7 @@ static int srdma_resp_access_err(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				 u64 va, u32 len, u32 rkey, bool read)
 {
 	srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
-	srdma_err_qp(qp, "%s of %#llx+%u rkey %#x refused\n",
+	srdma_dbg_qp(qp, "%s of %#llx+%u rkey %#x refused\n",
 		     read ? "READ" : "WRITE", va, len, rkey);
 	srdma_resp_fatal(qp, pkt, SRDMA_NAK_REMOTE_ACCESS,
 			 IB_WC_REM_ACCESS_ERR);
@@ -325,17 +371,73 @@ static int srdma_resp_dmalen(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	if (pkt->dmalen <= SRDMA_MAX_MSG_SIZE &&
 	    srdma_npkts(pkt->dmalen, qp->mtu) <= SRDMA_MAX_MSG_PKTS)
 		return 0;
-	srdma_err_qp(qp, "request of %u bytes exceeds the message limit\n",
+	srdma_dbg_qp(qp, "request of %u bytes exceeds the message limit\n",
 		     pkt->dmalen);
 	srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 			 IB_WC_REM_INV_REQ_ERR);
 	return -EINVAL;
 }
 
+/*
+ * The FIRST (or ONLY) packet of a WRITE: check its length and, if it
+ * carries data, the MR and the rights; remember where the WRITE goes and
+ * the MR it was checked against.
+ */
+static int srdma_resp_write_first(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	struct srdma_mr *mr;
+	int err;
+
+	err = srdma_resp_dmalen(qp, pkt);
+	if (err)
+		return err;
+	qp->write_mr_serial = 0;
+	if (pkt->dmalen) {
+		mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
+				   IB_ACCESS_REMOTE_WRITE, 0);
+		if (!mr)
+			return srdma_resp_access_err(qp, pkt, pkt->va,
+						     pkt->dmalen, pkt->rkey,
+						     false);
+		qp->write_mr_serial = mr->serial;
+		srdma_mr_put(mr);
+	}
+	qp->write_va = pkt->va;
+	qp->write_rkey = pkt->rkey;
+	qp->write_left = pkt->dmalen;
+	qp->write_len = pkt->dmalen;
+	return 0;
+}
+
+/*
+ * Place the payload of WRITE packet @pkt. Every packet is checked again:
+ * the MR may have been deregistered, and its key given to another, since
+ * the first packet of the message.
+ */
+static int srdma_resp_write_place(struct srdma_qp *qp, struct srdma_pkt *pkt,
+				  struct sk_buff *skb, int payoff)
+{
+	struct srdma_mr *mr;
+	int err;
+
+	mr = srdma_resp_mr(qp, qp->write_rkey, qp->write_va, pkt->paylen,
+			   IB_ACCESS_REMOTE_WRITE, qp->write_mr_serial);
+	if (!mr)
+		return srdma_resp_access_err(qp, pkt, qp->write_va,
+					     pkt->paylen, qp->write_rkey,
+					     false);
+	err = srdma_mr_copy_skb(mr, qp->write_va, skb, payoff, pkt->paylen);
+	srdma_mr_put(mr);
+	if (err)
+		return srdma_resp_access_err(qp, pkt, qp->write_va,
+					     pkt->paylen, qp->write_rkey,
+					     false);
+	return 0;
+}
+
 static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			    struct sk_buff *skb, int payoff)
 {
-	struct srdma_mr *mr;
 	int err;
 
 	/* WRITE with immediate consumes a receive with its last packet. */
@@ -345,59 +447,28 @@ static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			return err;
 	}
 	if (pkt->flags & SRDMA_F_FIRST) {
-		err = srdma_resp_dmalen(qp, pkt);
+		err = srdma_resp_write_first(qp, pkt);
 		if (err)
 			return err;
-		qp->write_mr_serial = 0;
-		if (pkt->dmalen) {
-			mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
-					   IB_ACCESS_REMOTE_WRITE, 0);
-			if (!mr)
-				return srdma_resp_access_err(qp, pkt, pkt->va,
-							     pkt->dmalen,
-							     pkt->rkey, false);
-			qp->write_mr_serial = mr->serial;
-			srdma_mr_put(mr);
-		}
-		qp->write_va = pkt->va;
-		qp->write_rkey = pkt->rkey;
-		qp->write_left = pkt->dmalen;
-		qp->write_len = pkt->dmalen;
 	}
 	if (pkt->paylen > qp->write_left ||
 	    ((pkt->flags & SRDMA_F_LAST) && pkt->paylen != qp->write_left) ||
 	    (!(pkt->flags & SRDMA_F_LAST) && pkt->paylen != qp->mtu)) {
-		srdma_err_qp(qp, "WRITE packet of %u bytes, %u left\n",
+		srdma_dbg_qp(qp, "WRITE packet of %u bytes, %u left\n",
 			     pkt->paylen, qp->write_left);
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
 		return -EINVAL;
 	}
 	if (pkt->paylen) {
-		/*
-		 * Every packet is checked again: the MR may have been
-		 * deregistered, and its key given to another, since the
-		 * first packet of the message.
-		 */
-		mr = srdma_resp_mr(qp, qp->write_rkey, qp->write_va,
-				   pkt->paylen, IB_ACCESS_REMOTE_WRITE,
-				   qp->write_mr_serial);
-		if (!mr)
-			return srdma_resp_access_err(qp, pkt, qp->write_va,
-						     pkt->paylen,
-						     qp->write_rkey, false);
-		err = srdma_mr_copy_skb(mr, qp->write_va, skb, payoff,
-					pkt->paylen);
-		srdma_mr_put(mr);
+		err = srdma_resp_write_place(qp, pkt, skb, payoff);
 		if (err)
-			return srdma_resp_access_err(qp, pkt, qp->write_va,
-						     pkt->paylen,
-						     qp->write_rkey, false);
+			return err;
 	}
 	qp->write_va += pkt->paylen;
 	qp->write_left -= pkt->paylen;
 	if (pkt->flags & SRDMA_F_LAST) {
-		qp->msn = (qp->msn + 1) & SRDMA_MSN_MASK;
+		srdma_resp_msg_done(qp);
 		if (pkt->flags & SRDMA_F_IMM) {
 			qp->recv_active = true;
 			srdma_recv_done(qp, pkt, IB_WC_SUCCESS,
@@ -406,6 +477,18 @@ static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		}
 	}
 	return 0;
+}
+
+/* The opcode of response @idx of @npkts to a READ. */
+static u8 srdma_read_resp_opcode(u32 idx, u32 npkts)
+{
+	if (npkts == 1)
+		return SRDMA_OP_READ_RESP_ONLY;
+	if (idx == 0)
+		return SRDMA_OP_READ_RESP_FIRST;
+	if (idx == npkts - 1)
+		return SRDMA_OP_READ_RESP_LAST;
+	return SRDMA_OP_READ_RESP_MIDDLE;
 }
 
 /*
@@ -418,6 +501,7 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 {
 	u32 idx = off / job->mtu;
 	struct srdma_pkt pkt = {
+		.opcode = srdma_read_resp_opcode(idx, npkts),
 		.pkey = SRDMA_DEFAULT_PKEY,
 		.dqpn = qp->attr.dest_qp_num,
 		.psn = srdma_psn_add(job->psn, idx),
@@ -425,57 +509,46 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 		.msn = msn,
 		.paylen = min(job->mtu, job->len - off),
 	};
-	struct srdma_mr *mr = NULL;
+	struct srdma_payload_src src = { .iova = job->va + off };
 	struct sk_buff *skb;
-	u8 *payload;
-	int err = 0;
 
 	lockdep_assert_held(&qp->lock);
-	if (npkts == 1)
-		pkt.opcode = SRDMA_OP_READ_RESP_ONLY;
-	else if (idx == 0)
-		pkt.opcode = SRDMA_OP_READ_RESP_FIRST;
-	else if (idx == npkts - 1)
-		pkt.opcode = SRDMA_OP_READ_RESP_LAST;
-	else
-		pkt.opcode = SRDMA_OP_READ_RESP_MIDDLE;
-
 	if (pkt.paylen) {
 		/* The MR the READ was accepted for, not one with its key. */
-		mr = srdma_resp_mr(qp, job->rkey, job->va + off, pkt.paylen,
-				   IB_ACCESS_REMOTE_READ, job->serial);
-		if (!mr)
+		src.mr = srdma_resp_mr(qp, job->rkey, src.iova, pkt.paylen,
+				       IB_ACCESS_REMOTE_READ, job->serial);
+		if (!src.mr)
 			return -EACCES;
 	}
-	/* Large payloads go out from the MR's pages; else copied. */
-	if (mr && pkt.paylen >= SRDMA_ZCOPY_MIN) {
-		skb = srdma_alloc_pkt(qp, &pkt, NULL);
-		if (skb && (srdma_mr_attach(mr, job->va + off, skb,
-					    pkt.paylen) ||
-			    srdma_pkt_seal(skb, &pkt))) {
-			kfree_skb(skb);
-			skb = NULL;	/* DMA MR, too many pieces: copy */
-		}
-		if (skb)
-			goto out_put;
-	}
-	skb = srdma_alloc_pkt(qp, &pkt, &payload);
-	if (skb && mr)
-		err = srdma_mr_copy(mr, job->va + off, payload, pkt.paylen,
-				    false);
-out_put:
-	if (mr)
-		srdma_mr_put(mr);
-	if (!skb)
-		return -ENOMEM;
-	if (err) {
-		kfree_skb(skb);
-		return -EACCES;
-	}
+	skb = srdma_data_pkt(qp, &pkt, &src);
+	if (src.mr)
+		srdma_mr_put(src.mr);
+	if (IS_ERR(skb))
+		return PTR_ERR(skb);
 	return srdma_xmit(qp, skb);
 }
 
-/* Drop every queued READ and stop the one being answered. QP lock held. */
+/*
+ * The memory of READ @job went out of reach at byte @off while answering
+ * it: NAK the PSN of that response.
+ */
+static void srdma_read_access_err(struct srdma_qp *qp,
+				  const struct srdma_read_job *job, u32 off)
+{
+	srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
+	srdma_resp_error(qp, SRDMA_NAK_REMOTE_ACCESS,
+			 srdma_psn_add(job->psn, off / job->mtu));
+}
+
+/**
+ * srdma_rd_queue_reset() - drop every queued READ
+ * @qp: the QP
+ *
+ * Also stops the READ being answered: the read work sees the generation
+ * change and sends nothing more of it.
+ *
+ * Context: QP lock held.
+ */
 void srdma_rd_queue_reset(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
@@ -492,9 +565,21 @@ static u32 srdma_rd_queued(struct srdma_qp *qp)
 	return n > 0 ? n : 0;
 }
 
+/*
+ * READs queued at most: twice max_dest_rd_atomic. A READ asked again
+ * (after a timeout) may still be queued when late responses to the
+ * original let the requester send its next READ. More than that is a peer
+ * ignoring the limit.
+ */
+static u32 srdma_rd_queue_max(struct srdma_qp *qp)
+{
+	return 2 * max_t(u32, qp->attr.max_dest_rd_atomic, 1);
+}
+
 /* The READ being answered (of generation @gen) is done. QP lock held. */
 static void srdma_rd_queue_pop(struct srdma_qp *qp, u32 gen)
 {
+	lockdep_assert_held(&qp->lock);
 	if (qp->rd_gen == gen && srdma_rd_queued(qp))
 		qp->rd_cons++;
 }
@@ -503,17 +588,18 @@ static void srdma_rd_queue_pop(struct srdma_qp *qp, u32 gen)
  * A READ behind the expected PSN is a duplicate only if it asks again for
  * part of a READ this QP accepted: same R_Key, from some response of it
  * (the VA at that response's offset) to at most its end. The MR serial of
- * the original goes into @job. Anything else is dropped: it is not ours
- * to answer, and must never cost the connection. QP lock held.
+ * the original goes into @serial. Anything else is dropped: it is not
+ * ours to answer, and must never cost the connection. QP lock held.
  */
 static bool srdma_rd_dup_ok(struct srdma_qp *qp, struct srdma_pkt *pkt,
-			    struct srdma_read_job *job)
+			    u64 *serial)
 {
 	const struct srdma_read_job *h;
 	u64 off;
 	u32 i;
 	int idx;
 
+	lockdep_assert_held(&qp->lock);
 	for (i = 0; qp->rd_hist && i <= qp->rd_hist_mask; i++) {
 		h = &qp->rd_hist[i];
 		if (!h->mtu || h->rkey != pkt->rkey)
@@ -524,7 +610,7 @@ static bool srdma_rd_dup_ok(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		off = (u64)idx * h->mtu;
 		if (pkt->va != h->va + off || pkt->dmalen > h->len - off)
 			continue;
-		job->serial = h->serial;
+		*serial = h->serial;
 		return true;
 	}
 	return false;
@@ -534,7 +620,96 @@ static bool srdma_rd_dup_ok(struct srdma_qp *qp, struct srdma_pkt *pkt,
 static void srdma_rd_remember(struct srdma_qp *qp,
 			      const struct srdma_read_job *job)
 {
+	lockdep_assert_held(&qp->lock);
 	qp->rd_hist[qp->rd_hist_next++ & qp->rd_hist_mask] = *job;
+}
+
+/*
+ * May READ request @pkt (@dup: behind the expected PSN) be answered? A
+ * duplicate must ask again for part of a READ accepted, a new one needs
+ * max_dest_rd_atomic and a length within the limits; the MR, if any bytes
+ * are asked for, must allow remote reads, the QP in any case. The serial
+ * of the MR goes to @serial. 0 or an error, the QP failed if the peer is
+ * at fault.
+ */
+static int srdma_resp_read_check(struct srdma_qp *qp, struct srdma_pkt *pkt,
+				 bool dup, u64 *serial)
+{
+	struct srdma_mr *mr;
+	int err;
+
+	if (dup && !srdma_rd_dup_ok(qp, pkt, serial)) {
+		srdma_dbg_qp(qp, "READ psn %u matches no READ accepted\n",
+			     pkt->psn);
+		return -EINVAL;
+	}
+	if (!dup && !qp->rd_jobs) {
+		srdma_dbg_qp(qp, "READ but max_dest_rd_atomic is 0\n");
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+				 IB_WC_REM_INV_REQ_ERR);
+		return -EINVAL;
+	}
+	if (!dup) {
+		err = srdma_resp_dmalen(qp, pkt);
+		if (err)
+			return err;
+	}
+	if (!pkt->dmalen) {
+		if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ))
+			return srdma_resp_access_err(qp, pkt, pkt->va, 0,
+						     pkt->rkey, true);
+		return 0;
+	}
+	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
+			   IB_ACCESS_REMOTE_READ, *serial);
+	if (!mr)
+		return srdma_resp_access_err(qp, pkt, pkt->va, pkt->dmalen,
+					     pkt->rkey, true);
+	*serial = mr->serial;
+	srdma_mr_put(mr);
+	return 0;
+}
+
+/*
+ * READ @pkt was asked again: the requester went back to its first missing
+ * response and will ask again for everything after it, so queued requests
+ * reaching that far are stale. Older ones are still wanted.
+ */
+static void srdma_rd_drop_stale(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	struct srdma_read_job *job;
+	u32 last;
+
+	while (srdma_rd_queued(qp)) {
+		job = &qp->rd_jobs[(qp->rd_prod - 1) & qp->rd_mask];
+		last = srdma_psn_add(job->psn,
+				     srdma_npkts(job->len, job->mtu) - 1);
+		if (srdma_psn_diff(last, pkt->psn) < 0)
+			break;
+		qp->rd_prod--;
+	}
+	if (!srdma_rd_queued(qp))
+		srdma_rd_queue_reset(qp);	/* stop the one answered */
+	srdma_dbg_qp(qp, "READ psn %u asked again (epsn %u)\n", pkt->psn,
+		     qp->epsn);
+}
+
+/* Answer READ @job, asked by @pkt, at once, in this softirq. */
+static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job,
+			       struct srdma_pkt *pkt)
+{
+	u32 npkts = srdma_npkts(job->len, job->mtu), msn, off, i;
+
+	/* The MSN counts this READ as done. */
+	msn = srdma_psn_diff(pkt->psn, qp->epsn) < 0 ? qp->msn :
+	      srdma_resp_msn_next(qp);
+	for (off = 0, i = 0; i < npkts; i++, off += job->mtu) {
+		if (srdma_read_resp_pkt(qp, job, off, npkts, msn) == -EACCES) {
+			srdma_read_access_err(qp, job, off);
+			return -EACCES;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -545,72 +720,21 @@ static void srdma_rd_remember(struct srdma_qp *qp,
 static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	bool dup = srdma_psn_diff(pkt->psn, qp->epsn) < 0;
-	struct srdma_read_job *job, new = {};
-	struct srdma_mr *mr;
-	u32 npkts, msn, off, i, last;
+	struct srdma_read_job *job;
+	u64 serial = 0;
 	int err;
 
-	if (dup && !srdma_rd_dup_ok(qp, pkt, &new)) {
-		srdma_dbg_qp(qp, "READ psn %u matches no READ accepted\n",
-			     pkt->psn);
-		return -EINVAL;
-	}
-	if (!dup && !qp->rd_jobs) {
-		srdma_err_qp(qp, "READ but max_dest_rd_atomic is 0\n");
-		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
-				 IB_WC_REM_INV_REQ_ERR);
-		return -EINVAL;
-	}
-	if (!dup) {
-		err = srdma_resp_dmalen(qp, pkt);
-		if (err)
-			return err;
-	}
-	if (pkt->dmalen) {
-		mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
-				   IB_ACCESS_REMOTE_READ, new.serial);
-		if (!mr)
-			return srdma_resp_access_err(qp, pkt, pkt->va,
-						     pkt->dmalen, pkt->rkey,
-						     true);
-		new.serial = mr->serial;
-		srdma_mr_put(mr);
-	} else if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ)) {
-		return srdma_resp_access_err(qp, pkt, pkt->va, 0, pkt->rkey,
-					     true);
-	}
-	if (dup) {
-		/*
-		 * A READ asked again: the requester went back to its first
-		 * missing response and will ask again for everything after
-		 * it, so queued requests reaching that far are stale. Older
-		 * ones are still wanted.
-		 */
-		while (srdma_rd_queued(qp)) {
-			job = &qp->rd_jobs[(qp->rd_prod - 1) & qp->rd_mask];
-			last = srdma_psn_add(job->psn,
-					     srdma_npkts(job->len, job->mtu) - 1);
-			if (srdma_psn_diff(last, pkt->psn) < 0)
-				break;
-			qp->rd_prod--;
-		}
-		if (!srdma_rd_queued(qp))
-			srdma_rd_queue_reset(qp);	/* stop the one answered */
-		srdma_dbg_qp(qp, "READ psn %u asked again (epsn %u)\n", pkt->psn,
-			     qp->epsn);
-	}
-	/*
-	 * Twice max_dest_rd_atomic: a READ asked again (after a timeout)
-	 * may still be queued when late responses to the original let the
-	 * requester send its next READ. More than that is a peer ignoring
-	 * the limit.
-	 */
-	if (srdma_rd_queued(qp) >=
-	    2 * max_t(u32, qp->attr.max_dest_rd_atomic, 1)) {
+	lockdep_assert_held(&qp->lock);
+	err = srdma_resp_read_check(qp, pkt, dup, &serial);
+	if (err)
+		return err;
+	if (dup)
+		srdma_rd_drop_stale(qp, pkt);
+	if (srdma_rd_queued(qp) >= srdma_rd_queue_max(qp)) {
 		if (dup)	/* older ones still queued: it asks again later */
 			return -EBUSY;
-		srdma_err_qp(qp, "more than %u READs outstanding\n",
-			     2 * max_t(u32, qp->attr.max_dest_rd_atomic, 1));
+		srdma_dbg_qp(qp, "more than %u READs outstanding\n",
+			     srdma_rd_queue_max(qp));
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
 		return -EBUSY;
@@ -621,39 +745,83 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	job->len = pkt->dmalen;
 	job->psn = pkt->psn;
 	job->mtu = qp->mtu;
-	job->serial = new.serial;
+	job->serial = serial;
 	if (!dup)
 		srdma_rd_remember(qp, job);
-	npkts = srdma_npkts(job->len, job->mtu);
-	if (!srdma_rd_queued(qp) && npkts <= SRDMA_READ_INLINE_PKTS) {
-		/* The MSN counts this READ as done. */
-		msn = srdma_psn_diff(pkt->psn, qp->epsn) < 0 ? qp->msn :
-		      (qp->msn + 1) & SRDMA_MSN_MASK;
-		for (off = 0, i = 0; i < npkts; i++, off += job->mtu) {
-			if (srdma_read_resp_pkt(qp, job, off, npkts, msn) ==
-			    -EACCES) {
-				srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
-				srdma_resp_error(qp, SRDMA_NAK_REMOTE_ACCESS,
-						 srdma_psn_add(job->psn, i));
-				return -EACCES;
-			}
-		}
-		return 0;
-	}
+	if (!srdma_rd_queued(qp) &&
+	    srdma_npkts(job->len, job->mtu) <= SRDMA_READ_INLINE_PKTS)
+		return srdma_resp_read_now(qp, job, pkt);
 	qp->rd_prod++;
 	queue_work(srdma_wq, &qp->read_work);
 	return 0;
 }
 
-/* A request for @qp, QP lock held (srdma_rcv() takes it). */
+/*
+ * A request beyond the expected PSN: a gap. NAK once and drop until the
+ * missing PSN comes. A PSN at or below the highest seen since means the
+ * requester went back and its resend missed the gap too: NAK again, once
+ * per such round.
+ */
+static void srdma_resp_gap(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
+	if (!qp->nak_sent || srdma_psn_diff(pkt->psn, qp->nak_hi_psn) <= 0) {
+		qp->nak_sent = true;
+		srdma_send_nak(qp, SRDMA_NAK_PSN_SEQ, qp->epsn);
+	}
+	qp->nak_hi_psn = pkt->psn;
+}
+
+/* A request behind the expected PSN: never execute SEND or WRITE again. */
+static void srdma_resp_dup(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
+	if (pkt->flags & SRDMA_F_READ)
+		srdma_resp_read(qp, pkt);
+	else if (pkt->ackreq)
+		srdma_send_ack_ok(qp, srdma_psn_prev(qp->epsn));
+}
+
+/*
+ * Request @pkt was carried out: expect the PSN after it (after its
+ * responses for a READ, which also completes the message) and ACK it if
+ * asked to.
+ */
+static void srdma_resp_advance(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	qp->resp_opcode = pkt->opcode;
+	if (pkt->flags & SRDMA_F_READ) {
+		qp->epsn = srdma_psn_add(qp->epsn,
+					 srdma_npkts(pkt->dmalen, qp->mtu));
+		srdma_resp_msg_done(qp);
+		return;
+	}
+	qp->epsn = srdma_psn_add(qp->epsn, 1);
+	if (pkt->ackreq)
+		srdma_send_ack_ok(qp, pkt->psn);
+}
+
+/**
+ * srdma_resp_rcv() - take a SEND, WRITE or READ request
+ * @qp: the QP it is for
+ * @pkt: the packet, parsed and checked by srdma_rcv()
+ * @skb: the packet's skb
+ * @payoff: where its payload starts in @skb
+ *
+ * A request in sequence is carried out and acknowledged if it asks; a gap
+ * draws a sequence NAK, a duplicate an ACK (a READ is answered again). A
+ * request the peer had no right to make draws a NAK and moves the QP to
+ * ERR.
+ *
+ * Context: softirq, QP lock held (srdma_rcv() takes it).
+ */
 void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff)
 {
-	int d, err = 0;
-	u32 npkts;
+	int d, err;
 
 	lockdep_assert_held(&qp->lock);
-	if (!srdma_rq_running(qp)) {
+	if (!srdma_qp_rq_running(qp)) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
 		return;
 	}
@@ -661,73 +829,45 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
 		return;
 	}
-
 	d = srdma_psn_diff(pkt->psn, qp->epsn);
 	if (d > 0) {
-		/*
-		 * A gap: NAK once and drop until the missing PSN comes. A
-		 * PSN at or below the highest seen since means the requester
-		 * went back and its resend missed the gap too: NAK again,
-		 * once per such round.
-		 */
-		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
-		if (!qp->nak_sent ||
-		    srdma_psn_diff(pkt->psn, qp->nak_hi_psn) <= 0) {
-			qp->nak_sent = true;
-			srdma_send_nak(qp, SRDMA_NAK_PSN_SEQ, qp->epsn);
-		}
-		qp->nak_hi_psn = pkt->psn;
+		srdma_resp_gap(qp, pkt);
 		return;
 	}
 	if (d < 0) {
-		/* Duplicate: never execute SEND or WRITE again. */
-		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
-		if (pkt->flags & SRDMA_F_READ)
-			srdma_resp_read(qp, pkt);
-		else if (pkt->ackreq)
-			srdma_send_ack(qp, SRDMA_AETH_ACK |
-				       SRDMA_AETH_CREDIT_INVALID,
-				       srdma_psn_prev(qp->epsn));
+		srdma_resp_dup(qp, pkt);
 		return;
 	}
 	qp->nak_sent = false;
 
 	if (!srdma_resp_seq_ok(qp, pkt)) {
-		srdma_err_qp(qp, "opcode %#x out of sequence after %#x\n",
+		srdma_dbg_qp(qp, "opcode %#x out of sequence after %#x\n",
 			     pkt->opcode, qp->resp_opcode);
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
 				 IB_WC_REM_INV_REQ_ERR);
 		return;
 	}
-
 	if (pkt->flags & SRDMA_F_SEND)
 		err = srdma_resp_send(qp, pkt, skb, payoff);
 	else if (pkt->flags & SRDMA_F_WRITE)
 		err = srdma_resp_write(qp, pkt, skb, payoff);
 	else
 		err = srdma_resp_read(qp, pkt);
-	if (err)
-		return;
-
-	qp->resp_opcode = pkt->opcode;
-	if (pkt->flags & SRDMA_F_READ) {
-		npkts = srdma_npkts(pkt->dmalen, qp->mtu);
-		qp->epsn = srdma_psn_add(qp->epsn, npkts);
-		qp->msn = (qp->msn + 1) & SRDMA_MSN_MASK;
-		return;
-	}
-	qp->epsn = srdma_psn_add(qp->epsn, 1);
-	if (pkt->ackreq)
-		srdma_send_ack(qp, SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID,
-			       pkt->psn);
+	if (!err)
+		srdma_resp_advance(qp, pkt);
 }
 
-/*
- * Answer the queued READs, a packet at a time under the QP lock, giving
- * the CPU up between packets. Stops as soon as the queue is reset (flush,
- * RESET, a new max_dest_rd_atomic, a READ asked again) or the QP leaves
- * the states that answer requests, so nothing of an old READ is ever sent
- * after that, nor to a new peer.
+/**
+ * srdma_read_work() - answer the queued READs
+ * @work: the QP's read_work
+ *
+ * A packet at a time under the QP lock, giving the CPU up between packets.
+ * Stops as soon as the queue is reset (flush, RESET, a new
+ * max_dest_rd_atomic, a READ asked again) or the QP leaves the states that
+ * answer requests, so nothing of an old READ is ever sent after that, nor
+ * to a new peer.
+ *
+ * Context: process context (srdma_wq); takes the QP lock.
  */
 void srdma_read_work(struct work_struct *work)
 {
@@ -737,7 +877,7 @@ void srdma_read_work(struct work_struct *work)
 	int err;
 
 	spin_lock_bh(&qp->lock);
-	while (srdma_rq_running(qp) && srdma_rd_queued(qp)) {
+	while (srdma_qp_rq_running(qp) && srdma_rd_queued(qp)) {
 		job = qp->rd_jobs[qp->rd_cons & qp->rd_mask];
 		msn = qp->msn;
 		gen = qp->rd_gen;
@@ -748,10 +888,7 @@ void srdma_read_work(struct work_struct *work)
 		for (off = 0;; off += job.mtu) {
 			err = srdma_read_resp_pkt(qp, &job, off, npkts, msn);
 			if (err == -EACCES) {
-				srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
-				srdma_resp_error(qp, SRDMA_NAK_REMOTE_ACCESS,
-						 srdma_psn_add(job.psn,
-							       off / job.mtu));
+				srdma_read_access_err(qp, &job, off);
 				break;
 			}
 			if (job.len - off <= job.mtu) {
@@ -766,7 +903,7 @@ void srdma_read_work(struct work_struct *work)
 			spin_unlock_bh(&qp->lock);
 			cond_resched();
 			spin_lock_bh(&qp->lock);
-			if (qp->rd_gen != gen || !srdma_rq_running(qp))
+			if (qp->rd_gen != gen || !srdma_qp_rq_running(qp))
 				break;
 		}
 	}
