@@ -96,10 +96,18 @@ env_reset() {
 # Run a server command in the background and its client against it; both
 # must exit 0. usage: client_server "SERVER CMD" "CLIENT CMD" [TIMEOUT]
 client_server() {
-	local srv=$1 cli=$2 t=${3:-120} spid rc=0
+	local srv=$1 cli=$2 t=${3:-120} spid rc=0 before i
+	before=$(ss -Hltn | wc -l)
 	timeout "$t" bash -c "$srv" > /tmp/server.log 2>&1 &
 	spid=$!
-	sleep 1
+	# The stock tools connect once: start the client when the server
+	# listens (a new TCP listener), not after a guess at how long the
+	# server takes to create its resources.
+	for ((i = 0; i < 300; i++)); do
+		[ "$(ss -Hltn | wc -l)" -gt "$before" ] && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
 	timeout "$t" bash -c "$cli" > /tmp/client.log 2>&1 || rc=$?
 	wait "$spid" || { echo "server failed:"; cat /tmp/server.log; rc=1; }
 	cat /tmp/client.log
