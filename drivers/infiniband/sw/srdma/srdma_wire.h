@@ -28,6 +28,10 @@
 #define SRDMA_QPN_MASK		0xffffffU
 #define SRDMA_MSN_MASK		0xffffffU
 #define SRDMA_DEFAULT_PKEY	0xffffU
+/* P_Key bit 15 is the membership (full or limited), 14:0 the partition. */
+#define SRDMA_PKEY_PART_MASK	0x7fffU
+/* Payloads are padded to a multiple of 4 bytes (BTH PadCnt). */
+#define SRDMA_PAD_MASK		3U
 
 /* RC opcodes (transport 000b) used by srdma. */
 enum srdma_opcode {
@@ -160,6 +164,19 @@ static inline u32 srdma_icrc_load(const u8 *p)
 {
 	return ~((u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 |
 		 (u32)p[3] << 24);
+}
+
+/* Pad bytes after a payload of @len bytes. */
+static inline u8 srdma_pad_len(u32 len)
+{
+	return (-len) & SRDMA_PAD_MASK;
+}
+
+/* Whether @pkey names the default partition, as a full or limited member. */
+static inline bool srdma_pkey_is_default(u16 pkey)
+{
+	return (pkey & SRDMA_PKEY_PART_MASK) ==
+	       (SRDMA_DEFAULT_PKEY & SRDMA_PKEY_PART_MASK);
 }
 
 /* Big-endian field accessors on byte buffers. */
