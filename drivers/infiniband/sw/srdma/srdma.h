@@ -424,7 +424,6 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb);
 struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload);
 int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt);
-u32 srdma_skb_crc(struct sk_buff *skb, int off, u32 len, u32 crc);
 int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		       struct dst_entry **dstp, u32 *cookie);
 
@@ -457,6 +456,9 @@ int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 /* srdma_icrc.c */
 void srdma_icrc_init(void);
 void srdma_icrc_exit(void);
+void srdma_icrc_generate(struct sk_buff *skb, bool ipv6);
+bool srdma_icrc_check(struct sk_buff *skb, int payoff, u32 udp_paylen,
+		      bool ipv6);
 
 /* srdma_mmap.c */
 int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,

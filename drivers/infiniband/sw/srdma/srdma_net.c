@@ -303,42 +303,6 @@ int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
 	return 0;
 }
 
-/* CRC-32 of @len bytes of @skb from @off, wherever they live. */
-u32 srdma_skb_crc(struct sk_buff *skb, int off, u32 len, u32 crc)
-{
-	struct skb_seq_state st;
-	unsigned int done = 0, n;
-	const u8 *data;
-
-	skb_prepare_seq_read(skb, off, off + len, &st);
-	while (done < len && (n = skb_seq_read(done, &data, &st)) != 0) {
-		/* A block may run past the end of the range asked for. */
-		n = min(n, len - done);
-		crc = srdma_crc32(crc, data, n);
-		done += n;
-	}
-	skb_abort_seq_read(&st);
-	return crc;
-}
-
-/*
- * Compute and store the ICRC of @skb, whose data starts with the IP
- * header of @iplen bytes, then UDP, then @len bytes from BTH to the ICRC.
- * The headers are linear; the payload may be in fragments.
- */
-static void srdma_icrc_fill(struct sk_buff *skb, u32 iplen, u32 len,
-			    bool ipv6)
-{
-	u32 off = iplen + sizeof(struct udphdr) + SRDMA_BTH_LEN, crc;
-	u8 icrc[SRDMA_ICRC_LEN];
-
-	crc = srdma_icrc_hdrs(skb->data, off, ipv6);
-	crc = srdma_skb_crc(skb, off, len - SRDMA_BTH_LEN - SRDMA_ICRC_LEN,
-			    crc);
-	srdma_icrc_store(icrc, crc);
-	skb_store_bits(skb, skb->len - SRDMA_ICRC_LEN, icrc, SRDMA_ICRC_LEN);
-}
-
 /*
  * Add UDP and IP headers, compute the ICRC and send @skb (built by
  * srdma_alloc_pkt()) through the IP stack; or, if the destination is this
@@ -391,7 +355,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		skb->protocol = htons(ETH_P_IP);
 		if (local)
 			goto out_local;
-		srdma_icrc_fill(skb, sizeof(*iph), len, false);
+		srdma_icrc_generate(skb, false);
 		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 		err = ip_local_out(net, NULL, skb);
 	} else {
@@ -407,7 +371,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		skb->protocol = htons(ETH_P_IPV6);
 		if (local)
 			goto out_local;
-		srdma_icrc_fill(skb, sizeof(*ip6h), len, true);
+		srdma_icrc_generate(skb, true);
 		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 		err = ip6_local_out(net, NULL, skb);
 	}

@@ -13,31 +13,6 @@
 
 #include "srdma.h"
 
-/* Check the ICRC of the datagram whose UDP payload starts at @payoff. */
-static bool srdma_icrc_ok(struct sk_buff *skb, int payoff, u32 udp_paylen,
-			  bool ipv6)
-{
-	u8 hdrs[sizeof(struct ipv6hdr) + sizeof(struct udphdr) +
-		SRDMA_BTH_LEN];
-	u32 iplen = ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
-	u8 icrc[SRDMA_ICRC_LEN];
-	u32 crc;
-
-	memcpy(hdrs, skb_network_header(skb), iplen);
-	memcpy(hdrs + iplen, skb_transport_header(skb), sizeof(struct udphdr));
-	if (skb_copy_bits(skb, payoff, hdrs + iplen + sizeof(struct udphdr),
-			  SRDMA_BTH_LEN))
-		return false;
-	crc = srdma_icrc_hdrs(hdrs, iplen + sizeof(struct udphdr) +
-			      SRDMA_BTH_LEN, ipv6);
-	crc = srdma_skb_crc(skb, payoff + SRDMA_BTH_LEN,
-			    udp_paylen - SRDMA_BTH_LEN - SRDMA_ICRC_LEN, crc);
-	if (skb_copy_bits(skb, payoff + udp_paylen - SRDMA_ICRC_LEN, icrc,
-			  SRDMA_ICRC_LEN))
-		return false;
-	return srdma_icrc_load(icrc) == crc;
-}
-
 /*
  * The packet must come from the QP's peer, to the QP's own address. QP
  * lock held: the address vector changes under it.
@@ -96,7 +71,7 @@ static bool srdma_rcv(struct sk_buff *skb, u64 net_cookie, bool local)
 		goto drop;
 	sdev = qp->sdev;
 	srdma_count(sdev, SRDMA_CNT_RX_PKTS);
-	if (!local && !srdma_icrc_ok(skb, payoff, udp_paylen, ipv6)) {
+	if (!local && !srdma_icrc_check(skb, payoff, udp_paylen, ipv6)) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_ICRC);
 		goto drop_put;
 	}

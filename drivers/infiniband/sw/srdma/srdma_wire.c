@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * srdma wire format: header tables, parsing and validation, header
- * building and the ICRC. Plain C, shared with the user-space unit tests.
+ * building and the ICRC's pseudo header. Plain C, shared with the
+ * user-space unit tests.
  */
 #include "srdma_wire.h"
 
@@ -24,6 +25,17 @@
 #define SRDMA_RETH_DMALEN	12
 #define SRDMA_AETH_SYNDROME	0
 #define SRDMA_AETH_MSN		1
+
+/*
+ * Variant fields of the IP and UDP headers, which the ICRC covers as ones
+ * (IBTA annex A17.8.2), as byte offsets in their header.
+ */
+#define SRDMA_IPV4_TOS		1
+#define SRDMA_IPV4_TTL		8
+#define SRDMA_IPV4_CSUM		10	/* 2 bytes */
+#define SRDMA_IPV6_TC_FLOW	0	/* low nibble, then 3 bytes */
+#define SRDMA_IPV6_HOP_LIMIT	7
+#define SRDMA_UDP_CSUM		6	/* 2 bytes */
 
 #define PL	SRDMA_F_PAYLOAD
 
@@ -227,31 +239,36 @@ u32 srdma_build_hdr(u8 *buf, const struct srdma_pkt *pkt)
 	return off;
 }
 
-u32 srdma_icrc_hdrs(const u8 *iphdr, u32 hdrs_len, bool ipv6)
+/**
+ * srdma_icrc_mask() - set the fields the ICRC does not cover to ones
+ * @hdrs: a copy of the IP, UDP and BTH headers of a packet, back to back:
+ *	  srdma_icrc_hdrs_len(@ipv6) bytes, changed in place
+ * @ipv6: the IP header is IPv6, else IPv4
+ *
+ * These fields may change on the way (IBTA annex A17.8.2): IPv4 TOS, TTL
+ * and header checksum; IPv6 traffic class, flow label and hop limit; the
+ * UDP checksum; BTH resv8a. The CRC over the result, started from
+ * SRDMA_ICRC_SEED, then runs on over the rest of the packet.
+ *
+ * Context: Any context.
+ */
+void srdma_icrc_mask(u8 *hdrs, bool ipv6)
 {
-	u8 tmp[40 + 8 + SRDMA_BTH_LEN];
-	u32 iplen = ipv6 ? 40 : 20;
-	u8 *udp;
+	u8 *udp, *bth;
 
-	if (hdrs_len != iplen + 8 + SRDMA_BTH_LEN)
-		return 0;
-	memcpy(tmp, iphdr, hdrs_len);
 	if (ipv6) {
 		/* version stays; traffic class and flow label are masked */
-		tmp[0] |= 0x0f;
-		tmp[1] = 0xff;
-		tmp[2] = 0xff;
-		tmp[3] = 0xff;
-		tmp[7] = 0xff;		/* hop limit */
+		hdrs[SRDMA_IPV6_TC_FLOW] |= 0x0f;
+		memset(hdrs + SRDMA_IPV6_TC_FLOW + 1, 0xff, 3);
+		hdrs[SRDMA_IPV6_HOP_LIMIT] = 0xff;
+		udp = hdrs + SRDMA_IPV6_HDR_LEN;
 	} else {
-		tmp[1] = 0xff;		/* TOS */
-		tmp[8] = 0xff;		/* TTL */
-		tmp[10] = 0xff;		/* header checksum */
-		tmp[11] = 0xff;
+		hdrs[SRDMA_IPV4_TOS] = 0xff;
+		hdrs[SRDMA_IPV4_TTL] = 0xff;
+		memset(hdrs + SRDMA_IPV4_CSUM, 0xff, 2);
+		udp = hdrs + SRDMA_IPV4_HDR_LEN;
 	}
-	udp = tmp + iplen;
-	udp[6] = 0xff;			/* UDP checksum */
-	udp[7] = 0xff;
-	udp[8 + 4] = 0xff;		/* BTH resv8a */
-	return srdma_crc32(SRDMA_ICRC_SEED, tmp, hdrs_len);
+	memset(udp + SRDMA_UDP_CSUM, 0xff, 2);
+	bth = udp + SRDMA_UDP_HDR_LEN;
+	bth[SRDMA_BTH_RESV8A] = 0xff;
 }
