@@ -426,14 +426,14 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt);
 int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		       struct dst_entry **dstp, u32 *cookie);
+void srdma_loop_init(void);
+void srdma_loop_exit(void);
 
 extern struct workqueue_struct *srdma_wq;
 
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
-int srdma_loop_xmit(struct net *net, struct sk_buff *skb);
-void srdma_loop_init(void);
-void srdma_loop_exit(void);
+void srdma_rcv_local(struct sk_buff *skb, u64 net_cookie);
 
 /* srdma_mr.c */
 int srdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);

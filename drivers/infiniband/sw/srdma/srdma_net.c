@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * srdma network glue: the per-namespace UDP 4791 sockets.
+ * srdma network glue: the per-namespace UDP 4791 sockets, routes, and the
+ * transmit path (packet buffers, UDP and IP headers, and where a packet
+ * goes: down the IP stack, or to local delivery when it would only come
+ * back to this host).
  *
  * Kernel sockets hold no reference on their namespace, and an srdma device
  * may outlive the namespace of its netdev by a little (its unregistration is
@@ -301,6 +304,99 @@ int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
 	skb->data_len += n;
 	skb->truesize += n;
 	return 0;
+}
+
+/*
+ * Local delivery. A packet whose route ends on this host's loopback would
+ * go down the IP stack and straight back up to our own socket. srdma_loop
+ * skips that: the sender queues it on a per-CPU list and a tasklet hands
+ * it to the receive path in softirq, a packet budget at a time. Never in
+ * the sender's context: it may hold the locks the receiver takes.
+ *
+ * The tasklet's call of srdma_rcv_local() is the one call from the
+ * transmit side back into the receive path: the packet turns around here.
+ */
+#define SRDMA_LOOP_BUDGET	64
+#define SRDMA_LOOP_QLEN		4096
+
+struct srdma_loop {
+	struct sk_buff_head q;		/* only touched on its CPU, BHs off */
+	struct tasklet_struct tasklet;
+};
+
+static DEFINE_PER_CPU(struct srdma_loop, srdma_loop);
+
+struct srdma_loop_cb {
+	u64 net_cookie;			/* the sender's network namespace */
+};
+
+static void srdma_loop_run(struct tasklet_struct *t)
+{
+	struct srdma_loop *l = from_tasklet(l, t, tasklet);
+	struct sk_buff *skb;
+	int budget = SRDMA_LOOP_BUDGET;
+
+	while (budget-- && (skb = __skb_dequeue(&l->q)))
+		srdma_rcv_local(skb,
+				((struct srdma_loop_cb *)skb->cb)->net_cookie);
+	if (!skb_queue_empty(&l->q))
+		tasklet_schedule(&l->tasklet);
+}
+
+/* Queue @skb (IP header built, no ICRC) for local delivery. */
+static int srdma_loop_xmit(struct net *net, struct sk_buff *skb)
+{
+	struct srdma_loop *l;
+	int err = 0;
+
+	skb_dst_drop(skb);
+	((struct srdma_loop_cb *)skb->cb)->net_cookie = net->net_cookie;
+	local_bh_disable();
+	l = this_cpu_ptr(&srdma_loop);
+	if (skb_queue_len(&l->q) < SRDMA_LOOP_QLEN) {
+		__skb_queue_tail(&l->q, skb);
+		tasklet_schedule(&l->tasklet);
+	} else {
+		kfree_skb(skb);
+		err = -ENOBUFS;
+	}
+	local_bh_enable();
+	return err;
+}
+
+/**
+ * srdma_loop_init() - set up the per-CPU local delivery queues
+ *
+ * Context: Process context (module load).
+ */
+void srdma_loop_init(void)
+{
+	struct srdma_loop *l;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		l = per_cpu_ptr(&srdma_loop, cpu);
+		__skb_queue_head_init(&l->q);
+		tasklet_setup(&l->tasklet, srdma_loop_run);
+	}
+}
+
+/**
+ * srdma_loop_exit() - stop local delivery and drop what is queued
+ *
+ * Context: Process context (module unload), with no device left to queue
+ * more.
+ */
+void srdma_loop_exit(void)
+{
+	struct srdma_loop *l;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		l = per_cpu_ptr(&srdma_loop, cpu);
+		tasklet_kill(&l->tasklet);
+		__skb_queue_purge(&l->q);
+	}
 }
 
 /*

@@ -4,6 +4,8 @@
  * softirq context for every datagram to port 4791. It validates the
  * packet (headers, ICRC, QP, addresses), then hands it to the responder
  * (requests) or the completer (ACKs and READ responses) of its QP.
+ * Packets that srdma_xmit() looped back on this host enter the same way,
+ * from srdma_net.c's local delivery tasklet, without an ICRC.
  */
 #include <linux/skbuff.h>
 #include <net/ip.h>
@@ -115,82 +117,14 @@ int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	return 0;
 }
 
-/*
- * Local delivery. A packet whose route ends on this host's loopback would
- * go down the IP stack and straight back up to our own socket. srdma_loop
- * skips that: the sender queues it on a per-CPU list and a tasklet hands
- * it to srdma_rcv() in softirq, a packet budget at a time. Never in the
- * sender's context: it may hold the locks the receiver takes.
+/**
+ * srdma_rcv_local() - receive a packet looped back on this host
+ * @skb: the packet, built by srdma_xmit() without an ICRC; consumed
+ * @net_cookie: the sender's network namespace
+ *
+ * Context: Softirq (srdma_net.c's local delivery tasklet).
  */
-#define SRDMA_LOOP_BUDGET	64
-#define SRDMA_LOOP_QLEN		4096
-
-struct srdma_loop {
-	struct sk_buff_head q;		/* only touched on its CPU, BHs off */
-	struct tasklet_struct tasklet;
-};
-
-static DEFINE_PER_CPU(struct srdma_loop, srdma_loop);
-
-struct srdma_loop_cb {
-	u64 net_cookie;			/* the sender's network namespace */
-};
-
-static void srdma_loop_run(struct tasklet_struct *t)
+void srdma_rcv_local(struct sk_buff *skb, u64 net_cookie)
 {
-	struct srdma_loop *l = from_tasklet(l, t, tasklet);
-	struct sk_buff *skb;
-	int budget = SRDMA_LOOP_BUDGET;
-
-	while (budget-- && (skb = __skb_dequeue(&l->q)))
-		srdma_rcv(skb, ((struct srdma_loop_cb *)skb->cb)->net_cookie,
-			  true);
-	if (!skb_queue_empty(&l->q))
-		tasklet_schedule(&l->tasklet);
-}
-
-/* Queue @skb (IP header built, no ICRC) for local delivery. */
-int srdma_loop_xmit(struct net *net, struct sk_buff *skb)
-{
-	struct srdma_loop *l;
-	int err = 0;
-
-	skb_dst_drop(skb);
-	((struct srdma_loop_cb *)skb->cb)->net_cookie = net->net_cookie;
-	local_bh_disable();
-	l = this_cpu_ptr(&srdma_loop);
-	if (skb_queue_len(&l->q) < SRDMA_LOOP_QLEN) {
-		__skb_queue_tail(&l->q, skb);
-		tasklet_schedule(&l->tasklet);
-	} else {
-		kfree_skb(skb);
-		err = -ENOBUFS;
-	}
-	local_bh_enable();
-	return err;
-}
-
-void srdma_loop_init(void)
-{
-	struct srdma_loop *l;
-	int cpu;
-
-	for_each_possible_cpu(cpu) {
-		l = per_cpu_ptr(&srdma_loop, cpu);
-		__skb_queue_head_init(&l->q);
-		tasklet_setup(&l->tasklet, srdma_loop_run);
-	}
-}
-
-/* Module exit, with no device left to queue more. */
-void srdma_loop_exit(void)
-{
-	struct srdma_loop *l;
-	int cpu;
-
-	for_each_possible_cpu(cpu) {
-		l = per_cpu_ptr(&srdma_loop, cpu);
-		tasklet_kill(&l->tasklet);
-		__skb_queue_purge(&l->q);
-	}
+	srdma_rcv(skb, net_cookie, true);
 }
