@@ -22,6 +22,9 @@
 
 #include "srdma.h"
 
+/* Any non-zero type makes UDP hand our datagrams to encap_rcv. */
+#define SRDMA_UDP_ENCAP_TYPE	1
+
 /*
  * Guards srdma_socksets and the sk4/sk6/net fields of every set on it.
  * sk6 is also read under RCU by route lookups (packets, timers), so it is
@@ -55,7 +58,7 @@ static struct socket *srdma_udp_open(struct net *net, struct srdma_sockset *ss,
 	}
 
 	tcfg.sk_user_data = ss;
-	tcfg.encap_type = 1;
+	tcfg.encap_type = SRDMA_UDP_ENCAP_TYPE;
 	tcfg.encap_rcv = srdma_udp_encap_recv;
 	setup_udp_tunnel_sock(net, sock, &tcfg);
 	return sock;
@@ -77,10 +80,17 @@ static void srdma_sockset_close(struct srdma_sockset *ss)
 	ss->sk4 = NULL;
 }
 
-/*
- * Return the socket set of @net, creating and binding its sockets on first
- * use. Fails with -EADDRINUSE when another user (such as rdma_rxe, which
- * binds 4791 in init_net as soon as it loads) holds the port.
+/**
+ * srdma_sockset_get() - get the socket set of a network namespace
+ * @net: the namespace of the device's netdev
+ *
+ * Creates and binds the namespace's sockets on first use, and takes a
+ * reference on the set, which srdma_sockset_put() drops.
+ *
+ * Context: Process context, may sleep; takes srdma_net_mutex.
+ * Return: the set, or ERR_PTR(-EADDRINUSE) when another user (such as
+ * rdma_rxe, which binds 4791 in init_net as soon as it loads) holds the
+ * port, or another negative errno.
  */
 struct srdma_sockset *srdma_sockset_get(struct net *net)
 {
@@ -136,6 +146,14 @@ out_unlock:
 	return err ? ERR_PTR(err) : ss;
 }
 
+/**
+ * srdma_sockset_put() - drop a reference on a socket set
+ * @ss: a set from srdma_sockset_get()
+ *
+ * The last reference closes the sockets, if the namespace did not already.
+ *
+ * Context: Process context, may sleep; takes srdma_net_mutex.
+ */
 void srdma_sockset_put(struct srdma_sockset *ss)
 {
 	mutex_lock(&srdma_net_mutex);
@@ -167,19 +185,37 @@ static struct pernet_operations srdma_net_ops = {
 	.exit = srdma_net_ns_exit,
 };
 
+/**
+ * srdma_net_init() - register the pernet hook that closes a namespace's
+ *		      sockets when the namespace goes away
+ *
+ * Context: Process context (module load), may sleep.
+ * Return: 0 or a negative errno.
+ */
 int srdma_net_init(void)
 {
 	return register_pernet_subsys(&srdma_net_ops);
 }
 
+/**
+ * srdma_net_exit() - unregister the pernet hook
+ *
+ * Context: Process context (module unload), may sleep.
+ */
 void srdma_net_exit(void)
 {
 	unregister_pernet_subsys(&srdma_net_ops);
 }
 
-/*
- * Look up the route for @av from @sdev's netdev. On success *@dstp holds a
- * counted dst and *@cookie its IPv6 validity cookie. Any context.
+/**
+ * srdma_route_lookup() - look up the route of an address vector
+ * @sdev: the device, whose netdev the route must leave by
+ * @av: source and destination addresses, TOS
+ * @dstp: on success, a counted dst
+ * @cookie: on success, the dst's IPv6 validity cookie (0 for IPv4)
+ *
+ * Context: Any context.
+ * Return: 0 or a negative errno (no route, IPv6 unavailable).
  */
 int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		       struct dst_entry **dstp, u32 *cookie)
@@ -244,12 +280,20 @@ out_unlock:
 	return dst;
 }
 
-/*
- * Allocate a packet for @pkt with room for its IP/UDP headers and build
- * BTH and the extension headers. With @payload, also reserve pkt->paylen
- * bytes of payload (returned in *payload, pad zeroed) plus the ICRC. With
+/**
+ * srdma_alloc_pkt() - allocate a packet and build its transport headers
+ * @qp: the sending QP
+ * @pkt: the header fields and pkt->paylen; pkt->pad is set here
+ * @payload: where to return the payload's room, or NULL
+ *
+ * Allocates a packet for @pkt with room for its IP/UDP headers and builds
+ * BTH and the extension headers. With @payload, also reserves pkt->paylen
+ * bytes of payload (returned in *@payload, pad zeroed) plus the ICRC. With
  * @payload NULL the payload is attached as page fragments by the caller,
  * who then calls srdma_pkt_seal().
+ *
+ * Context: Any context (GFP_ATOMIC).
+ * Return: the packet, or NULL if out of memory or pkt->paylen is too big.
  */
 struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload)
@@ -264,7 +308,7 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	/* Never more than one path MTU of payload; never a wrapped size. */
 	if (WARN_ON_ONCE(pkt->paylen > ib_mtu_enum_to_int(IB_MTU_4096)))
 		return NULL;
-	pkt->pad = (-pkt->paylen) & 3;
+	pkt->pad = srdma_pad_len(pkt->paylen);
 	if (payload)
 		body = pkt->paylen + pkt->pad + SRDMA_ICRC_LEN;
 	if (check_add_overflow(head + hlen, body, &size) ||
@@ -283,7 +327,16 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	return skb;
 }
 
-/* After a payload attached as fragments: the pad and the ICRC's room. */
+/**
+ * srdma_pkt_seal() - end a packet whose payload was attached as fragments
+ * @skb: a packet from srdma_alloc_pkt() with @payload NULL
+ * @pkt: its header fields, with the pad
+ *
+ * Appends the pad and the ICRC's room, zeroed, as one more fragment.
+ *
+ * Context: Any context (GFP_ATOMIC).
+ * Return: 0, -EMSGSIZE if @skb has no fragment slot left, or -ENOMEM.
+ */
 int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
 {
 	u32 n = pkt->pad + SRDMA_ICRC_LEN;
@@ -399,10 +452,80 @@ void srdma_loop_exit(void)
 	}
 }
 
-/*
- * Add UDP and IP headers, compute the ICRC and send @skb (built by
- * srdma_alloc_pkt()) through the IP stack; or, if the destination is this
- * host, hand it to local delivery without an ICRC. Consumes @skb.
+/* The UDP header, in front of the @len bytes from BTH to the ICRC. */
+static void srdma_push_udp(struct srdma_qp *qp, struct sk_buff *skb, u32 len)
+{
+	struct udphdr *uh = skb_push(skb, sizeof(*uh));
+
+	skb_reset_transport_header(skb);
+	uh->source = qp->sport;
+	uh->dest = htons(SRDMA_UDP_PORT);
+	uh->len = htons(len + sizeof(*uh));
+	uh->check = 0;
+}
+
+/* The IPv4 header; ip_local_out() fills in the checksum. */
+static void srdma_push_ipv4(struct net *net, const struct srdma_av *av,
+			    struct sk_buff *skb)
+{
+	struct iphdr *iph = skb_push(skb, sizeof(*iph));
+
+	skb_reset_network_header(skb);
+	iph->version = 4;
+	iph->ihl = sizeof(*iph) >> 2;
+	iph->tos = av->tos;
+	iph->tot_len = htons(skb->len);
+	iph->frag_off = htons(IP_DF);
+	iph->ttl = av->ttl;
+	iph->protocol = IPPROTO_UDP;
+	iph->saddr = av->saddr.v4;
+	iph->daddr = av->daddr.v4;
+	iph->check = 0;
+	__ip_select_ident(net, iph, 1);
+	skb->protocol = htons(ETH_P_IP);
+}
+
+/* The IPv6 header, in front of UDP and the @len bytes after it. */
+static void srdma_push_ipv6(const struct srdma_av *av, struct sk_buff *skb,
+			    u32 len)
+{
+	struct ipv6hdr *ip6h = skb_push(skb, sizeof(*ip6h));
+
+	skb_reset_network_header(skb);
+	ip6_flow_hdr(ip6h, av->tos, 0);
+	ip6h->payload_len = htons(len + sizeof(struct udphdr));
+	ip6h->nexthdr = IPPROTO_UDP;
+	ip6h->hop_limit = av->ttl;
+	ip6h->saddr = av->saddr.v6;
+	ip6h->daddr = av->daddr.v6;
+	skb->protocol = htons(ETH_P_IPV6);
+}
+
+/* Onto the wire: fill in the ICRC and send @skb down the IP stack. */
+static int srdma_ip_out(struct net *net, struct sk_buff *skb, bool ipv6)
+{
+	srdma_icrc_generate(skb, ipv6);
+	if (!ipv6) {
+		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+		return ip_local_out(net, NULL, skb);
+	}
+	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+	return ip6_local_out(net, NULL, skb);
+}
+
+/**
+ * srdma_xmit() - send a packet of a QP
+ * @qp: the sending QP, whose address vector says where
+ * @skb: a packet from srdma_alloc_pkt(), sealed if its payload is in
+ *	 fragments; consumed
+ *
+ * Adds the UDP and IP headers, then either computes the ICRC and sends
+ * @skb through the IP stack or, if the route ends on this host, queues it
+ * for local delivery without an ICRC.
+ *
+ * Context: Any context, with the QP lock held (BHs off).
+ * Return: 0; -EHOSTUNREACH with no route; -ENOBUFS if the local delivery
+ * queue is full; -EIO if the IP stack dropped the packet.
  */
 int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 {
@@ -411,10 +534,10 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	struct net *net = dev_net(sdev->ndev);
 	u32 len = skb->len;
 	struct dst_entry *dst;
-	struct udphdr *uh;
 	bool local;
 	int err;
 
+	lockdep_assert_held(&qp->lock);	/* keeps the AV whole */
 	dst = srdma_get_dst(qp);
 	if (!dst) {
 		kfree_skb(skb);
@@ -423,65 +546,26 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	}
 	local = dst->dev->flags & IFF_LOOPBACK;
 
-	lockdep_assert_held(&qp->lock);	/* keeps the AV whole */
-	uh = skb_push(skb, sizeof(*uh));
-	skb_reset_transport_header(skb);
-	uh->source = qp->sport;
-	uh->dest = htons(SRDMA_UDP_PORT);
-	uh->len = htons(len + sizeof(*uh));
-	uh->check = 0;
+	srdma_push_udp(qp, skb, len);
 	skb_dst_set(skb, dst);
 	skb->priority = 0;
+	if (av->ipv6)
+		srdma_push_ipv6(av, skb, len);
+	else
+		srdma_push_ipv4(net, av, skb);
 
-	if (!av->ipv6) {
-		struct iphdr *iph = skb_push(skb, sizeof(*iph));
-
-		skb_reset_network_header(skb);
-		iph->version = 4;
-		iph->ihl = 5;
-		iph->tos = av->tos;
-		iph->tot_len = htons(skb->len);
-		iph->frag_off = htons(IP_DF);
-		iph->ttl = av->ttl;
-		iph->protocol = IPPROTO_UDP;
-		iph->saddr = av->saddr.v4;
-		iph->daddr = av->daddr.v4;
-		iph->check = 0;
-		__ip_select_ident(net, iph, 1);
-		skb->protocol = htons(ETH_P_IP);
-		if (local)
-			goto out_local;
-		srdma_icrc_generate(skb, false);
-		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
-		err = ip_local_out(net, NULL, skb);
+	if (local) {
+		if (srdma_loop_xmit(net, skb)) {
+			srdma_count(sdev, SRDMA_CNT_TX_ERR);
+			return -ENOBUFS;
+		}
 	} else {
-		struct ipv6hdr *ip6h = skb_push(skb, sizeof(*ip6h));
-
-		skb_reset_network_header(skb);
-		ip6_flow_hdr(ip6h, av->tos, 0);
-		ip6h->payload_len = htons(len + sizeof(*uh));
-		ip6h->nexthdr = IPPROTO_UDP;
-		ip6h->hop_limit = av->ttl;
-		ip6h->saddr = av->saddr.v6;
-		ip6h->daddr = av->daddr.v6;
-		skb->protocol = htons(ETH_P_IPV6);
-		if (local)
-			goto out_local;
-		srdma_icrc_generate(skb, true);
-		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
-		err = ip6_local_out(net, NULL, skb);
-	}
-	if (unlikely(net_xmit_eval(err))) {
-		srdma_count(sdev, SRDMA_CNT_TX_ERR);
-		return -EIO;
-	}
-	srdma_count(sdev, SRDMA_CNT_TX_PKTS);
-	return 0;
-
-out_local:
-	if (srdma_loop_xmit(net, skb)) {
-		srdma_count(sdev, SRDMA_CNT_TX_ERR);
-		return -ENOBUFS;
+		/* net_xmit_eval() evaluates its argument twice. */
+		err = srdma_ip_out(net, skb, av->ipv6);
+		if (unlikely(net_xmit_eval(err))) {
+			srdma_count(sdev, SRDMA_CNT_TX_ERR);
+			return -EIO;
+		}
 	}
 	srdma_count(sdev, SRDMA_CNT_TX_PKTS);
 	return 0;

@@ -34,6 +34,55 @@ static bool srdma_addr_ok(struct srdma_qp *qp, struct sk_buff *skb, bool ipv6)
 }
 
 /*
+ * Find the UDP payload of @skb (its offset in *@payoff, its length in
+ * *@udp_paylen) and parse its transport headers into @pkt.
+ */
+static bool srdma_rcv_parse(struct sk_buff *skb, bool ipv6, int *payoff,
+			    u32 *udp_paylen, struct srdma_pkt *pkt)
+{
+	int iplen = ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	u8 buf[SRDMA_MAX_HDR_LEN];
+	const u8 *hdr;
+	u32 len, avail;
+
+	/* No IP options or IPv6 extension headers in RoCEv2. */
+	if (skb_transport_header(skb) - skb_network_header(skb) != iplen)
+		return false;
+	*payoff = skb_transport_offset(skb) + sizeof(struct udphdr);
+	len = ntohs(udp_hdr(skb)->len);
+	if (len < sizeof(struct udphdr))
+		return false;
+	len -= sizeof(struct udphdr);
+	if (*payoff < 0 || (u32)*payoff + len > skb->len)
+		return false;
+	*udp_paylen = len;
+
+	avail = min_t(u32, len, SRDMA_MAX_HDR_LEN);
+	hdr = skb_header_pointer(skb, *payoff, avail, buf);
+	return hdr && !srdma_parse(hdr, avail, len, pkt);
+}
+
+/*
+ * Hand @pkt to the responder (requests) or the completer (responses) of
+ * @qp, under the QP lock, if it comes from the QP's peer.
+ */
+static bool srdma_rcv_deliver(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			      struct sk_buff *skb, int payoff, bool ipv6)
+{
+	spin_lock_bh(&qp->lock);
+	if (!srdma_addr_ok(qp, skb, ipv6)) {
+		spin_unlock_bh(&qp->lock);
+		return false;
+	}
+	if (pkt->flags & SRDMA_F_REQ)
+		srdma_resp_rcv(qp, pkt, skb, payoff + pkt->hdr_len);
+	else
+		srdma_comp_rcv(qp, pkt, skb, payoff + pkt->hdr_len);
+	spin_unlock_bh(&qp->lock);
+	return true;
+}
+
+/*
  * Validate a RoCEv2 datagram (IP header at the network header, UDP at the
  * transport header) received in namespace @net_cookie and hand it to its
  * QP. @local: delivered by srdma_loop, never on a wire, no ICRC to check.
@@ -41,33 +90,15 @@ static bool srdma_addr_ok(struct srdma_qp *qp, struct sk_buff *skb, bool ipv6)
  */
 static bool srdma_rcv(struct sk_buff *skb, u64 net_cookie, bool local)
 {
-	u8 buf[SRDMA_MAX_HDR_LEN];
+	bool ipv6 = skb->protocol == htons(ETH_P_IPV6);
 	struct srdma_pkt pkt;
-	struct srdma_qp *qp;
 	struct srdma_dev *sdev;
-	u32 udp_paylen, avail;
-	const u8 *hdr;
-	bool ipv6;
-	int payoff, iplen;
+	struct srdma_qp *qp;
+	u32 udp_paylen;
+	int payoff;
 
-	ipv6 = skb->protocol == htons(ETH_P_IPV6);
-	iplen = ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
-	/* No IP options or IPv6 extension headers in RoCEv2. */
-	if (skb_transport_header(skb) - skb_network_header(skb) != iplen)
+	if (!srdma_rcv_parse(skb, ipv6, &payoff, &udp_paylen, &pkt))
 		goto drop;
-	payoff = skb_transport_offset(skb) + sizeof(struct udphdr);
-	udp_paylen = ntohs(udp_hdr(skb)->len);
-	if (udp_paylen < sizeof(struct udphdr))
-		goto drop;
-	udp_paylen -= sizeof(struct udphdr);
-	if (payoff < 0 || (u32)payoff + udp_paylen > skb->len)
-		goto drop;
-
-	avail = min_t(u32, udp_paylen, SRDMA_MAX_HDR_LEN);
-	hdr = skb_header_pointer(skb, payoff, avail, buf);
-	if (!hdr || srdma_parse(hdr, avail, udp_paylen, &pkt))
-		goto drop;
-
 	qp = srdma_qp_get(pkt.dqpn);
 	if (!qp)
 		goto drop;
@@ -78,23 +109,15 @@ static bool srdma_rcv(struct sk_buff *skb, u64 net_cookie, bool local)
 		goto drop_put;
 	}
 	/* QPNs are module-wide: the QP must live where the packet arrived. */
-	if ((pkt.pkey & 0x7fff) != 0x7fff ||
+	if (!srdma_pkey_is_default(pkt.pkey) ||
 	    dev_net(sdev->ndev)->net_cookie != net_cookie) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
 		goto drop_put;
 	}
-
-	spin_lock_bh(&qp->lock);
-	if (!srdma_addr_ok(qp, skb, ipv6)) {
-		spin_unlock_bh(&qp->lock);
+	if (!srdma_rcv_deliver(qp, &pkt, skb, payoff, ipv6)) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
 		goto drop_put;
 	}
-	if (pkt.flags & SRDMA_F_REQ)
-		srdma_resp_rcv(qp, &pkt, skb, payoff + pkt.hdr_len);
-	else
-		srdma_comp_rcv(qp, &pkt, skb, payoff + pkt.hdr_len);
-	spin_unlock_bh(&qp->lock);
 	srdma_qp_put(qp);
 	consume_skb(skb);
 	return true;
@@ -108,6 +131,14 @@ drop:
 	return false;
 }
 
+/**
+ * srdma_udp_encap_recv() - receive a datagram on a socket set's UDP socket
+ * @sk: the socket, whose user data is its srdma_sockset
+ * @skb: the datagram, consumed
+ *
+ * Context: Softirq (the UDP tunnel socket's encap_rcv).
+ * Return: 0: the datagram was consumed, never handed back to UDP.
+ */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
 	struct srdma_sockset *ss = rcu_dereference_sk_user_data(sk);
