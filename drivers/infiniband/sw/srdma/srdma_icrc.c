@@ -17,8 +17,11 @@
  * Which one is faster depends on the machine: PCLMULQDQ wins by a wide
  * margin on real x86 hardware, while under QEMU's TCG every PCLMULQDQ is
  * emulated. So at load time srdma times both on the same buffer, checks
- * that they agree, and uses the faster one; the result is logged.
+ * that they agree, and uses the faster one; the choice is logged at debug
+ * level.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <crypto/hash.h>
 #include <linux/crc32.h>
 #include <linux/ip.h>
@@ -96,8 +99,8 @@ void srdma_icrc_init(void)
 
 	tfm = crypto_alloc_shash("crc32", 0, 0);
 	if (IS_ERR(tfm)) {
-		pr_info("srdma: ICRC with crc32_le (no crc32 shash: %ld)\n",
-			PTR_ERR(tfm));
+		pr_debug("ICRC with crc32_le (no crc32 shash: %ld)\n",
+			 PTR_ERR(tfm));
 		return;
 	}
 	buf = kmalloc(SRDMA_CRC_BENCH_LEN, GFP_KERNEL);
@@ -108,19 +111,19 @@ void srdma_icrc_init(void)
 	t_lib = srdma_crc_time(srdma_crc32_lib, buf, &c_lib);
 	t_shash = srdma_crc_time(srdma_crc32_shash, buf, &c_shash);
 	kfree(buf);
-	pr_info("srdma: ICRC: crc32_le %llu MB/s, %s %llu MB/s%s\n",
-		div64_u64(1000ULL * SRDMA_CRC_BENCH_LEN *
-			  SRDMA_CRC_BENCH_ROUNDS, t_lib),
-		crypto_shash_driver_name(tfm),
-		div64_u64(1000ULL * SRDMA_CRC_BENCH_LEN *
-			  SRDMA_CRC_BENCH_ROUNDS, t_shash),
-		c_lib != c_shash ? " (results differ: not used)" : "");
+	pr_debug("ICRC: crc32_le %llu MB/s, %s %llu MB/s%s\n",
+		 div64_u64(1000ULL * SRDMA_CRC_BENCH_LEN *
+			   SRDMA_CRC_BENCH_ROUNDS, t_lib),
+		 crypto_shash_driver_name(tfm),
+		 div64_u64(1000ULL * SRDMA_CRC_BENCH_LEN *
+			   SRDMA_CRC_BENCH_ROUNDS, t_shash),
+		 c_lib != c_shash ? " (results differ: not used)" : "");
 	if (c_lib == c_shash && t_shash < t_lib) {
 		static_branch_enable(&srdma_crc_use_shash);
-		pr_info("srdma: ICRC uses %s\n", crypto_shash_driver_name(tfm));
+		pr_debug("ICRC uses %s\n", crypto_shash_driver_name(tfm));
 		return;
 	}
-	pr_info("srdma: ICRC uses crc32_le\n");
+	pr_debug("ICRC uses crc32_le\n");
 out_free_tfm:
 	srdma_crc_tfm = NULL;
 	crypto_free_shash(tfm);

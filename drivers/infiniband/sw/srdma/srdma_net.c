@@ -11,6 +11,8 @@
  * hook, and a socket set left behind only keeps its (NULL) pointers until
  * the last device drops it.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <net/udp_tunnel.h>
 #include <net/netns/generic.h>
@@ -117,7 +119,7 @@ struct srdma_sockset *srdma_sockset_get(struct net *net)
 
 	ss->sk4 = srdma_udp_open(net, ss, false, &err);
 	if (!ss->sk4) {
-		pr_err("srdma: cannot bind UDP port %u for IPv4: %d%s\n",
+		pr_err("cannot bind UDP port %u for IPv4: %d%s\n",
 		       SRDMA_UDP_PORT, err,
 		       err == -EADDRINUSE ?
 		       " (port taken, is rdma_rxe loaded in this namespace?)" :
@@ -128,7 +130,7 @@ struct srdma_sockset *srdma_sockset_get(struct net *net)
 	rcu_assign_pointer(ss->sk6, sk6);
 	if (!sk6) {
 		if (err != -EAFNOSUPPORT) {
-			pr_err("srdma: cannot bind UDP port %u for IPv6: %d\n",
+			pr_err("cannot bind UDP port %u for IPv6: %d\n",
 			       SRDMA_UDP_PORT, err);
 			goto err_close_sk4;
 		}

@@ -7,6 +7,8 @@
  * Packets that srdma_xmit() looped back on this host enter the same way,
  * from srdma_net.c's local delivery tasklet, without an ICRC.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/skbuff.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
