@@ -23,6 +23,17 @@
 #include "srdma_wire.h"
 
 #define SRDMA_UDP_PORT		4791
+/*
+ * UDP source port of a QP: SRDMA_SPORT_BITS hashed from its QPN on top of
+ * SRDMA_SPORT_BASE, so that it stays in the dynamic range 0xc000-0xffff.
+ */
+#define SRDMA_SPORT_BASE	0xc000
+#define SRDMA_SPORT_BITS	14
+#define SRDMA_SPORT_MASK	(BIT(SRDMA_SPORT_BITS) - 1)
+/* IP TTL / hop limit when the address vector's GRH gives none. */
+#define SRDMA_DEFAULT_TTL	64
+/* Path MTU in bytes of a new QP, until RTR sets one: IB_MTU_256. */
+#define SRDMA_DEFAULT_PATH_MTU	256
 #define SRDMA_GID_TBL_LEN	128
 #define SRDMA_FW_VER		((u64)0 << 32 | 1 << 16 | 0)
 
