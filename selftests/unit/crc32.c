@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * User-space srdma_crc32() for the wire-format tests and the fuzzer: the
- * kernel build uses crc32_le(). CRC-32 (IEEE, reflected), no pre- or
- * post-inversion, table driven.
+ * kernel's, in srdma_icrc.c, is crc32_le() or the crypto API's crc32.
+ * CRC-32 (IEEE, reflected), no pre- or post-inversion, table driven.
  */
 #include "srdma_wire.h"
 

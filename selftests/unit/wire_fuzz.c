@@ -16,7 +16,9 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 {
 	u8 hdr[SRDMA_MAX_HDR_LEN], again[SRDMA_MAX_HDR_LEN];
 	struct srdma_pkt pkt, pkt2;
-	u8 iphdrs[20 + 8 + SRDMA_BTH_LEN] = { 0x45 };
+	u8 iphdrs[SRDMA_IPV4_HDR_LEN + SRDMA_UDP_HDR_LEN + SRDMA_BTH_LEN] = {
+		0x45
+	};
 	u32 avail, hl;
 
 	if (size > 65535)
@@ -35,8 +37,10 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		abort();
 
 	/* The ICRC over the packet must be computable without overruns. */
-	memcpy(iphdrs + 28, data, SRDMA_BTH_LEN);
-	srdma_crc32(srdma_icrc_hdrs(iphdrs, sizeof(iphdrs), false),
+	memcpy(iphdrs + SRDMA_IPV4_HDR_LEN + SRDMA_UDP_HDR_LEN, data,
+	       SRDMA_BTH_LEN);
+	srdma_icrc_mask(iphdrs, false);
+	srdma_crc32(srdma_crc32(SRDMA_ICRC_SEED, iphdrs, sizeof(iphdrs)),
 		    data + SRDMA_BTH_LEN, size - SRDMA_BTH_LEN - SRDMA_ICRC_LEN);
 
 	hl = srdma_build_hdr(again, &pkt);

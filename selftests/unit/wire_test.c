@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * User-space unit tests of the srdma wire format (srdma_wire.c): parsing,
- * validation, header building, PSN arithmetic and the ICRC. The packet
+ * validation, header building, PSN arithmetic and the ICRC's pseudo
+ * header, with the CRC run over it the way srdma_icrc.c does. The packet
  * vectors were built independently (Python's zlib.crc32 over the masked
  * headers as IBTA annex A17 describes) and are also checked against
  * rdma_rxe's packets on the wire by the interop selftests.
@@ -32,12 +33,19 @@ static const u8 vec_ipv6_send_only_imm[] = {
 	0xb7, 0xa4, 0xbb, 0x52,
 };
 
+/*
+ * The ICRC of a packet from its IP header on, as srdma_icrc.c computes it:
+ * the masked IP, UDP and BTH headers from the seed, then the rest.
+ */
 static u32 icrc_of(const u8 *pkt, u32 len, bool ipv6)
 {
-	u32 iplen = ipv6 ? 40 : 20;
-	u32 hl = iplen + 8 + SRDMA_BTH_LEN;
-	u32 crc = srdma_icrc_hdrs(pkt, hl, ipv6);
+	u32 hl = srdma_icrc_hdrs_len(ipv6);
+	u8 hdrs[SRDMA_ICRC_HDRS_MAX];
+	u32 crc;
 
+	memcpy(hdrs, pkt, hl);
+	srdma_icrc_mask(hdrs, ipv6);
+	crc = srdma_crc32(SRDMA_ICRC_SEED, hdrs, hl);
 	return srdma_crc32(crc, pkt + hl, len - hl - SRDMA_ICRC_LEN);
 }
 

@@ -23,6 +23,17 @@
 #include "srdma_wire.h"
 
 #define SRDMA_UDP_PORT		4791
+/*
+ * UDP source port of a QP: SRDMA_SPORT_BITS hashed from its QPN on top of
+ * SRDMA_SPORT_BASE, so that it stays in the dynamic range 0xc000-0xffff.
+ */
+#define SRDMA_SPORT_BASE	0xc000
+#define SRDMA_SPORT_BITS	14
+#define SRDMA_SPORT_MASK	(BIT(SRDMA_SPORT_BITS) - 1)
+/* IP TTL / hop limit when the address vector's GRH gives none. */
+#define SRDMA_DEFAULT_TTL	64
+/* Path MTU in bytes of a new QP, until RTR sets one: IB_MTU_256. */
+#define SRDMA_DEFAULT_PATH_MTU	256
 #define SRDMA_GID_TBL_LEN	128
 #define SRDMA_PORT_NUM		1	/* the one port of every device */
 /* Firmware version reported as major.minor.subminor (0.1.0). */
@@ -547,17 +558,16 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb);
 struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload);
 int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt);
-u32 srdma_skb_crc(struct sk_buff *skb, int off, u32 len, u32 crc);
 int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		       struct dst_entry **dstp, u32 *cookie);
+void srdma_loop_init(void);
+void srdma_loop_exit(void);
 
 extern struct workqueue_struct *srdma_wq;
 
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
-int srdma_loop_xmit(struct net *net, struct sk_buff *skb);
-void srdma_loop_init(void);
-void srdma_loop_exit(void);
+void srdma_rcv_local(struct sk_buff *skb, u64 net_cookie);
 
 /* srdma_mr.c */
 int srdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
@@ -585,6 +595,9 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 /* srdma_icrc.c */
 void srdma_icrc_init(void);
 void srdma_icrc_exit(void);
+void srdma_icrc_generate(struct sk_buff *skb, bool ipv6);
+bool srdma_icrc_check(struct sk_buff *skb, int payoff, u32 udp_paylen,
+		      bool ipv6);
 
 /* srdma_mmap.c */
 int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * srdma network glue: the per-namespace UDP 4791 sockets.
+ * srdma network glue: the per-namespace UDP 4791 sockets, routes, and the
+ * transmit path (packet buffers, UDP and IP headers, and where a packet
+ * goes: down the IP stack, or to local delivery when it would only come
+ * back to this host).
  *
  * Kernel sockets hold no reference on their namespace, and an srdma device
  * may outlive the namespace of its netdev by a little (its unregistration is
@@ -8,6 +11,8 @@
  * hook, and a socket set left behind only keeps its (NULL) pointers until
  * the last device drops it.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <net/udp_tunnel.h>
 #include <net/netns/generic.h>
@@ -18,6 +23,9 @@
 #include <net/route.h>
 
 #include "srdma.h"
+
+/* Any non-zero type makes UDP hand our datagrams to encap_rcv. */
+#define SRDMA_UDP_ENCAP_TYPE	1
 
 /*
  * Guards srdma_socksets and the sk4/sk6/net fields of every set on it.
@@ -52,7 +60,7 @@ static struct socket *srdma_udp_open(struct net *net, struct srdma_sockset *ss,
 	}
 
 	tcfg.sk_user_data = ss;
-	tcfg.encap_type = 1;
+	tcfg.encap_type = SRDMA_UDP_ENCAP_TYPE;
 	tcfg.encap_rcv = srdma_udp_encap_recv;
 	setup_udp_tunnel_sock(net, sock, &tcfg);
 	return sock;
@@ -74,10 +82,17 @@ static void srdma_sockset_close(struct srdma_sockset *ss)
 	ss->sk4 = NULL;
 }
 
-/*
- * Return the socket set of @net, creating and binding its sockets on first
- * use. Fails with -EADDRINUSE when another user (such as rdma_rxe, which
- * binds 4791 in init_net as soon as it loads) holds the port.
+/**
+ * srdma_sockset_get() - get the socket set of a network namespace
+ * @net: the namespace of the device's netdev
+ *
+ * Creates and binds the namespace's sockets on first use, and takes a
+ * reference on the set, which srdma_sockset_put() drops.
+ *
+ * Context: Process context, may sleep; takes srdma_net_mutex.
+ * Return: the set, or ERR_PTR(-EADDRINUSE) when another user (such as
+ * rdma_rxe, which binds 4791 in init_net as soon as it loads) holds the
+ * port, or another negative errno.
  */
 struct srdma_sockset *srdma_sockset_get(struct net *net)
 {
@@ -104,7 +119,7 @@ struct srdma_sockset *srdma_sockset_get(struct net *net)
 
 	ss->sk4 = srdma_udp_open(net, ss, false, &err);
 	if (!ss->sk4) {
-		pr_err("srdma: cannot bind UDP port %u for IPv4: %d%s\n",
+		pr_err("cannot bind UDP port %u for IPv4: %d%s\n",
 		       SRDMA_UDP_PORT, err,
 		       err == -EADDRINUSE ?
 		       " (port taken, is rdma_rxe loaded in this namespace?)" :
@@ -115,7 +130,7 @@ struct srdma_sockset *srdma_sockset_get(struct net *net)
 	rcu_assign_pointer(ss->sk6, sk6);
 	if (!sk6) {
 		if (err != -EAFNOSUPPORT) {
-			pr_err("srdma: cannot bind UDP port %u for IPv6: %d\n",
+			pr_err("cannot bind UDP port %u for IPv6: %d\n",
 			       SRDMA_UDP_PORT, err);
 			goto err_close_sk4;
 		}
@@ -133,6 +148,14 @@ out_unlock:
 	return err ? ERR_PTR(err) : ss;
 }
 
+/**
+ * srdma_sockset_put() - drop a reference on a socket set
+ * @ss: a set from srdma_sockset_get()
+ *
+ * The last reference closes the sockets, if the namespace did not already.
+ *
+ * Context: Process context, may sleep; takes srdma_net_mutex.
+ */
 void srdma_sockset_put(struct srdma_sockset *ss)
 {
 	mutex_lock(&srdma_net_mutex);
@@ -164,19 +187,37 @@ static struct pernet_operations srdma_net_ops = {
 	.exit = srdma_net_ns_exit,
 };
 
+/**
+ * srdma_net_init() - register the pernet hook that closes a namespace's
+ *		      sockets when the namespace goes away
+ *
+ * Context: Process context (module load), may sleep.
+ * Return: 0 or a negative errno.
+ */
 int srdma_net_init(void)
 {
 	return register_pernet_subsys(&srdma_net_ops);
 }
 
+/**
+ * srdma_net_exit() - unregister the pernet hook
+ *
+ * Context: Process context (module unload), may sleep.
+ */
 void srdma_net_exit(void)
 {
 	unregister_pernet_subsys(&srdma_net_ops);
 }
 
-/*
- * Look up the route for @av from @sdev's netdev. On success *@dstp holds a
- * counted dst and *@cookie its IPv6 validity cookie. Any context.
+/**
+ * srdma_route_lookup() - look up the route of an address vector
+ * @sdev: the device, whose netdev the route must leave by
+ * @av: source and destination addresses, TOS
+ * @dstp: on success, a counted dst
+ * @cookie: on success, the dst's IPv6 validity cookie (0 for IPv4)
+ *
+ * Context: Any context.
+ * Return: 0 or a negative errno (no route, IPv6 unavailable).
  */
 int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		       struct dst_entry **dstp, u32 *cookie)
@@ -241,12 +282,20 @@ out_unlock:
 	return dst;
 }
 
-/*
- * Allocate a packet for @pkt with room for its IP/UDP headers and build
- * BTH and the extension headers. With @payload, also reserve pkt->paylen
- * bytes of payload (returned in *payload, pad zeroed) plus the ICRC. With
+/**
+ * srdma_alloc_pkt() - allocate a packet and build its transport headers
+ * @qp: the sending QP
+ * @pkt: the header fields and pkt->paylen; pkt->pad is set here
+ * @payload: where to return the payload's room, or NULL
+ *
+ * Allocates a packet for @pkt with room for its IP/UDP headers and builds
+ * BTH and the extension headers. With @payload, also reserves pkt->paylen
+ * bytes of payload (returned in *@payload, pad zeroed) plus the ICRC. With
  * @payload NULL the payload is attached as page fragments by the caller,
  * who then calls srdma_pkt_seal().
+ *
+ * Context: Any context (GFP_ATOMIC).
+ * Return: the packet, or NULL if out of memory or pkt->paylen is too big.
  */
 struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload)
@@ -261,7 +310,7 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	/* Never more than one path MTU of payload; never a wrapped size. */
 	if (WARN_ON_ONCE(pkt->paylen > ib_mtu_enum_to_int(IB_MTU_4096)))
 		return NULL;
-	pkt->pad = (-pkt->paylen) & 3;
+	pkt->pad = srdma_pad_len(pkt->paylen);
 	if (payload)
 		body = pkt->paylen + pkt->pad + SRDMA_ICRC_LEN;
 	if (check_add_overflow(head + hlen, body, &size) ||
@@ -280,7 +329,16 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	return skb;
 }
 
-/* After a payload attached as fragments: the pad and the ICRC's room. */
+/**
+ * srdma_pkt_seal() - end a packet whose payload was attached as fragments
+ * @skb: a packet from srdma_alloc_pkt() with @payload NULL
+ * @pkt: its header fields, with the pad
+ *
+ * Appends the pad and the ICRC's room, zeroed, as one more fragment.
+ *
+ * Context: Any context (GFP_ATOMIC).
+ * Return: 0, -EMSGSIZE if @skb has no fragment slot left, or -ENOMEM.
+ */
 int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
 {
 	u32 n = pkt->pad + SRDMA_ICRC_LEN;
@@ -303,46 +361,173 @@ int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
 	return 0;
 }
 
-/* CRC-32 of @len bytes of @skb from @off, wherever they live. */
-u32 srdma_skb_crc(struct sk_buff *skb, int off, u32 len, u32 crc)
-{
-	struct skb_seq_state st;
-	unsigned int done = 0, n;
-	const u8 *data;
-
-	skb_prepare_seq_read(skb, off, off + len, &st);
-	while (done < len && (n = skb_seq_read(done, &data, &st)) != 0) {
-		/* A block may run past the end of the range asked for. */
-		n = min(n, len - done);
-		crc = srdma_crc32(crc, data, n);
-		done += n;
-	}
-	skb_abort_seq_read(&st);
-	return crc;
-}
-
 /*
- * Compute and store the ICRC of @skb, whose data starts with the IP
- * header of @iplen bytes, then UDP, then @len bytes from BTH to the ICRC.
- * The headers are linear; the payload may be in fragments.
+ * Local delivery. A packet whose route ends on this host's loopback would
+ * go down the IP stack and straight back up to our own socket. srdma_loop
+ * skips that: the sender queues it on a per-CPU list and a tasklet hands
+ * it to the receive path in softirq, a packet budget at a time. Never in
+ * the sender's context: it may hold the locks the receiver takes.
+ *
+ * The tasklet's call of srdma_rcv_local() is the one call from the
+ * transmit side back into the receive path: the packet turns around here.
  */
-static void srdma_icrc_fill(struct sk_buff *skb, u32 iplen, u32 len,
-			    bool ipv6)
-{
-	u32 off = iplen + sizeof(struct udphdr) + SRDMA_BTH_LEN, crc;
-	u8 icrc[SRDMA_ICRC_LEN];
+#define SRDMA_LOOP_BUDGET	64
+#define SRDMA_LOOP_QLEN		4096
 
-	crc = srdma_icrc_hdrs(skb->data, off, ipv6);
-	crc = srdma_skb_crc(skb, off, len - SRDMA_BTH_LEN - SRDMA_ICRC_LEN,
-			    crc);
-	srdma_icrc_store(icrc, crc);
-	skb_store_bits(skb, skb->len - SRDMA_ICRC_LEN, icrc, SRDMA_ICRC_LEN);
+struct srdma_loop {
+	struct sk_buff_head q;		/* only touched on its CPU, BHs off */
+	struct tasklet_struct tasklet;
+};
+
+static DEFINE_PER_CPU(struct srdma_loop, srdma_loop);
+
+struct srdma_loop_cb {
+	u64 net_cookie;			/* the sender's network namespace */
+};
+
+static void srdma_loop_run(struct tasklet_struct *t)
+{
+	struct srdma_loop *l = from_tasklet(l, t, tasklet);
+	struct sk_buff *skb;
+	int budget = SRDMA_LOOP_BUDGET;
+
+	while (budget-- && (skb = __skb_dequeue(&l->q)))
+		srdma_rcv_local(skb,
+				((struct srdma_loop_cb *)skb->cb)->net_cookie);
+	if (!skb_queue_empty(&l->q))
+		tasklet_schedule(&l->tasklet);
 }
 
-/*
- * Add UDP and IP headers, compute the ICRC and send @skb (built by
- * srdma_alloc_pkt()) through the IP stack; or, if the destination is this
- * host, hand it to local delivery without an ICRC. Consumes @skb.
+/* Queue @skb (IP header built, no ICRC) for local delivery. */
+static int srdma_loop_xmit(struct net *net, struct sk_buff *skb)
+{
+	struct srdma_loop *l;
+	int err = 0;
+
+	skb_dst_drop(skb);
+	((struct srdma_loop_cb *)skb->cb)->net_cookie = net->net_cookie;
+	local_bh_disable();
+	l = this_cpu_ptr(&srdma_loop);
+	if (skb_queue_len(&l->q) < SRDMA_LOOP_QLEN) {
+		__skb_queue_tail(&l->q, skb);
+		tasklet_schedule(&l->tasklet);
+	} else {
+		kfree_skb(skb);
+		err = -ENOBUFS;
+	}
+	local_bh_enable();
+	return err;
+}
+
+/**
+ * srdma_loop_init() - set up the per-CPU local delivery queues
+ *
+ * Context: Process context (module load).
+ */
+void srdma_loop_init(void)
+{
+	struct srdma_loop *l;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		l = per_cpu_ptr(&srdma_loop, cpu);
+		__skb_queue_head_init(&l->q);
+		tasklet_setup(&l->tasklet, srdma_loop_run);
+	}
+}
+
+/**
+ * srdma_loop_exit() - stop local delivery and drop what is queued
+ *
+ * Context: Process context (module unload), with no device left to queue
+ * more.
+ */
+void srdma_loop_exit(void)
+{
+	struct srdma_loop *l;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		l = per_cpu_ptr(&srdma_loop, cpu);
+		tasklet_kill(&l->tasklet);
+		__skb_queue_purge(&l->q);
+	}
+}
+
+/* The UDP header, in front of the @len bytes from BTH to the ICRC. */
+static void srdma_push_udp(struct srdma_qp *qp, struct sk_buff *skb, u32 len)
+{
+	struct udphdr *uh = skb_push(skb, sizeof(*uh));
+
+	skb_reset_transport_header(skb);
+	uh->source = qp->sport;
+	uh->dest = htons(SRDMA_UDP_PORT);
+	uh->len = htons(len + sizeof(*uh));
+	uh->check = 0;
+}
+
+/* The IPv4 header; ip_local_out() fills in the checksum. */
+static void srdma_push_ipv4(struct net *net, const struct srdma_av *av,
+			    struct sk_buff *skb)
+{
+	struct iphdr *iph = skb_push(skb, sizeof(*iph));
+
+	skb_reset_network_header(skb);
+	iph->version = 4;
+	iph->ihl = sizeof(*iph) >> 2;
+	iph->tos = av->tos;
+	iph->tot_len = htons(skb->len);
+	iph->frag_off = htons(IP_DF);
+	iph->ttl = av->ttl;
+	iph->protocol = IPPROTO_UDP;
+	iph->saddr = av->saddr.v4;
+	iph->daddr = av->daddr.v4;
+	iph->check = 0;
+	__ip_select_ident(net, iph, 1);
+	skb->protocol = htons(ETH_P_IP);
+}
+
+/* The IPv6 header, in front of UDP and the @len bytes after it. */
+static void srdma_push_ipv6(const struct srdma_av *av, struct sk_buff *skb,
+			    u32 len)
+{
+	struct ipv6hdr *ip6h = skb_push(skb, sizeof(*ip6h));
+
+	skb_reset_network_header(skb);
+	ip6_flow_hdr(ip6h, av->tos, 0);
+	ip6h->payload_len = htons(len + sizeof(struct udphdr));
+	ip6h->nexthdr = IPPROTO_UDP;
+	ip6h->hop_limit = av->ttl;
+	ip6h->saddr = av->saddr.v6;
+	ip6h->daddr = av->daddr.v6;
+	skb->protocol = htons(ETH_P_IPV6);
+}
+
+/* Onto the wire: fill in the ICRC and send @skb down the IP stack. */
+static int srdma_ip_out(struct net *net, struct sk_buff *skb, bool ipv6)
+{
+	srdma_icrc_generate(skb, ipv6);
+	if (!ipv6) {
+		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+		return ip_local_out(net, NULL, skb);
+	}
+	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+	return ip6_local_out(net, NULL, skb);
+}
+
+/**
+ * srdma_xmit() - send a packet of a QP
+ * @qp: the sending QP, whose address vector says where
+ * @skb: a packet from srdma_alloc_pkt(), sealed if its payload is in
+ *	 fragments; consumed
+ *
+ * Adds the UDP and IP headers, then either computes the ICRC and sends
+ * @skb through the IP stack or, if the route ends on this host, queues it
+ * for local delivery without an ICRC.
+ *
+ * Context: Any context, with the QP lock held (BHs off).
+ * Return: 0; -EHOSTUNREACH with no route; -ENOBUFS if the local delivery
+ * queue is full; -EIO if the IP stack dropped the packet.
  */
 int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 {
@@ -351,10 +536,10 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	struct net *net = dev_net(sdev->ndev);
 	u32 len = skb->len;
 	struct dst_entry *dst;
-	struct udphdr *uh;
 	bool local;
 	int err;
 
+	lockdep_assert_held(&qp->lock);	/* keeps the AV whole */
 	dst = srdma_get_dst(qp);
 	if (!dst) {
 		kfree_skb(skb);
@@ -363,65 +548,26 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	}
 	local = dst->dev->flags & IFF_LOOPBACK;
 
-	lockdep_assert_held(&qp->lock);	/* keeps the AV whole */
-	uh = skb_push(skb, sizeof(*uh));
-	skb_reset_transport_header(skb);
-	uh->source = qp->sport;
-	uh->dest = htons(SRDMA_UDP_PORT);
-	uh->len = htons(len + sizeof(*uh));
-	uh->check = 0;
+	srdma_push_udp(qp, skb, len);
 	skb_dst_set(skb, dst);
 	skb->priority = 0;
+	if (av->ipv6)
+		srdma_push_ipv6(av, skb, len);
+	else
+		srdma_push_ipv4(net, av, skb);
 
-	if (!av->ipv6) {
-		struct iphdr *iph = skb_push(skb, sizeof(*iph));
-
-		skb_reset_network_header(skb);
-		iph->version = 4;
-		iph->ihl = 5;
-		iph->tos = av->tos;
-		iph->tot_len = htons(skb->len);
-		iph->frag_off = htons(IP_DF);
-		iph->ttl = av->ttl;
-		iph->protocol = IPPROTO_UDP;
-		iph->saddr = av->saddr.v4;
-		iph->daddr = av->daddr.v4;
-		iph->check = 0;
-		__ip_select_ident(net, iph, 1);
-		skb->protocol = htons(ETH_P_IP);
-		if (local)
-			goto out_local;
-		srdma_icrc_fill(skb, sizeof(*iph), len, false);
-		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
-		err = ip_local_out(net, NULL, skb);
+	if (local) {
+		if (srdma_loop_xmit(net, skb)) {
+			srdma_count(sdev, SRDMA_CNT_TX_ERR);
+			return -ENOBUFS;
+		}
 	} else {
-		struct ipv6hdr *ip6h = skb_push(skb, sizeof(*ip6h));
-
-		skb_reset_network_header(skb);
-		ip6_flow_hdr(ip6h, av->tos, 0);
-		ip6h->payload_len = htons(len + sizeof(*uh));
-		ip6h->nexthdr = IPPROTO_UDP;
-		ip6h->hop_limit = av->ttl;
-		ip6h->saddr = av->saddr.v6;
-		ip6h->daddr = av->daddr.v6;
-		skb->protocol = htons(ETH_P_IPV6);
-		if (local)
-			goto out_local;
-		srdma_icrc_fill(skb, sizeof(*ip6h), len, true);
-		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
-		err = ip6_local_out(net, NULL, skb);
-	}
-	if (unlikely(net_xmit_eval(err))) {
-		srdma_count(sdev, SRDMA_CNT_TX_ERR);
-		return -EIO;
-	}
-	srdma_count(sdev, SRDMA_CNT_TX_PKTS);
-	return 0;
-
-out_local:
-	if (srdma_loop_xmit(net, skb)) {
-		srdma_count(sdev, SRDMA_CNT_TX_ERR);
-		return -ENOBUFS;
+		/* net_xmit_eval() evaluates its argument twice. */
+		err = srdma_ip_out(net, skb, av->ipv6);
+		if (unlikely(net_xmit_eval(err))) {
+			srdma_count(sdev, SRDMA_CNT_TX_ERR);
+			return -EIO;
+		}
 	}
 	srdma_count(sdev, SRDMA_CNT_TX_PKTS);
 	return 0;

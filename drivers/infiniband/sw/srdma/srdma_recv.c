@@ -4,7 +4,11 @@
  * softirq context for every datagram to port 4791. It validates the
  * packet (headers, ICRC, QP, addresses), then hands it to the responder
  * (requests) or the completer (ACKs and READ responses) of its QP.
+ * Packets that srdma_xmit() looped back on this host enter the same way,
+ * from srdma_net.c's local delivery tasklet, without an ICRC.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/skbuff.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
@@ -12,31 +16,6 @@
 #include <net/udp_tunnel.h>
 
 #include "srdma.h"
-
-/* Check the ICRC of the datagram whose UDP payload starts at @payoff. */
-static bool srdma_icrc_ok(struct sk_buff *skb, int payoff, u32 udp_paylen,
-			  bool ipv6)
-{
-	u8 hdrs[sizeof(struct ipv6hdr) + sizeof(struct udphdr) +
-		SRDMA_BTH_LEN];
-	u32 iplen = ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
-	u8 icrc[SRDMA_ICRC_LEN];
-	u32 crc;
-
-	memcpy(hdrs, skb_network_header(skb), iplen);
-	memcpy(hdrs + iplen, skb_transport_header(skb), sizeof(struct udphdr));
-	if (skb_copy_bits(skb, payoff, hdrs + iplen + sizeof(struct udphdr),
-			  SRDMA_BTH_LEN))
-		return false;
-	crc = srdma_icrc_hdrs(hdrs, iplen + sizeof(struct udphdr) +
-			      SRDMA_BTH_LEN, ipv6);
-	crc = srdma_skb_crc(skb, payoff + SRDMA_BTH_LEN,
-			    udp_paylen - SRDMA_BTH_LEN - SRDMA_ICRC_LEN, crc);
-	if (skb_copy_bits(skb, payoff + udp_paylen - SRDMA_ICRC_LEN, icrc,
-			  SRDMA_ICRC_LEN))
-		return false;
-	return srdma_icrc_load(icrc) == crc;
-}
 
 /*
  * The packet must come from the QP's peer, to the QP's own address. QP
@@ -57,6 +36,55 @@ static bool srdma_addr_ok(struct srdma_qp *qp, struct sk_buff *skb, bool ipv6)
 }
 
 /*
+ * Find the UDP payload of @skb (its offset in *@payoff, its length in
+ * *@udp_paylen) and parse its transport headers into @pkt.
+ */
+static bool srdma_rcv_parse(struct sk_buff *skb, bool ipv6, int *payoff,
+			    u32 *udp_paylen, struct srdma_pkt *pkt)
+{
+	int iplen = ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	u8 buf[SRDMA_MAX_HDR_LEN];
+	const u8 *hdr;
+	u32 len, avail;
+
+	/* No IP options or IPv6 extension headers in RoCEv2. */
+	if (skb_transport_header(skb) - skb_network_header(skb) != iplen)
+		return false;
+	*payoff = skb_transport_offset(skb) + sizeof(struct udphdr);
+	len = ntohs(udp_hdr(skb)->len);
+	if (len < sizeof(struct udphdr))
+		return false;
+	len -= sizeof(struct udphdr);
+	if (*payoff < 0 || (u32)*payoff + len > skb->len)
+		return false;
+	*udp_paylen = len;
+
+	avail = min_t(u32, len, SRDMA_MAX_HDR_LEN);
+	hdr = skb_header_pointer(skb, *payoff, avail, buf);
+	return hdr && !srdma_parse(hdr, avail, len, pkt);
+}
+
+/*
+ * Hand @pkt to the responder (requests) or the completer (responses) of
+ * @qp, under the QP lock, if it comes from the QP's peer.
+ */
+static bool srdma_rcv_deliver(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			      struct sk_buff *skb, int payoff, bool ipv6)
+{
+	spin_lock_bh(&qp->lock);
+	if (!srdma_addr_ok(qp, skb, ipv6)) {
+		spin_unlock_bh(&qp->lock);
+		return false;
+	}
+	if (pkt->flags & SRDMA_F_REQ)
+		srdma_resp_rcv(qp, pkt, skb, payoff + pkt->hdr_len);
+	else
+		srdma_comp_rcv(qp, pkt, skb, payoff + pkt->hdr_len);
+	spin_unlock_bh(&qp->lock);
+	return true;
+}
+
+/*
  * Validate a RoCEv2 datagram (IP header at the network header, UDP at the
  * transport header) received in namespace @net_cookie and hand it to its
  * QP. @local: delivered by srdma_loop, never on a wire, no ICRC to check.
@@ -64,60 +92,34 @@ static bool srdma_addr_ok(struct srdma_qp *qp, struct sk_buff *skb, bool ipv6)
  */
 static bool srdma_rcv(struct sk_buff *skb, u64 net_cookie, bool local)
 {
-	u8 buf[SRDMA_MAX_HDR_LEN];
+	bool ipv6 = skb->protocol == htons(ETH_P_IPV6);
 	struct srdma_pkt pkt;
-	struct srdma_qp *qp;
 	struct srdma_dev *sdev;
-	u32 udp_paylen, avail;
-	const u8 *hdr;
-	bool ipv6;
-	int payoff, iplen;
+	struct srdma_qp *qp;
+	u32 udp_paylen;
+	int payoff;
 
-	ipv6 = skb->protocol == htons(ETH_P_IPV6);
-	iplen = ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
-	/* No IP options or IPv6 extension headers in RoCEv2. */
-	if (skb_transport_header(skb) - skb_network_header(skb) != iplen)
+	if (!srdma_rcv_parse(skb, ipv6, &payoff, &udp_paylen, &pkt))
 		goto drop;
-	payoff = skb_transport_offset(skb) + sizeof(struct udphdr);
-	udp_paylen = ntohs(udp_hdr(skb)->len);
-	if (udp_paylen < sizeof(struct udphdr))
-		goto drop;
-	udp_paylen -= sizeof(struct udphdr);
-	if (payoff < 0 || (u32)payoff + udp_paylen > skb->len)
-		goto drop;
-
-	avail = min_t(u32, udp_paylen, SRDMA_MAX_HDR_LEN);
-	hdr = skb_header_pointer(skb, payoff, avail, buf);
-	if (!hdr || srdma_parse(hdr, avail, udp_paylen, &pkt))
-		goto drop;
-
 	qp = srdma_qp_get(pkt.dqpn);
 	if (!qp)
 		goto drop;
 	sdev = qp->sdev;
 	srdma_count(sdev, SRDMA_CNT_RX_PKTS);
-	if (!local && !srdma_icrc_ok(skb, payoff, udp_paylen, ipv6)) {
+	if (!local && !srdma_icrc_check(skb, payoff, udp_paylen, ipv6)) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_ICRC);
 		goto drop_put;
 	}
 	/* QPNs are module-wide: the QP must live where the packet arrived. */
-	if ((pkt.pkey & 0x7fff) != 0x7fff ||
+	if (!srdma_pkey_is_default(pkt.pkey) ||
 	    dev_net(sdev->ndev)->net_cookie != net_cookie) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
 		goto drop_put;
 	}
-
-	spin_lock_bh(&qp->lock);
-	if (!srdma_addr_ok(qp, skb, ipv6)) {
-		spin_unlock_bh(&qp->lock);
+	if (!srdma_rcv_deliver(qp, &pkt, skb, payoff, ipv6)) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
 		goto drop_put;
 	}
-	if (pkt.flags & SRDMA_F_REQ)
-		srdma_resp_rcv(qp, &pkt, skb, payoff + pkt.hdr_len);
-	else
-		srdma_comp_rcv(qp, &pkt, skb, payoff + pkt.hdr_len);
-	spin_unlock_bh(&qp->lock);
 	srdma_qp_put(qp);
 	consume_skb(skb);
 	return true;
@@ -131,6 +133,14 @@ drop:
 	return false;
 }
 
+/**
+ * srdma_udp_encap_recv() - receive a datagram on a socket set's UDP socket
+ * @sk: the socket, whose user data is its srdma_sockset
+ * @skb: the datagram, consumed
+ *
+ * Context: Softirq (the UDP tunnel socket's encap_rcv).
+ * Return: 0: the datagram was consumed, never handed back to UDP.
+ */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
 	struct srdma_sockset *ss = rcu_dereference_sk_user_data(sk);
@@ -140,82 +150,14 @@ int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	return 0;
 }
 
-/*
- * Local delivery. A packet whose route ends on this host's loopback would
- * go down the IP stack and straight back up to our own socket. srdma_loop
- * skips that: the sender queues it on a per-CPU list and a tasklet hands
- * it to srdma_rcv() in softirq, a packet budget at a time. Never in the
- * sender's context: it may hold the locks the receiver takes.
+/**
+ * srdma_rcv_local() - receive a packet looped back on this host
+ * @skb: the packet, built by srdma_xmit() without an ICRC; consumed
+ * @net_cookie: the sender's network namespace
+ *
+ * Context: Softirq (srdma_net.c's local delivery tasklet).
  */
-#define SRDMA_LOOP_BUDGET	64
-#define SRDMA_LOOP_QLEN		4096
-
-struct srdma_loop {
-	struct sk_buff_head q;		/* only touched on its CPU, BHs off */
-	struct tasklet_struct tasklet;
-};
-
-static DEFINE_PER_CPU(struct srdma_loop, srdma_loop);
-
-struct srdma_loop_cb {
-	u64 net_cookie;			/* the sender's network namespace */
-};
-
-static void srdma_loop_run(struct tasklet_struct *t)
+void srdma_rcv_local(struct sk_buff *skb, u64 net_cookie)
 {
-	struct srdma_loop *l = from_tasklet(l, t, tasklet);
-	struct sk_buff *skb;
-	int budget = SRDMA_LOOP_BUDGET;
-
-	while (budget-- && (skb = __skb_dequeue(&l->q)))
-		srdma_rcv(skb, ((struct srdma_loop_cb *)skb->cb)->net_cookie,
-			  true);
-	if (!skb_queue_empty(&l->q))
-		tasklet_schedule(&l->tasklet);
-}
-
-/* Queue @skb (IP header built, no ICRC) for local delivery. */
-int srdma_loop_xmit(struct net *net, struct sk_buff *skb)
-{
-	struct srdma_loop *l;
-	int err = 0;
-
-	skb_dst_drop(skb);
-	((struct srdma_loop_cb *)skb->cb)->net_cookie = net->net_cookie;
-	local_bh_disable();
-	l = this_cpu_ptr(&srdma_loop);
-	if (skb_queue_len(&l->q) < SRDMA_LOOP_QLEN) {
-		__skb_queue_tail(&l->q, skb);
-		tasklet_schedule(&l->tasklet);
-	} else {
-		kfree_skb(skb);
-		err = -ENOBUFS;
-	}
-	local_bh_enable();
-	return err;
-}
-
-void srdma_loop_init(void)
-{
-	struct srdma_loop *l;
-	int cpu;
-
-	for_each_possible_cpu(cpu) {
-		l = per_cpu_ptr(&srdma_loop, cpu);
-		__skb_queue_head_init(&l->q);
-		tasklet_setup(&l->tasklet, srdma_loop_run);
-	}
-}
-
-/* Module exit, with no device left to queue more. */
-void srdma_loop_exit(void)
-{
-	struct srdma_loop *l;
-	int cpu;
-
-	for_each_possible_cpu(cpu) {
-		l = per_cpu_ptr(&srdma_loop, cpu);
-		tasklet_kill(&l->tasklet);
-		__skb_queue_purge(&l->q);
-	}
+	srdma_rcv(skb, net_cookie, true);
 }

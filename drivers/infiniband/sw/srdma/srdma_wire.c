@@ -1,9 +1,41 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * srdma wire format: header tables, parsing and validation, header
- * building and the ICRC. Plain C, shared with the user-space unit tests.
+ * building and the ICRC's pseudo header. Plain C, shared with the
+ * user-space unit tests.
  */
 #include "srdma_wire.h"
+
+/* BTH (IBTA 9.2): byte offsets and bit fields. */
+#define SRDMA_BTH_OPCODE	0
+#define SRDMA_BTH_FLAGS		1	/* SE, MigReq, PadCnt, TVer */
+#define SRDMA_BTH_PKEY		2
+#define SRDMA_BTH_RESV8A	4
+#define SRDMA_BTH_DQPN		5
+#define SRDMA_BTH_ACKREQ	8	/* AckReq, resv7 */
+#define SRDMA_BTH_PSN		9
+#define SRDMA_BTH_SE_BIT	0x80
+#define SRDMA_BTH_PAD_SHIFT	4
+#define SRDMA_BTH_TVER_MASK	0x0f	/* transport version: 0 */
+#define SRDMA_BTH_ACKREQ_BIT	0x80
+
+/* RETH (IBTA 9.3.2) and AETH (9.3.3) byte offsets. */
+#define SRDMA_RETH_VA		0
+#define SRDMA_RETH_RKEY		8
+#define SRDMA_RETH_DMALEN	12
+#define SRDMA_AETH_SYNDROME	0
+#define SRDMA_AETH_MSN		1
+
+/*
+ * Variant fields of the IP and UDP headers, which the ICRC covers as ones
+ * (IBTA annex A17.8.2), as byte offsets in their header.
+ */
+#define SRDMA_IPV4_TOS		1
+#define SRDMA_IPV4_TTL		8
+#define SRDMA_IPV4_CSUM		10	/* 2 bytes */
+#define SRDMA_IPV6_TC_FLOW	0	/* low nibble, then 3 bytes */
+#define SRDMA_IPV6_HOP_LIMIT	7
+#define SRDMA_UDP_CSUM		6	/* 2 bytes */
 
 #define PL	SRDMA_F_PAYLOAD
 
@@ -31,12 +63,25 @@ static const u16 srdma_opflags_tbl[SRDMA_OP_ACK + 1] = {
 
 #undef PL
 
-/* Flags of @opcode, 0 if srdma does not handle it. */
+/**
+ * srdma_op_flags() - what an opcode carries and where it sits in a message
+ * @opcode: a BTH opcode
+ *
+ * Context: Any context.
+ * Return: the opcode's enum srdma_opflags, 0 if srdma does not handle it.
+ */
 u32 srdma_op_flags(u8 opcode)
 {
 	return opcode <= SRDMA_OP_ACK ? srdma_opflags_tbl[opcode] : 0;
 }
 
+/**
+ * srdma_hdr_len() - length of BTH and the extension headers of an opcode
+ * @opcode: a BTH opcode that srdma handles
+ *
+ * Context: Any context.
+ * Return: the header length in bytes.
+ */
 u32 srdma_hdr_len(u8 opcode)
 {
 	u32 f = srdma_op_flags(opcode);
@@ -46,34 +91,32 @@ u32 srdma_hdr_len(u8 opcode)
 	       (f & SRDMA_F_IMM ? SRDMA_IMM_LEN : 0);
 }
 
-/*
- * Parse and validate the transport headers of one RoCEv2 packet.
- * @hdr holds the first @avail bytes of the UDP payload (at least the
- * headers, at most the whole payload), @udp_paylen is the whole UDP payload
- * length. Checks only what needs no QP state: opcode, version, pad, lengths.
- * Returns 0 or a negative errno; on error *pkt is undefined.
- */
-int srdma_parse(const u8 *hdr, u32 avail, u32 udp_paylen,
-		struct srdma_pkt *pkt)
+/* The BTH fields of @hdr into @pkt: opcode, flags, P_Key, QPN, PSN. */
+static int srdma_parse_bth(const u8 *hdr, struct srdma_pkt *pkt)
 {
-	u32 off, min;
-
-	if (avail < SRDMA_BTH_LEN || avail > udp_paylen)
-		return -EINVAL;
+	u8 flags = hdr[SRDMA_BTH_FLAGS];
 
 	memset(pkt, 0, sizeof(*pkt));
-	pkt->opcode = hdr[0];
+	pkt->opcode = hdr[SRDMA_BTH_OPCODE];
 	pkt->flags = srdma_op_flags(pkt->opcode);
 	if (!pkt->flags)
 		return -EOPNOTSUPP;
-	pkt->se = hdr[1] >> 7;
-	pkt->pad = (hdr[1] >> 4) & 3;
-	if (hdr[1] & 0xf)		/* TVer must be 0 */
+	pkt->se = !!(flags & SRDMA_BTH_SE_BIT);
+	pkt->pad = (flags >> SRDMA_BTH_PAD_SHIFT) & SRDMA_PAD_MASK;
+	if (flags & SRDMA_BTH_TVER_MASK)
 		return -EPROTO;
-	pkt->pkey = (u16)(hdr[2] << 8 | hdr[3]);
-	pkt->dqpn = srdma_get_be24(hdr + 5);
-	pkt->ackreq = hdr[8] >> 7;
-	pkt->psn = srdma_get_be24(hdr + 9);
+	pkt->pkey = (u16)(hdr[SRDMA_BTH_PKEY] << 8 | hdr[SRDMA_BTH_PKEY + 1]);
+	pkt->dqpn = srdma_get_be24(hdr + SRDMA_BTH_DQPN);
+	pkt->ackreq = !!(hdr[SRDMA_BTH_ACKREQ] & SRDMA_BTH_ACKREQ_BIT);
+	pkt->psn = srdma_get_be24(hdr + SRDMA_BTH_PSN);
+	return 0;
+}
+
+/* Header and payload lengths, from the opcode, the pad and the datagram. */
+static int srdma_parse_lengths(struct srdma_pkt *pkt, u32 avail,
+			       u32 udp_paylen)
+{
+	u32 min;
 
 	pkt->hdr_len = srdma_hdr_len(pkt->opcode);
 	min = pkt->hdr_len + SRDMA_ICRC_LEN;
@@ -82,32 +125,40 @@ int srdma_parse(const u8 *hdr, u32 avail, u32 udp_paylen,
 	if ((udp_paylen - min) < pkt->pad)
 		return -EMSGSIZE;
 	pkt->paylen = udp_paylen - min - pkt->pad;
+	return 0;
+}
 
-	off = SRDMA_BTH_LEN;
+/* The extension headers pkt->flags announce: RETH, AETH, ImmDt. */
+static void srdma_parse_ext(const u8 *hdr, struct srdma_pkt *pkt)
+{
+	u32 off = SRDMA_BTH_LEN;
+
 	if (pkt->flags & SRDMA_F_RETH) {
-		pkt->va = (u64)srdma_get_be32(hdr + off) << 32 |
-			  srdma_get_be32(hdr + off + 4);
-		pkt->rkey = srdma_get_be32(hdr + off + 8);
-		pkt->dmalen = srdma_get_be32(hdr + off + 12);
+		pkt->va = (u64)srdma_get_be32(hdr + off + SRDMA_RETH_VA) << 32 |
+			  srdma_get_be32(hdr + off + SRDMA_RETH_VA + 4);
+		pkt->rkey = srdma_get_be32(hdr + off + SRDMA_RETH_RKEY);
+		pkt->dmalen = srdma_get_be32(hdr + off + SRDMA_RETH_DMALEN);
 		off += SRDMA_RETH_LEN;
 	}
 	if (pkt->flags & SRDMA_F_AETH) {
-		pkt->syndrome = hdr[off];
-		pkt->msn = srdma_get_be24(hdr + off + 1);
+		pkt->syndrome = hdr[off + SRDMA_AETH_SYNDROME];
+		pkt->msn = srdma_get_be24(hdr + off + SRDMA_AETH_MSN);
 		off += SRDMA_AETH_LEN;
 	}
-	if (pkt->flags & SRDMA_F_IMM) {
+	if (pkt->flags & SRDMA_F_IMM)
 		memcpy(&pkt->imm, hdr + off, SRDMA_IMM_LEN);
-		off += SRDMA_IMM_LEN;
-	}
+}
 
+/* Where a packet sits in its message decides the payload it may carry. */
+static int srdma_check_payload(const struct srdma_pkt *pkt)
+{
 	/* Packets without payload carry no pad either. */
 	if (!(pkt->flags & SRDMA_F_PAYLOAD) && (pkt->paylen || pkt->pad))
 		return -EMSGSIZE;
 	/* Only the last packet of a message may be short or padded. */
 	if (pkt->pad && !(pkt->flags & SRDMA_F_LAST))
 		return -EPROTO;
-	if ((pkt->paylen + pkt->pad) & 3)
+	if ((pkt->paylen + pkt->pad) & SRDMA_PAD_MASK)
 		return -EPROTO;
 	/* First and middle packets carry a full, non-empty MTU. */
 	if ((pkt->flags & (SRDMA_F_FIRST | SRDMA_F_MIDDLE)) &&
@@ -116,35 +167,69 @@ int srdma_parse(const u8 *hdr, u32 avail, u32 udp_paylen,
 	return 0;
 }
 
-/*
- * Build BTH and the extension headers for pkt->opcode into @buf (at least
- * SRDMA_MAX_HDR_LEN bytes). The pad is taken from pkt->pad. Returns the
- * header length.
+/**
+ * srdma_parse() - parse and validate the transport headers of a packet
+ * @hdr: the first @avail bytes of the UDP payload
+ * @avail: at least the headers, at most the whole payload
+ * @udp_paylen: the whole UDP payload length
+ * @pkt: the parsed fields
+ *
+ * Checks only what needs no QP state: opcode, version, pad, lengths.
+ *
+ * Context: Any context.
+ * Return: 0 or a negative errno; on error *@pkt is undefined.
+ */
+int srdma_parse(const u8 *hdr, u32 avail, u32 udp_paylen,
+		struct srdma_pkt *pkt)
+{
+	int err;
+
+	if (avail < SRDMA_BTH_LEN || avail > udp_paylen)
+		return -EINVAL;
+	err = srdma_parse_bth(hdr, pkt);
+	if (err)
+		return err;
+	err = srdma_parse_lengths(pkt, avail, udp_paylen);
+	if (err)
+		return err;
+	srdma_parse_ext(hdr, pkt);
+	return srdma_check_payload(pkt);
+}
+
+/**
+ * srdma_build_hdr() - build BTH and the extension headers of a packet
+ * @buf: at least SRDMA_MAX_HDR_LEN bytes
+ * @pkt: the fields; pkt->opcode says which headers, pkt->pad is the pad
+ *
+ * Context: Any context.
+ * Return: the header length.
  */
 u32 srdma_build_hdr(u8 *buf, const struct srdma_pkt *pkt)
 {
 	u32 f = srdma_op_flags(pkt->opcode);
 	u32 off = SRDMA_BTH_LEN;
 
-	buf[0] = pkt->opcode;
-	buf[1] = (u8)((pkt->se ? 0x80 : 0) | (pkt->pad & 3) << 4);
-	buf[2] = pkt->pkey >> 8;
-	buf[3] = pkt->pkey & 0xff;
-	buf[4] = 0;
-	srdma_put_be24(buf + 5, pkt->dqpn & SRDMA_QPN_MASK);
-	buf[8] = pkt->ackreq ? 0x80 : 0;
-	srdma_put_be24(buf + 9, pkt->psn & SRDMA_PSN_MASK);
+	buf[SRDMA_BTH_OPCODE] = pkt->opcode;
+	buf[SRDMA_BTH_FLAGS] = (u8)((pkt->se ? SRDMA_BTH_SE_BIT : 0) |
+			(pkt->pad & SRDMA_PAD_MASK) << SRDMA_BTH_PAD_SHIFT);
+	buf[SRDMA_BTH_PKEY] = pkt->pkey >> 8;
+	buf[SRDMA_BTH_PKEY + 1] = pkt->pkey & 0xff;
+	buf[SRDMA_BTH_RESV8A] = 0;
+	srdma_put_be24(buf + SRDMA_BTH_DQPN, pkt->dqpn & SRDMA_QPN_MASK);
+	buf[SRDMA_BTH_ACKREQ] = pkt->ackreq ? SRDMA_BTH_ACKREQ_BIT : 0;
+	srdma_put_be24(buf + SRDMA_BTH_PSN, pkt->psn & SRDMA_PSN_MASK);
 
 	if (f & SRDMA_F_RETH) {
-		srdma_put_be32(buf + off, (u32)(pkt->va >> 32));
-		srdma_put_be32(buf + off + 4, (u32)pkt->va);
-		srdma_put_be32(buf + off + 8, pkt->rkey);
-		srdma_put_be32(buf + off + 12, pkt->dmalen);
+		srdma_put_be32(buf + off + SRDMA_RETH_VA, (u32)(pkt->va >> 32));
+		srdma_put_be32(buf + off + SRDMA_RETH_VA + 4, (u32)pkt->va);
+		srdma_put_be32(buf + off + SRDMA_RETH_RKEY, pkt->rkey);
+		srdma_put_be32(buf + off + SRDMA_RETH_DMALEN, pkt->dmalen);
 		off += SRDMA_RETH_LEN;
 	}
 	if (f & SRDMA_F_AETH) {
-		buf[off] = pkt->syndrome;
-		srdma_put_be24(buf + off + 1, pkt->msn & SRDMA_MSN_MASK);
+		buf[off + SRDMA_AETH_SYNDROME] = pkt->syndrome;
+		srdma_put_be24(buf + off + SRDMA_AETH_MSN,
+			       pkt->msn & SRDMA_MSN_MASK);
 		off += SRDMA_AETH_LEN;
 	}
 	if (f & SRDMA_F_IMM) {
@@ -154,31 +239,36 @@ u32 srdma_build_hdr(u8 *buf, const struct srdma_pkt *pkt)
 	return off;
 }
 
-u32 srdma_icrc_hdrs(const u8 *iphdr, u32 hdrs_len, bool ipv6)
+/**
+ * srdma_icrc_mask() - set the fields the ICRC does not cover to ones
+ * @hdrs: a copy of the IP, UDP and BTH headers of a packet, back to back:
+ *	  srdma_icrc_hdrs_len(@ipv6) bytes, changed in place
+ * @ipv6: the IP header is IPv6, else IPv4
+ *
+ * These fields may change on the way (IBTA annex A17.8.2): IPv4 TOS, TTL
+ * and header checksum; IPv6 traffic class, flow label and hop limit; the
+ * UDP checksum; BTH resv8a. The CRC over the result, started from
+ * SRDMA_ICRC_SEED, then runs on over the rest of the packet.
+ *
+ * Context: Any context.
+ */
+void srdma_icrc_mask(u8 *hdrs, bool ipv6)
 {
-	u8 tmp[40 + 8 + SRDMA_BTH_LEN];
-	u32 iplen = ipv6 ? 40 : 20;
-	u8 *udp;
+	u8 *udp, *bth;
 
-	if (hdrs_len != iplen + 8 + SRDMA_BTH_LEN)
-		return 0;
-	memcpy(tmp, iphdr, hdrs_len);
 	if (ipv6) {
 		/* version stays; traffic class and flow label are masked */
-		tmp[0] |= 0x0f;
-		tmp[1] = 0xff;
-		tmp[2] = 0xff;
-		tmp[3] = 0xff;
-		tmp[7] = 0xff;		/* hop limit */
+		hdrs[SRDMA_IPV6_TC_FLOW] |= 0x0f;
+		memset(hdrs + SRDMA_IPV6_TC_FLOW + 1, 0xff, 3);
+		hdrs[SRDMA_IPV6_HOP_LIMIT] = 0xff;
+		udp = hdrs + SRDMA_IPV6_HDR_LEN;
 	} else {
-		tmp[1] = 0xff;		/* TOS */
-		tmp[8] = 0xff;		/* TTL */
-		tmp[10] = 0xff;		/* header checksum */
-		tmp[11] = 0xff;
+		hdrs[SRDMA_IPV4_TOS] = 0xff;
+		hdrs[SRDMA_IPV4_TTL] = 0xff;
+		memset(hdrs + SRDMA_IPV4_CSUM, 0xff, 2);
+		udp = hdrs + SRDMA_IPV4_HDR_LEN;
 	}
-	udp = tmp + iplen;
-	udp[6] = 0xff;			/* UDP checksum */
-	udp[7] = 0xff;
-	udp[8 + 4] = 0xff;		/* BTH resv8a */
-	return srdma_crc32(SRDMA_ICRC_SEED, tmp, hdrs_len);
+	memset(udp + SRDMA_UDP_CSUM, 0xff, 2);
+	bth = udp + SRDMA_UDP_HDR_LEN;
+	bth[SRDMA_BTH_RESV8A] = 0xff;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * srdma wire format: RoCEv2 transport headers (IBTA vol. 1 ch. 9, annex
- * A17), their parsing and validation, PSN arithmetic and the ICRC.
+ * A17), their parsing and validation, PSN arithmetic and the ICRC's
+ * pseudo header.
  *
  * Plain C: this file and srdma_wire.c also build in user space
  * (tools/wire-test), where they are unit-tested and fuzzed.
@@ -28,6 +29,15 @@
 #define SRDMA_QPN_MASK		0xffffffU
 #define SRDMA_MSN_MASK		0xffffffU
 #define SRDMA_DEFAULT_PKEY	0xffffU
+/* P_Key bit 15 is the membership (full or limited), 14:0 the partition. */
+#define SRDMA_PKEY_PART_MASK	0x7fffU
+/* Payloads are padded to a multiple of 4 bytes (BTH PadCnt). */
+#define SRDMA_PAD_MASK		3U
+
+/* What RoCEv2 travels in: IPv4 without options, IPv6 without extensions. */
+#define SRDMA_IPV4_HDR_LEN	20
+#define SRDMA_IPV6_HDR_LEN	40
+#define SRDMA_UDP_HDR_LEN	8
 
 /* RC opcodes (transport 000b) used by srdma. */
 enum srdma_opcode {
@@ -128,25 +138,27 @@ static inline u32 srdma_npkts(u32 len, u32 mtu)
 	return len ? (len - 1) / mtu + 1 : 1;
 }
 
-/*
- * CRC-32 (IEEE, reflected), no pre- or post-inversion. The kernel's is in
- * srdma_icrc.c, the user-space tests bring their own.
- */
-u32 srdma_crc32(u32 crc, const void *buf, u32 len);
-
 /* CRC state after the 8 bytes of 0xff that stand for the masked LRH. */
 #define SRDMA_ICRC_SEED		0xdebb20e3U
 
-/*
- * ICRC over the invariant fields: the IP (4 or 6) and UDP headers with
- * their variant fields masked to ones, then BTH with resv8a masked, then the
- * rest of the packet (extension headers, payload, pad). @iphdr points at the
- * IP header, followed by UDP and BTH; @hdrs_len covers IP + UDP + BTH.
- * Returns the running CRC; the ICRC on the wire is its complement, stored
- * little-endian (srdma_icrc_store()).
- */
-u32 srdma_icrc_hdrs(const u8 *iphdr, u32 hdrs_len, bool ipv6);
+/* IP, UDP and BTH: the headers the ICRC covers with variant fields masked. */
+#define SRDMA_ICRC_HDRS_MAX	(SRDMA_IPV6_HDR_LEN + SRDMA_UDP_HDR_LEN + \
+				 SRDMA_BTH_LEN)
 
+static inline u32 srdma_icrc_hdrs_len(bool ipv6)
+{
+	return (ipv6 ? SRDMA_IPV6_HDR_LEN : SRDMA_IPV4_HDR_LEN) +
+	       SRDMA_UDP_HDR_LEN + SRDMA_BTH_LEN;
+}
+
+/*
+ * The ICRC itself is computed in srdma_icrc.c. Its pseudo header, the
+ * masking below, is plain C so that the user-space tests check it against
+ * independently built packets.
+ */
+void srdma_icrc_mask(u8 *hdrs, bool ipv6);
+
+/* The ICRC on the wire is the complement of the CRC, little-endian. */
 static inline void srdma_icrc_store(u8 *p, u32 crc)
 {
 	crc = ~crc;
@@ -160,6 +172,19 @@ static inline u32 srdma_icrc_load(const u8 *p)
 {
 	return ~((u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 |
 		 (u32)p[3] << 24);
+}
+
+/* Pad bytes after a payload of @len bytes. */
+static inline u8 srdma_pad_len(u32 len)
+{
+	return (-len) & SRDMA_PAD_MASK;
+}
+
+/* Whether @pkey names the default partition, as a full or limited member. */
+static inline bool srdma_pkey_is_default(u16 pkey)
+{
+	return (pkey & SRDMA_PKEY_PART_MASK) ==
+	       (SRDMA_DEFAULT_PKEY & SRDMA_PKEY_PART_MASK);
 }
 
 /* Big-endian field accessors on byte buffers. */
