@@ -25,11 +25,11 @@
 #define SRDMA_UDP_PORT		4791
 /*
  * UDP source port of a QP: SRDMA_SPORT_BITS hashed from its QPN on top of
- * SRDMA_SPORT_BASE, so that it stays in the dynamic range 0xc000-0xffff.
+ * SRDMA_SPORT_BASE, so that it stays in the range RoCEv2 (IBTA Annex A17)
+ * gives, 0xc000-0xffff, and ECMP spreads the flows.
  */
 #define SRDMA_SPORT_BASE	0xc000
 #define SRDMA_SPORT_BITS	14
-#define SRDMA_SPORT_MASK	(BIT(SRDMA_SPORT_BITS) - 1)
 /* IP TTL / hop limit when the address vector's GRH gives none. */
 #define SRDMA_DEFAULT_TTL	64
 /* Path MTU in bytes of a new QP, until RTR sets one: IB_MTU_256. */
@@ -82,8 +82,6 @@
 #define SRDMA_ZCOPY_MIN		1024
 /* Ask for an ACK at least every this many packets. */
 #define SRDMA_ACKREQ_EVERY	16
-/* The value (bits 4:0) of an AETH syndrome: RNR timer or NAK code. */
-#define SRDMA_AETH_VALUE_MASK	0x1f
 
 /*
  * The UDP sockets (IPv4 and IPv6, port 4791) of one network namespace,
@@ -665,6 +663,7 @@ void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 
 /* srdma_main.c */
 void srdma_dealloc_driver(struct ib_device *ibdev);
+int srdma_enable_driver(struct ib_device *ibdev);
 
 /* srdma_verbs.c */
 void srdma_init_device(struct srdma_dev *sdev);

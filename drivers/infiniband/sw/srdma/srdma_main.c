@@ -122,22 +122,37 @@ out_unlock:
 	return err;
 }
 
-/*
- * @sdev is registered: from now on the netdev notifier takes care of it. If
- * the netdev started unregistering meanwhile, remove the device at once.
+/**
+ * srdma_enable_driver() - ib_device_ops.enable_driver: registration is done.
+ * @ibdev: the device being registered
+ *
+ * From now on the netdev notifier takes care of the device. If the netdev
+ * started unregistering meanwhile, registration fails with -ENODEV. The core
+ * calls this inside ib_register_device() while it holds a reference on the
+ * device, so a concurrent `rdma link delete` cannot free it under us (it
+ * could between ib_register_device() returning and srdma_newlink() touching
+ * the device again).
+ *
+ * Context: Process context; takes srdma_dev_mutex.
+ * Return: 0, or -ENODEV if the netdev is going away.
  */
-static void srdma_dev_registered(struct srdma_dev *sdev)
+int srdma_enable_driver(struct ib_device *ibdev)
 {
+	struct srdma_dev *sdev = to_sdev(ibdev);
 	bool gone;
 
 	mutex_lock(&srdma_dev_mutex);
 	sdev->registered = true;
 	gone = sdev->ndev_gone;
 	mutex_unlock(&srdma_dev_mutex);
-	if (gone)
-		ib_unregister_device_queued(&sdev->ibdev);
-	else
-		ibdev_info(&sdev->ibdev, "bound to %s\n", sdev->ndev->name);
+	if (gone) {
+		/* ib_register_device() unwinds; srdma_newlink() frees. */
+		ibdev_err(&sdev->ibdev, "%s went away during link add\n",
+			  sdev->ndev->name);
+		return -ENODEV;
+	}
+	ibdev_info(&sdev->ibdev, "bound to %s\n", sdev->ndev->name);
+	return 0;
 }
 
 /* rdma_link_ops.newlink: `rdma link add NAME type srdma netdev NDEV`. */
@@ -174,8 +189,7 @@ static int srdma_newlink(const char *ibdev_name, struct net_device *ndev)
 		       ndev->name, err);
 		goto err_dealloc_device;
 	}
-	srdma_dev_registered(sdev);
-	return 0;
+	return 0;	/* srdma_enable_driver() did the rest */
 
 err_dealloc_device:
 	/* Calls srdma_dealloc_driver(), which undoes the rest. */

@@ -24,14 +24,6 @@
 
 #include "srdma.h"
 
-/*
- * UDP source ports: RoCEv2 (IBTA Annex A17) takes them from 0xc000-0xffff,
- * one per QP, from a hash of the QPN so that ECMP spreads the flows.
- */
-#define SRDMA_SPORT_BASE	0xc000
-#define SRDMA_SPORT_BITS	14
-/* Hop limit (TTL) of an address vector that gives none. */
-#define SRDMA_DEFAULT_TTL	64
 /* Largest values of the 3-bit retry counts and the 5-bit timer codes. */
 #define SRDMA_MAX_RETRY_CNT	7
 #define SRDMA_MAX_TIMER_CODE	31
@@ -197,7 +189,7 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	timer_setup(&qp->retrans_timer, srdma_retrans_timer, 0);
 	INIT_WORK(&qp->read_work, srdma_read_work);
 	qp->state = IB_QPS_RESET;
-	qp->mtu = ib_mtu_enum_to_int(IB_MTU_256);	/* until RTR sets one */
+	qp->mtu = SRDMA_DEFAULT_PATH_MTU;	/* until RTR sets one */
 	qp->resp_opcode = SRDMA_OP_ACK;	/* no message in progress */
 	qp->rd_gap_psn = U32_MAX;		/* never a valid PSN */
 }

@@ -233,7 +233,7 @@ void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 		wc.opcode = srdma_wc_opcode(wqe->opcode);
 		wc.byte_len = wqe->opcode == IB_WR_RDMA_READ ? wqe->length : 0;
 		wc.qp = &qp->ibqp;
-		wc.port_num = 1;
+		wc.port_num = SRDMA_PORT_NUM;
 		srdma_cq_post(to_scq(qp->ibqp.send_cq), &wc, false);
 	}
 	if (qp->sq_next - qp->sq.cons > qp->sq.prod - qp->sq.cons) {

@@ -200,7 +200,7 @@ static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		.byte_len = byte_len,
 		.qp = &qp->ibqp,
 		.src_qp = qp->attr.dest_qp_num,
-		.port_num = 1,
+		.port_num = SRDMA_PORT_NUM,
 	};
 
 	lockdep_assert_held(&qp->lock);

@@ -251,6 +251,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 
 	.alloc_ucontext = srdma_alloc_ucontext,
 	.dealloc_driver = srdma_dealloc_driver,
+	.enable_driver = srdma_enable_driver,
 	.dealloc_ucontext = srdma_dealloc_ucontext,
 	.disassociate_ucontext = srdma_disassociate_ucontext,
 	.get_dev_fw_str = srdma_get_dev_fw_str,

@@ -5,7 +5,7 @@
  * pseudo header.
  *
  * Plain C: this file and srdma_wire.c also build in user space
- * (tools/wire-test), where they are unit-tested and fuzzed.
+ * (selftests/unit), where they are unit-tested and fuzzed.
  */
 #ifndef SRDMA_WIRE_H
 #define SRDMA_WIRE_H
@@ -79,11 +79,15 @@ enum srdma_opflags {
 	SRDMA_F_ONLY	= SRDMA_F_FIRST | SRDMA_F_LAST,
 };
 
-/* AETH syndromes (bits 7:5 the kind, 4:0 the value). */
+/*
+ * AETH syndromes: bit 7 reserved, bits 6:5 the kind, 4:0 the value (RNR
+ * timer, NAK code or credit count).
+ */
 #define SRDMA_AETH_ACK		0x00
 #define SRDMA_AETH_RNR_NAK	0x20
 #define SRDMA_AETH_NAK		0x60
 #define SRDMA_AETH_KIND_MASK	0x60
+#define SRDMA_AETH_VALUE_MASK	0x1f
 #define SRDMA_AETH_CREDIT_INVALID 0x1f
 #define SRDMA_NAK_PSN_SEQ	0
 #define SRDMA_NAK_INVALID_REQ	1
