@@ -127,7 +127,9 @@ out_unlock:
  * @ibdev: the device being registered
  *
  * From now on the netdev notifier takes care of the device. If the netdev
- * started unregistering meanwhile, registration fails with -ENODEV. The core
+ * started unregistering meanwhile, registration fails with -ENODEV. The
+ * core also calls this when the device moves to another network namespace
+ * (exclusive mode); only the first call does anything. The core
  * calls this inside ib_register_device() while it holds a reference on the
  * device, so a concurrent `rdma link delete` cannot free it under us (it
  * could between ib_register_device() returning and srdma_newlink() touching
@@ -139,12 +141,15 @@ out_unlock:
 int srdma_enable_driver(struct ib_device *ibdev)
 {
 	struct srdma_dev *sdev = to_sdev(ibdev);
-	bool gone;
+	bool again, gone;
 
 	mutex_lock(&srdma_dev_mutex);
+	again = sdev->registered;
 	sdev->registered = true;
 	gone = sdev->ndev_gone;
 	mutex_unlock(&srdma_dev_mutex);
+	if (again)
+		return 0;	/* re-enabled after a namespace change */
 	if (gone) {
 		/* ib_register_device() unwinds; srdma_newlink() frees. */
 		ibdev_err(&sdev->ibdev, "%s went away during link add\n",
@@ -227,6 +232,17 @@ static int srdma_netdev_event(struct notifier_block *nb, unsigned long event,
 		goto out_unlock;
 	}
 
+	/*
+	 * A registration that failed after enable_driver, or an unregistration
+	 * under way, has dropped the core's reference: leave that device
+	 * alone. Holding one keeps the core from tearing it down while we
+	 * queue work on it.
+	 */
+	if (!ib_device_try_get(&sdev->ibdev)) {
+		if (event == NETDEV_UNREGISTER)
+			sdev->ndev_gone = true;
+		goto out_unlock;
+	}
 	switch (event) {
 	case NETDEV_UNREGISTER:
 		if (!sdev->ndev_gone) {
@@ -246,6 +262,7 @@ static int srdma_netdev_event(struct notifier_block *nb, unsigned long event,
 	default:
 		break;
 	}
+	ib_device_put(&sdev->ibdev);
 out_unlock:
 	mutex_unlock(&srdma_dev_mutex);
 	return NOTIFY_DONE;
