@@ -259,3 +259,26 @@ test_link_rxe_name_refused() {
 		fail "no kernel message saying why"
 	rdma link add srdma0 type srdma netdev v0 || fail "a good name after it"
 }
+
+# In exclusive netns mode the core re-enables a device after it moves to
+# another namespace (and back, when that namespace is deleted): the device
+# must come through both moves quietly, working, and bound once.
+test_ibdev_netns_exclusive() {
+	local mark rc=0
+	setup_bound_veth || fail "link add"
+	mark=$(dmesg | wc -l)
+	rdma system set netns exclusive || fail "exclusive mode"
+	{
+		ip netns add ns2 &&
+		rdma dev set srdma0 netns ns2 &&
+		ip netns exec ns2 rdma dev show srdma0 >/dev/null &&
+		! rdma dev show srdma0 >/dev/null 2>&1 &&
+		ip netns del ns2 &&
+		wait_for 10 dev_exists srdma0
+	} || rc=1
+	rdma system set netns shared
+	[ $rc = 0 ] || fail "move to ns2 and back"
+	! dmesg | tail -n +$((mark + 1)) | grep -E "bound to|re-enable|went away" ||
+		fail "enable_driver acted on a namespace move"
+	ibv_devinfo -d srdma0 | grep -q PORT_ACTIVE || fail "srdma0 not active after the moves"
+}
