@@ -3,6 +3,13 @@
 #
 # Shell helpers for the srdma selftests (sourced inside the test VM).
 
+# On the debug kernel (KASAN, lockdep, ... under emulation) every packet
+# costs several times more: the data-path tests stretch their ACK timeouts
+# and completion waits (see srdma_xfer.c, srdma_stress.c).
+case $(uname -r) in
+*-srdma-debug) export SRDMA_TEST_SLOW=${SRDMA_TEST_SLOW:-2} ;;
+esac
+
 : "${SRDMA_ROOT:?SRDMA_ROOT must point at the source tree}"
 B=$SRDMA_ROOT/build
 KO=$SRDMA_ROOT/drivers/infiniband/sw/srdma/srdma.ko

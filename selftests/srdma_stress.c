@@ -91,6 +91,7 @@ static struct {
 	unsigned int faults;	/* bit mask of enum fault to inject */
 	bool removal;
 	bool verbose;
+	int slow;	/* SRDMA_TEST_SLOW: see main() */
 } opt = {
 	.dev = { "srdma0", "srdma1" },
 	.secs = 30,
@@ -1185,7 +1186,7 @@ static int connect_qp(struct sess *S, int x, enum ibv_mtu mtu)
 		goto err;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 15;		/* 134 ms */
+	a.timeout = 15 + opt.slow;	/* 134 ms, times 2^slow */
 	a.retry_cnt = 7;
 	a.rnr_retry = 6;
 	a.sq_psn = me->sq_psn;
@@ -2050,6 +2051,20 @@ int main(int argc, char **argv)
 	int c, i;
 
 	opt.seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+	/*
+	 * SRDMA_TEST_SLOW=N (0-4; run.sh sets it on the debug kernel, where
+	 * KASAN under emulation makes every packet several times slower):
+	 * ACK timeouts 2^N times longer, stall and hang bounds N+1 times
+	 * longer, so that a slow machine is not mistaken for a lost peer.
+	 * Options given on the command line still win.
+	 */
+	if (getenv("SRDMA_TEST_SLOW")) {
+		opt.slow = atoi(getenv("SRDMA_TEST_SLOW"));
+		opt.slow = opt.slow < 0 ? 0 : opt.slow > 4 ? 4 : opt.slow;
+		opt.stall *= 1 + opt.slow;
+		opt.cap *= 1 + opt.slow;
+		opt.bound *= 1 + opt.slow;
+	}
 	while ((c = getopt(argc, argv, "a:b:t:n:m:o:w:s:k:f:rv")) != -1) {
 		switch (c) {
 		case 'a':

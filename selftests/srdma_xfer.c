@@ -89,6 +89,14 @@ struct conn {
 	int sock;
 };
 
+/*
+ * SRDMA_TEST_SLOW=N (0-4; run.sh sets it on the debug kernel, where KASAN
+ * under emulation makes every packet several times slower): ACK timeouts
+ * 2^N times longer and completion waits N+1 times longer, so that a slow
+ * machine is not mistaken for a lost peer.
+ */
+static int slow;
+
 /* The RTS attributes of a connection that a test may choose. */
 struct qp_params {
 	uint8_t timeout;	/* local ACK timeout: 4.096 us * 2^timeout */
@@ -466,7 +474,7 @@ static void conn_connect(struct conn *c, const struct qp_params *qp)
 		die("modify_qp RTR: %s", strerror(errno));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = qp->timeout;
+	a.timeout = qp->timeout ? qp->timeout + slow : 0;
 	a.retry_cnt = qp->retry_cnt;
 	a.rnr_retry = qp->rnr_retry;
 	a.sq_psn = me.psn;
@@ -495,7 +503,21 @@ static void conn_close(struct conn *c)
 	close(c->sock);
 }
 
-/* Wait up to 20 s for one completion. */
+static int slow_from_env(void)
+{
+	const char *v = getenv("SRDMA_TEST_SLOW");
+	int n = v ? atoi(v) : 0;
+
+	return n < 0 ? 0 : n > 4 ? 4 : n;
+}
+
+/* How long to wait for a completion, in seconds. */
+static int wait_secs(void)
+{
+	return 20 * (1 + slow);
+}
+
+/* Wait up to wait_secs() for one completion. */
 static int poll_one(struct conn *c, struct ibv_wc *wc)
 {
 	struct timespec t0, t;
@@ -509,7 +531,7 @@ static int poll_one(struct conn *c, struct ibv_wc *wc)
 		if (n == 1)
 			return 0;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 20)
+		if (t.tv_sec - t0.tv_sec > wait_secs())
 			return -1;
 		usleep(50);
 	}
@@ -576,7 +598,7 @@ static bool recv_wait(struct conn *c, uint64_t wr_id,
 	snprintf(what, sizeof(what), "%s of %u bytes%s", wc_opcode_str(opcode),
 		 len, with_imm ? " with immediate" : "");
 	if (poll_one(c, &wc)) {
-		say("%s: no completion in 20 s", what);
+		say("%s: no completion in %d s", what, wait_secs());
 		return false;
 	}
 	if (!expect_wc(&wc, &want, what))
@@ -649,7 +671,7 @@ static bool do_op(struct conn *c, enum ibv_wr_opcode op, uint32_t loff,
 		return false;
 	}
 	if (poll_one(c, &wc)) {
-		say("%s: no completion in 20 s", what);
+		say("%s: no completion in %d s", what, wait_secs());
 		return false;
 	}
 	if (!expect_wc(&wc, &want, what))
@@ -1086,7 +1108,7 @@ static bool expect_flush(struct conn *c, uint64_t wr_id, const char *what)
 	struct ibv_wc wc;
 
 	if (poll_one(c, &wc)) {
-		say("%s: no completion in 20 s", what);
+		say("%s: no completion in %d s", what, wait_secs());
 		return false;
 	}
 	return expect_wc(&wc, &want, what);
@@ -1283,6 +1305,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	srand(getpid() ^ time(NULL));
+	slow = slow_from_env();
 	while ((opt = getopt(argc, argv, "d:g:p:t:S:m:v")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;

@@ -53,6 +53,12 @@ test_loss_1pct() {
 	naks=$(counter nak_received) timeouts=$(counter ack_timeouts)
 	echo "# nak_received $naks ack_timeouts $timeouts"
 	[ "$naks" -ge 1 ] || fail "no sequence NAK seen"
+	# A performance property: on the debug kernel (SRDMA_TEST_SLOW) a
+	# window takes longer to get through than the 67 ms ACK timeout.
+	if [ "${SRDMA_TEST_SLOW:-0}" -gt 0 ]; then
+		echo "# slow kernel: timeout/NAK ratio not asserted"
+		return 0
+	fi
 	[ $((timeouts * 10)) -le "$naks" ] ||
 		fail "$timeouts full ACK timeouts against $naks NAKs at 1% loss"
 }

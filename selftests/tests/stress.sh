@@ -73,8 +73,9 @@ test_stress_lifetimes() {
 	before=$(stress_res)
 	srdma_stress -a srdma0 -b srdma1 -t "$STRESS_SECS" -n 4 > "$log" 2>&1 &
 	pid=$!
-	# Its own watchdog ends it by 2 * (15 + 10) + 20 s after the deadline.
-	stress_wait_exit "$pid" $((STRESS_SECS + 100))
+	# Its own watchdog ends it by 2 * (15 + 10) + 20 s after the deadline
+	# (the two bounds scale with SRDMA_TEST_SLOW).
+	stress_wait_exit "$pid" $((STRESS_SECS + 100 * (1 + ${SRDMA_TEST_SLOW:-0})))
 	wait "$pid"
 	rc=$?
 	cat "$log"
