@@ -144,7 +144,7 @@ check-debug: deps
 	@set -e; eval "$$($(ROOT)/scripts/debug-kernel -q)"; \
 	export SRDMA_KVER SRDMA_KIMAGE SRDMA_MODBASE SRDMA_KAPPEND; \
 	$(MAKE) --no-print-directory KDIR=$$SRDMA_KDIR all fuzz; \
-	SRDMA_VM_TIMEOUT=$${SRDMA_VM_TIMEOUT:-5400} $(ROOT)/scripts/run-tests
+	SRDMA_VM_TIMEOUT=$${SRDMA_VM_TIMEOUT:-9000} $(ROOT)/scripts/run-tests
 
 bench: deps
 	@command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive \
