@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * UD QPs and address handles on srdma0 in loopback (its own IPv4 RoCEv2
+ * GID): two UD QPs, SEND and SEND with immediate, every completion field
+ * on both sides, the GRH area, the Q_Key rules, a receive buffer too
+ * small, a message over the MTU, no receive posted, a UD datagram to an
+ * RC QP, and a reply through an AH made from a receive completion.
+ */
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kselftest_harness.h"
+#include "srdma_test.h"
+
+#define UD_QKEY		0x11111111U
+#define GRH		40
+#define RECV_OFF	32768		/* receive buffers from here */
+
+/* A hw counter of the device under test, or -1. */
+static long long ud_counter(const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+		 srdma_test_devname(), name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* RESET -> INIT -> RTR -> RTS for a UD QP with Q_Key @qkey. */
+static int ud_qp_up(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = qkey;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_QKEY))
+		return -1;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return -1;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x42;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_UD,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 2, .max_recv_sge = 2 },
+	};
+
+	return ibv_create_qp(pd, &init);
+}
+
+/* Collect up to @n completions in about 2 s (less if @n came). */
+static int ud_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
+{
+	int got = 0, i, r;
+
+	for (i = 0; i < ms * 10 && got < n; i++) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return r;
+		got += r;
+		if (got < n)
+			usleep(100);
+	}
+	return got;
+}
+
+static int ud_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *at,
+			uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)at, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+	}, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static int ud_post_send(struct ibv_qp *qp, struct ibv_mr *mr, void *at,
+			uint32_t len, uint64_t wr_id, struct ibv_ah *ah,
+			uint32_t qpn, uint32_t qkey, int imm)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)at, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = htonl(0xcafe0000U | (uint32_t)len),
+	}, *bad;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* The Internet checksum of @len bytes: 0 over a header with a valid one. */
+static uint16_t ud_csum(const void *p, int len)
+{
+	const uint16_t *w = p;
+	uint32_t sum = 0;
+
+	while (len > 1) {
+		sum += *w++;
+		len -= 2;
+	}
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+FIXTURE(ud) {
+	SRDMA_TEST_FIXTURE_OBJS;
+	struct ibv_qp *b;
+	struct ibv_ah *ah;
+	union ibv_gid gid;
+	int gidx;
+};
+
+FIXTURE_SETUP(ud)
+{
+	struct ibv_ah_attr aa;
+
+	self->qp = NULL;
+	self->b = NULL;
+	self->ah = NULL;
+	SRDMA_TEST_FIXTURE_OPEN(self);
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &self->gid);
+	ASSERT_LE(0, self->gidx);
+	self->qp = ud_qp(self->pd, self->cq);
+	ASSERT_NE(NULL, self->qp) TH_LOG("UD QP: %s", strerror(errno));
+	self->b = ud_qp(self->pd, self->cq);
+	ASSERT_NE(NULL, self->b);
+	ASSERT_EQ(0, ud_qp_up(self->qp, UD_QKEY));
+	ASSERT_EQ(0, ud_qp_up(self->b, UD_QKEY));
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = self->gid;
+	aa.grh.sgid_index = self->gidx;
+	aa.grh.hop_limit = 64;
+	aa.port_num = 1;
+	self->ah = ibv_create_ah(self->pd, &aa);
+	ASSERT_NE(NULL, self->ah) TH_LOG("create_ah: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(ud)
+{
+	if (self->ah)
+		ibv_destroy_ah(self->ah);
+	if (self->b)
+		ibv_destroy_qp(self->b);
+	SRDMA_TEST_FIXTURE_CLOSE(self);
+}
+
+/* Every field of a send completion of @qp. */
+static void ud_check_send_wc(struct __test_metadata *_metadata,
+			     const struct ibv_wc *wc, struct ibv_qp *qp,
+			     uint64_t wr_id)
+{
+	EXPECT_EQ(wr_id, wc->wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc->status);
+	EXPECT_EQ(IBV_WC_SEND, wc->opcode);
+	EXPECT_EQ(qp->qp_num, wc->qp_num);
+	EXPECT_EQ(0, wc->wc_flags);
+}
+
+/* Every field of a successful UD receive completion. */
+static void ud_check_recv_wc(struct __test_metadata *_metadata,
+			     const struct ibv_wc *wc, struct ibv_qp *qp,
+			     uint64_t wr_id, uint32_t len, uint32_t src_qp,
+			     int imm)
+{
+	EXPECT_EQ(wr_id, wc->wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc->status);
+	EXPECT_EQ(IBV_WC_RECV, wc->opcode);
+	EXPECT_EQ(len + GRH, wc->byte_len);
+	EXPECT_EQ(qp->qp_num, wc->qp_num);
+	EXPECT_EQ(src_qp, wc->src_qp);
+	EXPECT_EQ(IBV_WC_GRH | (imm ? IBV_WC_WITH_IMM : 0),
+		  (int)wc->wc_flags);
+	if (imm)
+		EXPECT_EQ(htonl(0xcafe0000U | len), wc->imm_data);
+	EXPECT_EQ(0, wc->pkey_index);
+	EXPECT_EQ(0, wc->slid);
+	EXPECT_EQ(0, wc->sl);
+	EXPECT_EQ(0, wc->dlid_path_bits);
+}
+
+/* The GRH area of a receive of @len bytes from our own IPv4 GID. */
+static void ud_check_grh4(struct __test_metadata *_metadata,
+			  const uint8_t *grh, const union ibv_gid *gid,
+			  uint32_t len, int imm)
+{
+	const struct iphdr *ip = (const struct iphdr *)(grh + 20);
+	uint32_t udp = 8 + 12 + 8 + (imm ? 4 : 0) + len + (-len & 3) + 4;
+	static const uint8_t zero[20];
+
+	EXPECT_EQ(0, memcmp(grh, zero, 20));
+	EXPECT_EQ(4, (int)ip->version);
+	EXPECT_EQ(5, (int)ip->ihl);
+	EXPECT_EQ(IPPROTO_UDP, ip->protocol);
+	EXPECT_EQ(20 + udp, ntohs(ip->tot_len));
+	EXPECT_EQ(64, ip->ttl);
+	EXPECT_EQ(0, memcmp(&ip->saddr, gid->raw + 12, 4));
+	EXPECT_EQ(0, memcmp(&ip->daddr, gid->raw + 12, 4));
+	EXPECT_EQ(0, ud_csum(ip, 20));
+}
+
+TEST_F(ud, send_and_imm)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+	char *rb = self->buf + RECV_OFF;
+	struct ibv_wc wc[4];
+	int i, n, sends = 0, recvs = 0;
+
+	ASSERT_EQ(0, ibv_query_qp(self->b, &qa, IBV_QP_STATE | IBV_QP_QKEY,
+				  &init));
+	EXPECT_EQ(IBV_QPS_RTS, qa.qp_state);
+	EXPECT_EQ(UD_QKEY, qa.qkey);
+	EXPECT_EQ(IBV_QPT_UD, init.qp_type);
+
+	for (i = 0; i < 2048; i++)
+		self->buf[i] = (char)(i * 7 + 3);
+	memset(rb, 0xee, 2 * 2048);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 11));
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb + 2048, 2048, 12));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 100, 1,
+				  self->ah, self->b->qp_num, UD_QKEY, 0));
+	/* the full MTU (netdev MTU 1500) with immediate data */
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf + 100, 1024,
+				  2, self->ah, self->b->qp_num, UD_QKEY, 1));
+	n = ud_poll(self->cq, wc, 4, 2000);
+	ASSERT_EQ(4, n);
+	for (i = 0; i < n; i++) {
+		if (wc[i].qp_num == self->qp->qp_num) {
+			ud_check_send_wc(_metadata, &wc[i], self->qp,
+					 ++sends);
+		} else {
+			recvs++;
+			ud_check_recv_wc(_metadata, &wc[i], self->b,
+					 10 + recvs, recvs == 1 ? 100 : 1024,
+					 self->qp->qp_num, recvs == 2);
+		}
+	}
+	EXPECT_EQ(2, sends);
+	EXPECT_EQ(2, recvs);
+	EXPECT_EQ(0, memcmp(rb + GRH, self->buf, 100));
+	EXPECT_EQ((char)0xee, rb[GRH + 100]);
+	EXPECT_EQ(0, memcmp(rb + 2048 + GRH, self->buf + 100, 1024));
+	ud_check_grh4(_metadata, (uint8_t *)rb, &self->gid, 100, 0);
+	ud_check_grh4(_metadata, (uint8_t *)rb + 2048, &self->gid, 1024, 1);
+}
+
+/* A wrong Q_Key is dropped and counted; bit 31 means the QP's own. */
+TEST_F(ud, qkey_rules)
+{
+	long long before = ud_counter("rx_qkey_violations");
+	struct ibv_wc wc[2];
+
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
+				  2048, 21));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 64, 1,
+				  self->ah, self->b->qp_num, 0x1234, 0));
+	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 300));
+	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
+	EXPECT_EQ(before + 1, ud_counter("rx_qkey_violations"));
+
+	/* a privileged-looking Q_Key: use the sender QP's, which matches */
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 64, 2,
+				  self->ah, self->b->qp_num, 0x80000000U, 0));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	ud_check_send_wc(_metadata,
+			 wc[0].qp_num == self->qp->qp_num ? &wc[0] : &wc[1],
+			 self->qp, 2);
+	ud_check_recv_wc(_metadata,
+			 wc[0].qp_num == self->b->qp_num ? &wc[0] : &wc[1],
+			 self->b, 21, 64, self->qp->qp_num, 0);
+	EXPECT_EQ(before + 1, ud_counter("rx_qkey_violations"));
+}
+
+/* GRH + payload larger than the receive: IBV_WC_LOC_LEN_ERR, QP in ERR. */
+TEST_F(ud, short_recv_buffer)
+{
+	struct ibv_wc wc[2], *r, *s;
+
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
+				  GRH + 99, 31));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 100, 1,
+				  self->ah, self->b->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	s = wc[0].qp_num == self->qp->qp_num ? &wc[0] : &wc[1];
+	r = s == &wc[0] ? &wc[1] : &wc[0];
+	ud_check_send_wc(_metadata, s, self->qp, 1);
+	EXPECT_EQ(31, r->wr_id);
+	EXPECT_EQ(IBV_WC_LOC_LEN_ERR, r->status);
+	EXPECT_EQ(self->b->qp_num, r->qp_num);
+	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->b));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+}
+
+/*
+ * Over the MTU: nothing is sent and the send succeeds (IBTA C10-93.1.1);
+ * with no receive posted a datagram is dropped (UD has no RNR).
+ */
+TEST_F(ud, too_long_and_no_receive)
+{
+	long long too_long = ud_counter("tx_ud_too_long");
+	long long no_recv = ud_counter("rx_ud_no_receive");
+	struct ibv_wc wc[2];
+
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 1025, 1,
+				  self->ah, self->b->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 2,
+				  self->ah, self->b->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
+	ud_check_send_wc(_metadata, &wc[1], self->qp, 2);
+	usleep(200000);
+	EXPECT_EQ(too_long + 1, ud_counter("tx_ud_too_long"));
+	EXPECT_EQ(no_recv + 1, ud_counter("rx_ud_no_receive"));
+	/* neither arrives later */
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
+				  2048, 41));
+	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 300));
+}
+
+/* A UD datagram to an RC QP is dropped and counted. */
+TEST_F(ud, to_rc_qp)
+{
+	long long bad = ud_counter("rx_bad_header");
+	struct ibv_qp *rc = srdma_test_rc_qp(self->pd, self->cq, 4, 4, 1);
+	struct ibv_wc wc[2];
+
+	ASSERT_NE(NULL, rc);
+	ASSERT_EQ(0, srdma_test_connect_self(rc, self->gidx, &self->gid));
+	ASSERT_EQ(0, ud_post_recv(rc, self->mr, self->buf + RECV_OFF, 2048,
+				  51));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 1,
+				  self->ah, rc->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 300));
+	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
+	EXPECT_EQ(bad + 1, ud_counter("rx_bad_header"));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(rc));
+	ibv_destroy_qp(rc);
+}
+
+/* Reply through an AH built from the receive completion and its GRH. */
+TEST_F(ud, reply_from_wc)
+{
+	char *rb = self->buf + RECV_OFF;
+	struct ibv_wc wc[2], got;
+	struct ibv_ah *reply;
+	int i;
+
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 61));
+	ASSERT_EQ(0, ud_post_recv(self->qp, self->mr, rb + 2048, 2048, 62));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 32, 1,
+				  self->ah, self->b->qp_num, UD_QKEY, 1));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	got = wc[0].qp_num == self->b->qp_num ? wc[0] : wc[1];
+	ud_check_recv_wc(_metadata, &got, self->b, 61, 32, self->qp->qp_num,
+			 1);
+
+	reply = ibv_create_ah_from_wc(self->pd, &got, (struct ibv_grh *)rb, 1);
+	ASSERT_NE(NULL, reply) TH_LOG("create_ah_from_wc: %s",
+				      strerror(errno));
+	for (i = 0; i < 16; i++)
+		self->buf[4096 + i] = (char)(0xa0 + i);
+	ASSERT_EQ(0, ud_post_send(self->b, self->mr, self->buf + 4096, 16, 7,
+				  reply, got.src_qp, UD_QKEY, 0));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	got = wc[0].qp_num == self->qp->qp_num ? wc[0] : wc[1];
+	ud_check_recv_wc(_metadata, &got, self->qp, 62, 16, self->b->qp_num,
+			 0);
+	ud_check_send_wc(_metadata, got.wr_id == wc[0].wr_id ? &wc[1] : &wc[0],
+			 self->b, 7);
+	EXPECT_EQ(0, memcmp(rb + 2048 + GRH, self->buf + 4096, 16));
+	EXPECT_EQ(0, ibv_destroy_ah(reply));
+}
+
+TEST_HARNESS_MAIN
