@@ -233,6 +233,11 @@ struct srdma_payload_src {
 	struct srdma_sge *sge;		/* a local SGE list, lkeys unchecked */
 	u32 num_sge;
 	u32 off;			/* byte offset in the SGE list */
+	/*
+	 * Copy, never attach the pages: the work request completes before
+	 * the packet is freed (UD), and its buffer may change after that.
+	 */
+	bool copy;
 };
 
 /* Where a QP's packets go: resolved into a local, published whole. */

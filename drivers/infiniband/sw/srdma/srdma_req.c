@@ -483,8 +483,8 @@ static int srdma_payload_fill(struct srdma_qp *qp,
  * @src: where the payload comes from
  *
  * Payloads of at least SRDMA_ZCOPY_MIN bytes go out from the memory's own
- * pages, attached to the skb; smaller ones are copied, and so are large
- * ones whose pages cannot be attached (a DMA MR, too many pieces, no
+ * pages, attached to the skb, unless @src asks for a copy; smaller ones
+ * are copied, and so are large ones whose pages cannot be attached (a DMA MR, too many pieces, no
  * memory for the pad).
  *
  * Context: QP lock held.
@@ -495,7 +495,7 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			       const struct srdma_payload_src *src)
 {
-	bool zcopy = pkt->paylen >= SRDMA_ZCOPY_MIN;
+	bool zcopy = pkt->paylen >= SRDMA_ZCOPY_MIN && !src->copy;
 	struct sk_buff *skb;
 	u8 *payload;
 	int err;
@@ -792,6 +792,7 @@ static int srdma_ud_send(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	const struct srdma_payload_src src = {
 		.sge = wqe->sge,
 		.num_sge = wqe->num_sge,
+		.copy = true,
 	};
 	struct sk_buff *skb;
 
