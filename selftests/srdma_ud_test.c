@@ -3,13 +3,15 @@
  * UD QPs and address handles on srdma0 in loopback (its own IPv4 RoCEv2
  * GID): two UD QPs, SEND and SEND with immediate, every completion field
  * on both sides, the GRH area, the Q_Key rules, a receive buffer too
- * small, a message over the MTU, no receive posted, a UD datagram to an
+ * small and a datagram over the MTU from a peer (dropped, the QP stays
+ * in RTS), a message over the MTU, no receive posted, a UD datagram to an
  * RC QP, and a reply through an AH made from a receive completion.
  */
 #include <arpa/inet.h>
 #include <netinet/ip.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #include "kselftest_harness.h"
 #include "srdma_test.h"
@@ -305,24 +307,167 @@ TEST_F(ud, qkey_rules)
 	EXPECT_EQ(before + 1, ud_counter("rx_qkey_violations"));
 }
 
-/* GRH + payload larger than the receive: IBV_WC_LOC_LEN_ERR, QP in ERR. */
+/*
+ * GRH + payload larger than the oldest receive: the datagram is dropped
+ * and counted, the receive stays posted and the QP in RTS (a remote peer
+ * must not be able to stop a UD QP); the next datagram that fits takes
+ * that receive, intact.
+ */
 TEST_F(ud, short_recv_buffer)
 {
-	struct ibv_wc wc[2], *r, *s;
+	long long dropped = ud_counter("rx_ud_short_buffer");
+	char *rb = self->buf + RECV_OFF;
+	struct ibv_wc wc[4], *r = NULL;
+	int i, n, sends = 0;
 
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
-				  GRH + 99, 31));
-	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 100, 1,
+	ASSERT_LE(0, dropped);
+	for (i = 0; i < 256; i++)
+		self->buf[i] = (char)(i * 13 + 5);
+	memset(rb, 0xee, 512);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, GRH + 100, 31));
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb + 256, GRH + 100,
+				  32));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 101, 1,
 				  self->ah, self->b->qp_num, UD_QKEY, 0));
-	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
-	s = wc[0].qp_num == self->qp->qp_num ? &wc[0] : &wc[1];
-	r = s == &wc[0] ? &wc[1] : &wc[0];
-	ud_check_send_wc(_metadata, s, self->qp, 1);
-	EXPECT_EQ(31, r->wr_id);
-	EXPECT_EQ(IBV_WC_LOC_LEN_ERR, r->status);
-	EXPECT_EQ(self->b->qp_num, r->qp_num);
-	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->b));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf + 101, 100,
+				  2, self->ah, self->b->qp_num, UD_QKEY, 0));
+	n = ud_poll(self->cq, wc, 3, 2000);
+	ASSERT_EQ(3, n);
+	for (i = 0; i < n; i++) {
+		if (wc[i].qp_num == self->qp->qp_num) {
+			ud_check_send_wc(_metadata, &wc[i], self->qp,
+					 ++sends);
+		} else {
+			ASSERT_EQ(NULL, r) TH_LOG("two receives completed");
+			r = &wc[i];
+		}
+	}
+	EXPECT_EQ(2, sends);
+	ASSERT_NE(NULL, r);
+	ud_check_recv_wc(_metadata, r, self->b, 31, 100, self->qp->qp_num,
+			 0);
+	EXPECT_EQ(GRH + 100, r->byte_len);
+	EXPECT_EQ(0, memcmp(rb + GRH, self->buf + 101, 100));
+	EXPECT_EQ((char)0xee, rb[GRH + 100]);
+	ud_check_grh4(_metadata, (uint8_t *)rb, &self->gid, 100, 0);
+	EXPECT_EQ((char)0xee, rb[256]);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->b));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+	/* the second receive is still posted: nothing completes it */
+	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 200));
+	/* after that wait: the core caches hw counters for 10 ms */
+	EXPECT_EQ(dropped + 1, ud_counter("rx_ud_short_buffer"));
+}
+
+/* CRC-32 (IEEE 802.3, reflected), as zlib's crc32(0, ...). */
+static uint32_t ud_crc32(const uint8_t *p, size_t n)
+{
+	uint32_t crc = ~0U;
+	int k;
+
+	while (n--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320U & -(crc & 1));
+	}
+	return ~crc;
+}
+
+#define INJ_SQPN	0x4242
+
+/*
+ * A peer that ignores the MTU: a UD SEND ONLY of @len bytes of @fill from
+ * QPN INJ_SQPN to @dqpn, built here (ICRC included) and sent from and to
+ * our own IPv4 address through a raw socket. 0, or -1.
+ */
+static int ud_inject(const union ibv_gid *gid, uint32_t dqpn, uint32_t qkey,
+		     uint32_t len, uint8_t fill)
+{
+	uint32_t pad = -len & 3, ulen = 8 + 12 + 8 + len + pad + 4;
+	uint32_t tot = 20 + ulen, crc, v;
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	uint8_t pkt[2048], m[8 + 2048];
+	int fd, ret;
+
+	if (tot > sizeof(pkt))
+		return -1;
+	memset(pkt, 0, tot);
+	pkt[0] = 0x45;				/* IPv4 */
+	pkt[2] = tot >> 8;
+	pkt[3] = tot;
+	pkt[4] = 0x47;				/* id, non-zero: ours */
+	pkt[5] = 0x91;
+	pkt[6] = 0x40;				/* DF */
+	pkt[8] = 64;
+	pkt[9] = IPPROTO_UDP;
+	memcpy(pkt + 12, gid->raw + 12, 4);
+	memcpy(pkt + 16, gid->raw + 12, 4);
+	pkt[20] = 0xc1;				/* UDP source port */
+	pkt[21] = 0x23;
+	pkt[22] = 4791 >> 8;
+	pkt[23] = 4791 & 0xff;
+	pkt[24] = ulen >> 8;
+	pkt[25] = ulen;
+	pkt[28] = 0x64;				/* BTH: UD SEND ONLY */
+	pkt[29] = pad << 4;
+	pkt[30] = pkt[31] = 0xff;		/* default P_Key */
+	v = htonl(dqpn & 0xffffff);
+	memcpy(pkt + 32, &v, 4);
+	v = htonl(qkey);			/* DETH */
+	memcpy(pkt + 40, &v, 4);
+	v = htonl(INJ_SQPN);
+	memcpy(pkt + 44, &v, 4);
+	memset(pkt + 48, fill, len);
+
+	/* ICRC: masked IP TOS, TTL, checksum, UDP checksum, BTH resv8a. */
+	memset(m, 0xff, 8);
+	memcpy(m + 8, pkt, tot - 4);
+	m[8 + 1] = m[8 + 8] = m[8 + 10] = m[8 + 11] = 0xff;
+	m[8 + 26] = m[8 + 27] = 0xff;
+	m[8 + 32] = 0xff;
+	crc = ud_crc32(m, 8 + tot - 4);
+	pkt[tot - 4] = crc;
+	pkt[tot - 3] = crc >> 8;
+	pkt[tot - 2] = crc >> 16;
+	pkt[tot - 1] = crc >> 24;
+
+	fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+	if (fd < 0)
+		return -1;
+	memcpy(&to.sin_addr, gid->raw + 12, 4);
+	ret = sendto(fd, pkt, tot, 0, (struct sockaddr *)&to, sizeof(to));
+	close(fd);
+	return ret == (int)tot ? 0 : -1;
+}
+
+/*
+ * A datagram over the port's active MTU (1024 at netdev MTU 1500), which
+ * srdma itself never sends, is dropped and counted even though the
+ * receive could hold it; one at the MTU from the same peer arrives.
+ */
+TEST_F(ud, rx_over_mtu)
+{
+	long long over = ud_counter("rx_ud_over_mtu");
+	uint8_t *rb = (uint8_t *)self->buf + RECV_OFF;
+	struct ibv_wc wc[2];
+	int i;
+
+	ASSERT_LE(0, over);
+	memset(rb, 0, 4096);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 4096, 71));
+	ASSERT_EQ(0, ud_inject(&self->gid, self->b->qp_num, UD_QKEY, 1100,
+			       0x5a)) TH_LOG("raw socket: %s", strerror(errno));
+	ASSERT_EQ(0, ud_inject(&self->gid, self->b->qp_num, UD_QKEY, 1024,
+			       0xa5));
+	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 2000));
+	ud_check_recv_wc(_metadata, &wc[0], self->b, 71, 1024, INJ_SQPN, 0);
+	for (i = 0; i < 1024; i++)
+		if (rb[GRH + i] != 0xa5)
+			break;
+	EXPECT_EQ(1024, i);
+	EXPECT_EQ(0, rb[GRH + 1024]);
+	EXPECT_EQ(over + 1, ud_counter("rx_ud_over_mtu"));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->b));
 }
 
 /*

@@ -17,6 +17,7 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <net/dst.h>
+#include <rdma/ib_addr.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/srdma-abi.h>
 
@@ -134,6 +135,8 @@ enum srdma_counter {
 	SRDMA_CNT_RX_QKEY_VIOL,		/* UD: Q_Key mismatch, dropped */
 	SRDMA_CNT_RX_UD_NO_RECV,	/* UD: no receive posted, dropped */
 	SRDMA_CNT_TX_UD_TOO_LONG,	/* UD: over the MTU, not sent */
+	SRDMA_CNT_RX_UD_OVER_MTU,	/* UD: over the MTU, dropped */
+	SRDMA_CNT_RX_UD_SHORT_BUF,	/* UD: receive too small, dropped */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -485,6 +488,18 @@ static inline struct srdma_ah *to_sah(struct ib_ah *ibah)
 static inline bool srdma_qp_is_ud(const struct srdma_qp *qp)
 {
 	return qp->ibqp.qp_type == IB_QPT_UD;
+}
+
+/*
+ * The port's active MTU in bytes, as query_port reports it (the largest
+ * IB MTU the netdev's MTU holds with the RoCEv2 headers): 0 if none does.
+ * The largest UD message, both ways.
+ */
+static inline u32 srdma_active_mtu(struct srdma_dev *sdev)
+{
+	enum ib_mtu m = iboe_get_mtu(READ_ONCE(sdev->ndev->mtu));
+
+	return m ? ib_mtu_enum_to_int(m) : 0;
 }
 
 static inline void srdma_count(struct srdma_dev *sdev, enum srdma_counter c)

@@ -775,7 +775,7 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, int *err)
  */
 static int srdma_ud_send(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 {
-	enum ib_mtu m = iboe_get_mtu(READ_ONCE(qp->sdev->ndev->mtu));
+	u32 mtu = srdma_active_mtu(qp->sdev);
 	struct srdma_pkt pkt = {
 		.opcode = wqe->opcode == IB_WR_SEND_WITH_IMM ?
 			  SRDMA_OP_UD_SEND_ONLY_IMM : SRDMA_OP_UD_SEND_ONLY,
@@ -796,7 +796,7 @@ static int srdma_ud_send(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	};
 	struct sk_buff *skb;
 
-	if (!m || wqe->length > (u32)ib_mtu_enum_to_int(m)) {
+	if (!mtu || wqe->length > mtu) {
 		srdma_count(qp->sdev, SRDMA_CNT_TX_UD_TOO_LONG);
 		srdma_dbg_qp(qp, "wr %llu: %u bytes exceed the MTU, not sent\n",
 			     wqe->wr_id, wqe->length);

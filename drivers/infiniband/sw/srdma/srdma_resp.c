@@ -5,7 +5,6 @@
  * target memory; READ requests are queued (up to max_dest_rd_atomic) and
  * answered by a work item, which may sleep between packets.
  */
-#include <linux/overflow.h>
 #include <linux/skbuff.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
@@ -930,7 +929,10 @@ static void srdma_ud_grh(struct sk_buff *skb, bool ipv6, u8 *grh)
 	       SRDMA_IPV4_HDR_LEN);
 }
 
-/* Complete the UD receive at rq.cons; a failure moves the QP to ERR. */
+/*
+ * Complete the UD receive at rq.cons. A failure, the local user's own
+ * (a bad lkey in its receive), moves the QP to ERR.
+ */
 static void srdma_ud_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			       enum ib_wc_status status, u32 byte_len,
 			       bool ipv6)
@@ -966,8 +968,8 @@ static void srdma_ud_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /*
- * Place a UD datagram into the receive at rq.cons: the GRH area, then
- * the payload. The completion status.
+ * Place a UD datagram into the receive at rq.cons, which is large enough
+ * for both: the GRH area, then the payload. The completion status.
  */
 static enum ib_wc_status srdma_ud_place(struct srdma_qp *qp,
 					struct srdma_pkt *pkt,
@@ -976,14 +978,7 @@ static enum ib_wc_status srdma_ud_place(struct srdma_qp *qp,
 {
 	struct srdma_recv_wqe *wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
 	u8 grh[SRDMA_GRH_LEN];
-	u32 len;
 
-	if (check_add_overflow(pkt->paylen, (u32)SRDMA_GRH_LEN, &len) ||
-	    len > wqe->length) {
-		srdma_dbg_qp(qp, "UD SEND of %u bytes, receive holds %u with the GRH\n",
-			     pkt->paylen, wqe->length);
-		return IB_WC_LOC_LEN_ERR;
-	}
 	srdma_ud_grh(skb, ipv6, grh);
 	if (srdma_sge_copy(qp, wqe->sge, wqe->num_sge, 0, grh, NULL, 0,
 			   SRDMA_GRH_LEN, true) ||
@@ -995,6 +990,33 @@ static enum ib_wc_status srdma_ud_place(struct srdma_qp *qp,
 	return IB_WC_SUCCESS;
 }
 
+/*
+ * May @qp take UD datagram @pkt at all? Not in a state that receives
+ * nothing, with a Q_Key other than the QP's, or with a payload over the
+ * port's active MTU (IP reassembly can deliver up to 64 KB). Each is
+ * dropped and counted, before the receive queue is looked at.
+ */
+static bool srdma_ud_acceptable(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	if (!srdma_qp_rq_running(qp)) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
+		return false;
+	}
+	if (pkt->paylen > srdma_active_mtu(qp->sdev)) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_UD_OVER_MTU);
+		srdma_dbg_qp(qp, "UD SEND of %u bytes from QPN %u over the MTU\n",
+			     pkt->paylen, pkt->sqpn);
+		return false;
+	}
+	if (pkt->qkey != qp->attr.qkey) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_QKEY_VIOL);
+		srdma_dbg_qp(qp, "Q_Key %#x from QPN %u, expected %#x\n",
+			     pkt->qkey, pkt->sqpn, qp->attr.qkey);
+		return false;
+	}
+	return true;
+}
+
 /**
  * srdma_ud_rcv() - take a UD datagram
  * @qp: the UD QP it is for
@@ -1004,30 +1026,35 @@ static enum ib_wc_status srdma_ud_place(struct srdma_qp *qp,
  * @ipv6: it came over IPv6
  *
  * Dropped, and counted, in a state that receives nothing, with a Q_Key
- * other than the QP's, or with no receive posted (UD has no RNR).
- * Otherwise it completes the oldest receive: with the GRH area and the
- * payload, or with a local length error if the buffer cannot hold both.
+ * other than the QP's, with a payload over the port's MTU, with no
+ * receive posted (UD has no RNR), or when the oldest receive cannot hold
+ * the GRH area and the payload: then the receive stays posted for the
+ * next datagram, and the QP in RTS, as rdma_rxe does. Anyone who can
+ * reach the port may send a UD QP anything; nothing a peer sends may
+ * complete a receive in error or stop the QP. Otherwise the datagram
+ * completes the oldest receive, with the GRH area and the payload.
  *
  * Context: softirq, QP lock held.
  */
 void srdma_ud_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		  struct sk_buff *skb, int payoff, bool ipv6)
 {
+	struct srdma_recv_wqe *wqe;
 	enum ib_wc_status status;
 
 	lockdep_assert_held(&qp->lock);
-	if (!srdma_qp_rq_running(qp)) {
-		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
+	if (!srdma_ud_acceptable(qp, pkt))
 		return;
-	}
-	if (pkt->qkey != qp->attr.qkey) {
-		srdma_count(qp->sdev, SRDMA_CNT_RX_QKEY_VIOL);
-		srdma_dbg_qp(qp, "Q_Key %#x from QPN %u, expected %#x\n",
-			     pkt->qkey, pkt->sqpn, qp->attr.qkey);
-		return;
-	}
 	if (!srdma_rq_ready(qp)) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_UD_NO_RECV);
+		return;
+	}
+	/* paylen is at most the MTU here: no overflow. */
+	wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
+	if (pkt->paylen + SRDMA_GRH_LEN > wqe->length) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_UD_SHORT_BUF);
+		srdma_dbg_qp(qp, "UD SEND of %u bytes, receive holds %u with the GRH\n",
+			     pkt->paylen, wqe->length);
 		return;
 	}
 	status = srdma_ud_place(qp, pkt, skb, payoff, ipv6);

@@ -224,6 +224,8 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_RX_QKEY_VIOL].name = "rx_qkey_violations",
 	[SRDMA_CNT_RX_UD_NO_RECV].name = "rx_ud_no_receive",
 	[SRDMA_CNT_TX_UD_TOO_LONG].name = "tx_ud_too_long",
+	[SRDMA_CNT_RX_UD_OVER_MTU].name = "rx_ud_over_mtu",
+	[SRDMA_CNT_RX_UD_SHORT_BUF].name = "rx_ud_short_buffer",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
