@@ -550,4 +550,93 @@ TEST_F(ud, reply_from_wc)
 	EXPECT_EQ(0, ibv_destroy_ah(reply));
 }
 
+/* A send work request of @len bytes at @at, alone, for @ah and @qpn. */
+static void ud_wr(struct ibv_send_wr *wr, struct ibv_sge *sge,
+		  struct ibv_mr *mr, void *at, uint32_t len, uint64_t wr_id,
+		  struct ibv_ah *ah, uint32_t qpn)
+{
+	sge->addr = (uintptr_t)at;
+	sge->length = len;
+	sge->lkey = mr->lkey;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = qpn;
+	wr->wr.ud.remote_qkey = UD_QKEY;
+}
+
+/*
+ * The provider refuses a UD work request the kernel would refuse in the
+ * ring (and stop the QP for): a remote QPN over 24 bits, an AH of
+ * another PD. EINVAL, bad_wr at it, the work requests before it posted,
+ * the QP in RTS and sending as before.
+ */
+TEST_F(ud, provider_refuses_bad_wr)
+{
+	struct ibv_send_wr wr[2], *bad = NULL;
+	char *rb = self->buf + RECV_OFF;
+	struct ibv_sge sge[2];
+	struct ibv_wc wc[4];
+	struct ibv_ah *ah2;
+	struct ibv_pd *pd2;
+	int i, n, sends = 0, recvs = 0;
+
+	pd2 = ibv_alloc_pd(self->ctx);
+	ASSERT_NE(NULL, pd2);
+	ah2 = ibv_create_ah(pd2, &(struct ibv_ah_attr){
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = self->gid, .sgid_index = self->gidx,
+			 .hop_limit = 64 } });
+	ASSERT_NE(NULL, ah2);
+	for (i = 0; i < 64; i++)
+		self->buf[i] = (char)(0x30 + i);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 81));
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb + 2048, 2048, 82));
+
+	/* a good one, then a QPN over 24 bits */
+	ud_wr(&wr[0], &sge[0], self->mr, self->buf, 16, 1, self->ah,
+	      self->b->qp_num);
+	ud_wr(&wr[1], &sge[1], self->mr, self->buf, 16, 2, self->ah,
+	      0x1000000 | self->b->qp_num);
+	wr[0].next = &wr[1];
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, wr, &bad));
+	EXPECT_EQ(&wr[1], bad);
+	/* an AH of another PD */
+	ud_wr(&wr[0], &sge[0], self->mr, self->buf, 16, 3, ah2,
+	      self->b->qp_num);
+	bad = NULL;
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, wr, &bad));
+	EXPECT_EQ(&wr[0], bad);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+
+	/* the QP still sends: the good one and one more arrive */
+	ud_wr(&wr[0], &sge[0], self->mr, self->buf + 16, 32, 4, self->ah,
+	      self->b->qp_num);
+	ASSERT_EQ(0, ibv_post_send(self->qp, wr, &bad));
+	n = ud_poll(self->cq, wc, 4, 2000);
+	ASSERT_EQ(4, n);
+	for (i = 0; i < n; i++) {
+		if (wc[i].qp_num == self->qp->qp_num) {
+			ud_check_send_wc(_metadata, &wc[i], self->qp,
+					 sends++ ? 4 : 1);
+		} else {
+			ud_check_recv_wc(_metadata, &wc[i], self->b,
+					 81 + recvs, recvs ? 32 : 16,
+					 self->qp->qp_num, 0);
+			recvs++;
+		}
+	}
+	EXPECT_EQ(2, sends);
+	EXPECT_EQ(2, recvs);
+	EXPECT_EQ(0, memcmp(rb + GRH, self->buf, 16));
+	EXPECT_EQ(0, memcmp(rb + 2048 + GRH, self->buf + 16, 32));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+	EXPECT_EQ(0, ibv_destroy_ah(ah2));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
 TEST_HARNESS_MAIN

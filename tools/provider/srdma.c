@@ -20,6 +20,9 @@
 #include "verbs_private.h"
 #include "../../include/uapi/rdma/srdma-abi.h"
 
+/* QPNs are 24 bits on the wire. */
+#define SRDMA_QPN_MAX		0xffffffU
+
 struct srdma_device {
 	struct verbs_device vdev;
 };
@@ -454,15 +457,18 @@ static void srdma_ring_publish(struct srdma_uring *r, uint32_t prod)
 }
 
 /*
- * Can the kernel take @wr on a QP of type @type? EINVAL for an opcode or
- * flag it does not do, or a UD send without an AH.
+ * Can the kernel take @wr on @qp? EINVAL for an opcode or flag it does
+ * not do, or a UD send without an AH of the QP's PD or with a remote QPN
+ * over 24 bits: the kernel would refuse the ring entry and move the QP
+ * to ERR.
  */
-static int srdma_send_wr_check(enum ibv_qp_type type,
+static int srdma_send_wr_check(const struct ibv_qp *qp,
 			       const struct ibv_send_wr *wr)
 {
-	if (type == IBV_QPT_UD &&
+	if (qp->qp_type == IBV_QPT_UD &&
 	    ((wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) ||
-	     !wr->wr.ud.ah))
+	     !wr->wr.ud.ah || wr->wr.ud.ah->pd != qp->pd ||
+	     wr->wr.ud.remote_qpn > SRDMA_QPN_MAX))
 		return EINVAL;
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
@@ -485,13 +491,13 @@ static int srdma_send_wr_check(enum ibv_qp_type type,
  * the kernel cannot take, ENOMEM if the ring is full (see
  * srdma_ring_fill()).
  */
-static int srdma_sq_put(struct srdma_uring *r, enum ibv_qp_type type,
+static int srdma_sq_put(struct srdma_uring *r, const struct ibv_qp *qp,
 			uint32_t prod, const struct ibv_send_wr *wr)
 {
 	struct srdma_usend_wqe *u;
 	int ret;
 
-	ret = srdma_send_wr_check(type, wr);
+	ret = srdma_send_wr_check(qp, wr);
 	if (ret)
 		return ret;
 	u = srdma_ring_fill(r, prod, wr->sg_list, wr->num_sge,
@@ -504,7 +510,7 @@ static int srdma_sq_put(struct srdma_uring *r, enum ibv_qp_type type,
 	u->imm_data = wr->imm_data;
 	u->num_sge = wr->num_sge;
 	u->reserved = 0;
-	if (type == IBV_QPT_UD) {
+	if (qp->qp_type == IBV_QPT_UD) {
 		u->ud.ah = to_sah(wr->wr.ud.ah)->ah_num;
 		u->ud.remote_qpn = wr->wr.ud.remote_qpn;
 		u->remote_qkey = wr->wr.ud.remote_qkey;
@@ -543,7 +549,7 @@ static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	pthread_spin_lock(&r->lock);
 	first = prod = r->hdr->prod;
 	for (; wr; wr = wr->next) {
-		ret = srdma_sq_put(r, ibqp->qp_type, prod, wr);
+		ret = srdma_sq_put(r, ibqp, prod, wr);
 		if (ret) {
 			*bad_wr = wr;
 			break;
