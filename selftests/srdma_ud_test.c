@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "kselftest_harness.h"
 #include "srdma_test.h"
@@ -637,6 +638,78 @@ TEST_F(ud, provider_refuses_bad_wr)
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
 	EXPECT_EQ(0, ibv_destroy_ah(ah2));
 	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
+/*
+ * create_ah through the write() command, as libibverbs sends it, with
+ * @inlen bytes of driver input @in after the core's. 0 and the AH's
+ * handle in *@handle, or -errno.
+ */
+static int ud_raw_create_ah(struct ibv_pd *pd, const union ibv_gid *gid,
+			    int gidx, const void *in, size_t inlen,
+			    uint32_t *handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_ah cmd;
+		uint8_t drv[16];
+	} c;
+	uint32_t resp[16];
+
+	if (inlen > sizeof(c.drv) || inlen % 4)
+		return -EINVAL;
+	memset(&c, 0, sizeof(c));
+	memset(resp, 0, sizeof(resp));
+	c.hdr.command = IB_USER_VERBS_CMD_CREATE_AH;
+	c.hdr.in_words = (sizeof(c.hdr) + sizeof(c.cmd) + inlen) / 4;
+	c.hdr.out_words = sizeof(resp) / 4;
+	c.cmd.response = (uintptr_t)resp;
+	c.cmd.pd_handle = pd->handle;
+	c.cmd.attr.is_global = 1;
+	memcpy(c.cmd.attr.grh.dgid, gid->raw, 16);
+	c.cmd.attr.grh.sgid_index = gidx;
+	c.cmd.attr.grh.hop_limit = 64;
+	c.cmd.attr.port_num = 1;
+	memcpy(c.drv, in, inlen);
+	if (write(pd->context->cmd_fd, &c, c.hdr.in_words * 4) < 0)
+		return -errno;
+	*handle = resp[0];
+	return 0;
+}
+
+static int ud_raw_destroy_ah(struct ibv_context *ctx, uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_destroy_ah cmd;
+	} c = {
+		.hdr = { .command = IB_USER_VERBS_CMD_DESTROY_AH,
+			 .in_words = sizeof(c) / 4 },
+		.cmd = { .ah_handle = handle },
+	};
+
+	return write(ctx->cmd_fd, &c, sizeof(c)) < 0 ? -errno : 0;
+}
+
+/* create_ah takes driver input only if it is all zeros. */
+TEST_F(ud, create_ah_input)
+{
+	uint8_t in[8] = {};
+	uint32_t h;
+	int ret;
+
+	ASSERT_EQ(0, ud_raw_create_ah(self->pd, &self->gid, self->gidx, in,
+				      0, &h));
+	EXPECT_EQ(0, ud_raw_destroy_ah(self->ctx, h));
+	ASSERT_EQ(0, ud_raw_create_ah(self->pd, &self->gid, self->gidx, in,
+				      sizeof(in), &h));
+	EXPECT_EQ(0, ud_raw_destroy_ah(self->ctx, h));
+	in[5] = 1;
+	ret = ud_raw_create_ah(self->pd, &self->gid, self->gidx, in,
+			       sizeof(in), &h);
+	EXPECT_EQ(-EINVAL, ret);
+	if (!ret)
+		ud_raw_destroy_ah(self->ctx, h);
 }
 
 TEST_HARNESS_MAIN

@@ -70,13 +70,22 @@ int srdma_av_from_attr(struct srdma_dev *sdev,
 	return 0;
 }
 
-/* Number a user AH and tell the provider its number. */
+/*
+ * Number a user AH and tell the provider its number. The provider sends
+ * no command of its own: input is refused unless it is all zeros, so
+ * that a field added later is never ignored by this kernel.
+ */
 static int srdma_create_uah(struct srdma_dev *sdev, struct srdma_ah *ah,
 			    struct ib_udata *udata)
 {
 	struct srdma_create_ah_resp resp = {};
 	int err;
 
+	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen)) {
+		srdma_dbg(sdev, "create_ah: %zu bytes of unknown input\n",
+			  udata->inlen);
+		return -EINVAL;
+	}
 	if (udata->outlen < sizeof(resp)) {
 		srdma_dbg(sdev, "create_ah: response of %zu bytes, need %zu\n",
 			  udata->outlen, sizeof(resp));
@@ -101,14 +110,14 @@ static int srdma_create_uah(struct srdma_dev *sdev, struct srdma_ah *ah,
  * @ibah: the AH, allocated by the core
  * @init: its address vector (the core resolved the destination MAC,
  *	  which srdma does not need: its packets go through the IP stack)
- * @udata: the provider's response, NULL for a kernel AH
+ * @udata: the provider's command and response, NULL for a kernel AH
  *
  * Context: Process context for a user AH; a kernel AH may be created in
  * atomic context (without RDMA_CREATE_AH_SLEEPABLE), and then nothing
  * here sleeps.
- * Return: 0; -EINVAL for an address vector srdma cannot use or a short
- * response buffer; -ENOMEM, also when the device has its limit of AHs;
- * -EBUSY when no AH number is free.
+ * Return: 0; -EINVAL for an address vector srdma cannot use, a short
+ * response buffer or input that is not all zeros; -ENOMEM, also when
+ * the device has its limit of AHs; -EBUSY when no AH number is free.
  */
 int srdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		    struct ib_udata *udata)
