@@ -712,4 +712,140 @@ TEST_F(ud, create_ah_input)
 		ud_raw_destroy_ah(self->ctx, h);
 }
 
+#define MANY		1000
+#define MANY_SLOT	256		/* bytes per send and per receive */
+
+/* The payload of datagram @i: its number, then a pattern; 4-203 bytes. */
+static uint32_t many_len(uint32_t i)
+{
+	return 4 + i % 200;
+}
+
+static uint8_t many_byte(uint32_t i, uint32_t j)
+{
+	return (uint8_t)(i * 7 + j * 13 + 1);
+}
+
+/* Post MANY sends from @buf to @dst in one ibv_post_send: one doorbell. */
+static int many_post(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *buf,
+		     struct ibv_ah *ah, uint32_t dst)
+{
+	struct ibv_send_wr *wr = calloc(MANY, sizeof(*wr)), *bad;
+	struct ibv_sge *sge = calloc(MANY, sizeof(*sge));
+	uint32_t i, j;
+	int ret = -1;
+
+	if (!wr || !sge)
+		goto out;
+	for (i = 0; i < MANY; i++) {
+		uint8_t *p = buf + i * MANY_SLOT;
+
+		memcpy(p, &i, 4);
+		for (j = 4; j < many_len(i); j++)
+			p[j] = many_byte(i, j);
+		ud_wr(&wr[i], &sge[i], mr, p, many_len(i), i, ah, dst);
+		wr[i].next = i + 1 < MANY ? &wr[i + 1] : NULL;
+	}
+	ret = ibv_post_send(qp, wr, &bad);
+out:
+	free(wr);
+	free(sge);
+	return ret;
+}
+
+/* Datagram @wc into receive slot @rb: the one it names, intact. -1 if not. */
+static int many_check(const struct ibv_wc *wc, const uint8_t *rb,
+		      uint32_t src_qp)
+{
+	const uint8_t *p = rb + wc->wr_id * MANY_SLOT + GRH;
+	uint32_t i, j;
+
+	if (wc->status != IBV_WC_SUCCESS || wc->opcode != IBV_WC_RECV ||
+	    wc->src_qp != src_qp || wc->wc_flags != IBV_WC_GRH)
+		return -1;
+	memcpy(&i, p, 4);
+	if (i >= MANY || wc->byte_len != GRH + many_len(i))
+		return -1;
+	for (j = 4; j < many_len(i); j++)
+		if (p[j] != many_byte(i, j))
+			return -1;
+	return i;
+}
+
+/*
+ * A thousand sends behind one doorbell: one run of the requester sends
+ * a budget of them, the rest go out without another doorbell. Every
+ * send completes, in order, and every datagram arrives once, intact.
+ */
+TEST_F(ud, many_in_one_doorbell)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = MANY, .max_recv_wr = MANY,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	uint32_t sends = 0, recvs = 0, i, k;
+	unsigned long long bytes = 0, want = 0;
+	struct ibv_qp *s, *r;
+	struct ibv_wc wc[64];
+	uint8_t *buf, *seen;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	int n, idx;
+
+	buf = calloc(2, MANY * MANY_SLOT);
+	seen = calloc(MANY, 1);
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, seen);
+	mr = ibv_reg_mr(self->pd, buf, 2 * MANY * MANY_SLOT,
+			IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, mr);
+	cq = ibv_create_cq(self->ctx, 2 * MANY + 16, NULL, NULL, 0);
+	ASSERT_NE(NULL, cq);
+	init.send_cq = init.recv_cq = cq;
+	s = ibv_create_qp(self->pd, &init);
+	ASSERT_NE(NULL, s);
+	r = ibv_create_qp(self->pd, &init);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, ud_qp_up(s, UD_QKEY));
+	ASSERT_EQ(0, ud_qp_up(r, UD_QKEY));
+	for (i = 0; i < MANY; i++)
+		ASSERT_EQ(0, ud_post_recv(r, mr, buf + (MANY + i) * MANY_SLOT,
+					  MANY_SLOT, MANY + i));
+	ASSERT_EQ(0, many_post(s, mr, buf, self->ah, r->qp_num));
+
+	for (k = 0; k < 200 && sends + recvs < 2 * MANY; k++) {
+		n = ud_poll(cq, wc, 64, 100);
+		ASSERT_LE(0, n);
+		for (i = 0; i < (uint32_t)n; i++) {
+			if (wc[i].qp_num == s->qp_num) {
+				ud_check_send_wc(_metadata, &wc[i], s, sends);
+				sends++;
+				continue;
+			}
+			wc[i].wr_id -= MANY;
+			idx = many_check(&wc[i], buf + MANY * MANY_SLOT,
+					 s->qp_num);
+			ASSERT_LE(0, idx) TH_LOG("receive %llu bad",
+						 (unsigned long long)wc[i].wr_id);
+			ASSERT_EQ(0, seen[idx]) TH_LOG("%d twice", idx);
+			seen[idx] = 1;
+			bytes += wc[i].byte_len - GRH;
+			recvs++;
+		}
+	}
+	for (i = 0; i < MANY; i++)
+		want += many_len(i);
+	EXPECT_EQ(MANY, sends);
+	EXPECT_EQ(MANY, recvs);
+	EXPECT_EQ(want, bytes);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(s));
+	EXPECT_EQ(0, ibv_destroy_qp(s));
+	EXPECT_EQ(0, ibv_destroy_qp(r));
+	EXPECT_EQ(0, ibv_destroy_cq(cq));
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	free(seen);
+	free(buf);
+}
+
 TEST_HARNESS_MAIN

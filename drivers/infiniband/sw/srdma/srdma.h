@@ -418,6 +418,9 @@ struct srdma_qp {
 	u32 rd_cons;
 	u32 rd_gen;			/* bumped whenever the queue is reset */
 	struct work_struct read_work;
+
+	/* UD: sends the work requests one run of the requester left. */
+	struct work_struct ud_send_work;
 };
 
 /* The QP states in which each part of the data path works. */
@@ -713,6 +716,7 @@ void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 void srdma_req_run(struct srdma_qp *qp);
+void srdma_ud_send_work(struct work_struct *work);
 void srdma_retrans_timer(struct timer_list *t);
 void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			enum ib_wc_status status);

@@ -188,6 +188,7 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	init_completion(&qp->released);
 	timer_setup(&qp->retrans_timer, srdma_retrans_timer, 0);
 	INIT_WORK(&qp->read_work, srdma_read_work);
+	INIT_WORK(&qp->ud_send_work, srdma_ud_send_work);
 	qp->state = IB_QPS_RESET;
 	qp->mtu = SRDMA_DEFAULT_PATH_MTU;	/* until RTR sets one */
 	qp->resp_opcode = SRDMA_OP_ACK;	/* no message in progress */
@@ -825,8 +826,8 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
  * @ibqp: the QP
  * @udata: the provider's command, unused
  *
- * Unpublishes the QPN, stops the requester, the responder, the timer and
- * the read work, and waits for every reference to go before freeing.
+ * Unpublishes the QPN, stops the requester, the responder, the timer, the
+ * read work and the UD send work, and waits for every reference to go before freeing.
  *
  * Context: Process context; sleeps.
  * Return: 0.
@@ -843,6 +844,7 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_unlock_bh(&qp->lock);
 	del_timer_sync(&qp->retrans_timer);
 	cancel_work_sync(&qp->read_work);
+	cancel_work_sync(&qp->ud_send_work);
 
 	srdma_qp_put(qp);
 	wait_for_completion(&qp->released);

@@ -815,16 +815,29 @@ static int srdma_ud_send(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 }
 
 /*
+ * Datagrams one run of the UD requester sends under the QP lock. A
+ * doorbell may bring a full SQ (SRDMA_MAX_QP_WR work requests, each a
+ * route lookup, a copy and ip_local_out()): the rest goes out from
+ * ud_send_work, a budget at a time, without another doorbell.
+ */
+#define SRDMA_UD_BUDGET		64
+
+/*
  * The requester of a UD QP: each work request is one datagram, sent at
  * once and completed once sent; no window, no ACK, no retransmission.
  */
 static void srdma_ud_run(struct srdma_qp *qp)
 {
 	struct srdma_send_wqe *wqe;
+	u32 budget = SRDMA_UD_BUDGET;
 	int err;
 
 	lockdep_assert_held(&qp->lock);
 	while (qp->sq.cons != qp->sq.prod && qp->state == IB_QPS_RTS) {
+		if (!budget--) {
+			queue_work(srdma_wq, &qp->ud_send_work);
+			break;
+		}
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
 		err = srdma_ud_send(qp, wqe);
 		if (err) {
@@ -836,6 +849,26 @@ static void srdma_ud_run(struct srdma_qp *qp)
 		srdma_req_complete(qp, wqe, IB_WC_SUCCESS);
 	}
 	qp->sq_next = qp->sq.cons;
+}
+
+/**
+ * srdma_ud_send_work() - send what a UD requester run left over
+ * @work: the QP's ud_send_work
+ *
+ * Runs the requester again, which sends another budget and queues this
+ * work again if more is left. Does nothing once the QP has left RTS;
+ * destroy_qp moves it to RESET before it cancels this work.
+ *
+ * Context: process context (srdma_wq); takes the QP lock.
+ */
+void srdma_ud_send_work(struct work_struct *work)
+{
+	struct srdma_qp *qp = container_of(work, struct srdma_qp,
+					   ud_send_work);
+
+	spin_lock_bh(&qp->lock);
+	srdma_req_run(qp);
+	spin_unlock_bh(&qp->lock);
 }
 
 /**
