@@ -584,7 +584,7 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
  * Context: Any context.
  * Return: 0, or -ENOMEM if the device already has its limit of @res; that
  * is logged at warning level (rate-limited), since the administrator set
- * the limit (module parameters max_pd, max_cq, max_qp, max_mr).
+ * the limit (module parameters max_pd, max_cq, max_qp, max_mr, max_ah).
  */
 static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 {

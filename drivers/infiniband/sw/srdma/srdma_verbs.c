@@ -36,6 +36,9 @@ MODULE_PARM_DESC(max_qp, "queue pairs per device (default and max 4096)");
 static unsigned int max_mr = SRDMA_MAX_MR;
 module_param(max_mr, uint, 0444);
 MODULE_PARM_DESC(max_mr, "memory regions per device (default and max 65536)");
+static unsigned int max_ah = SRDMA_MAX_AH;
+module_param(max_ah, uint, 0444);
+MODULE_PARM_DESC(max_ah, "address handles per device (default and max 65536)");
 
 static u32 srdma_limit(unsigned int param, u32 hard)
 {
@@ -311,7 +314,7 @@ void srdma_init_device(struct srdma_dev *sdev)
 	sdev->res_max[SRDMA_RES_CQ] = srdma_limit(max_cq, SRDMA_MAX_CQ);
 	sdev->res_max[SRDMA_RES_QP] = srdma_limit(max_qp, SRDMA_MAX_QP);
 	sdev->res_max[SRDMA_RES_MR] = srdma_limit(max_mr, SRDMA_MAX_MR);
-	sdev->res_max[SRDMA_RES_AH] = SRDMA_MAX_AH;
+	sdev->res_max[SRDMA_RES_AH] = srdma_limit(max_ah, SRDMA_MAX_AH);
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	ib_set_device_ops(&sdev->ibdev, &srdma_dev_ops);
