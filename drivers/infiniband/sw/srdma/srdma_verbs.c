@@ -300,6 +300,9 @@ static const struct ib_device_ops srdma_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, srdma_qp, ibqp),
 };
 
+/* The AH table's lock class (see srdma_init_device()). */
+static struct lock_class_key srdma_ah_xa_key;
+
 /**
  * srdma_init_device() - Set up a new device's limits, MR table and ops.
  * @sdev: the device, just allocated
@@ -317,6 +320,13 @@ void srdma_init_device(struct srdma_dev *sdev)
 	sdev->res_max[SRDMA_RES_AH] = srdma_limit(max_ah, SRDMA_MAX_AH);
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	/*
+	 * Both xa_init_flags() calls above share one lock class (the key is
+	 * per call site of the inline). The AH table's lock nests inside
+	 * the QP lock, which softirq takes; the MR table's is process
+	 * context only. Tell lockdep they are different locks.
+	 */
+	lockdep_set_class(&sdev->ah_xa.xa_lock, &srdma_ah_xa_key);
 	ib_set_device_ops(&sdev->ibdev, &srdma_dev_ops);
 }
 
