@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * The per-device object limits (module parameters max_pd, max_cq, max_qp
- * and max_mr): ibv_query_device reports them, exactly that many objects can
+ * The per-device object limits (module parameters max_pd, max_cq, max_qp,
+ * max_mr and max_ah): ibv_query_device reports them, exactly that many objects can
  * be created, one more fails with ENOMEM, and freeing one makes room for
  * one again. The limit is per device, not per context: the objects are
  * spread over two contexts.
  *
  * Run in the test VM on a device created after
- * `modprobe srdma max_pd=N max_cq=N max_qp=N max_mr=N`, with SRDMA_LIMIT=N
+ * `modprobe srdma max_pd=N max_cq=N max_qp=N max_mr=N max_ah=N`, with SRDMA_LIMIT=N
  * in the environment (selftests/tests/hardening.sh does this); without
  * SRDMA_LIMIT every test is skipped. No other process may hold objects on
  * the device meanwhile.
@@ -18,15 +18,17 @@
 #include "kselftest_harness.h"
 #include "srdma_test.h"
 
-enum lim_kind { LIM_PD, LIM_CQ, LIM_QP, LIM_MR };
+enum lim_kind { LIM_PD, LIM_CQ, LIM_QP, LIM_MR, LIM_AH };
 
 static const char * const lim_name[] = {
 	[LIM_PD] = "PD", [LIM_CQ] = "CQ", [LIM_QP] = "QP", [LIM_MR] = "MR",
+	[LIM_AH] = "AH",
 };
 
 /*
  * Two contexts on the device under test and what the objects of one kind
- * need in each: a PD for MRs and QPs, a CQ for QPs. These count against
+ * need in each: a PD for MRs, QPs and AHs, a CQ for QPs; AHs go to the
+ * device's IPv4 GID. These count against
  * max_pd and max_cq, but never against the limit being tested.
  */
 struct lim_env {
@@ -34,7 +36,24 @@ struct lim_env {
 	struct ibv_pd *pd[2];
 	struct ibv_cq *cq[2];
 	char *buf;
+	union ibv_gid gid;
+	int gidx;
 };
+
+/* An AH on @pd to our own IPv4 GID. */
+static struct ibv_ah *lim_ah(struct ibv_pd *pd, const union ibv_gid *gid,
+			     int gidx)
+{
+	struct ibv_ah_attr aa;
+
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = *gid;
+	aa.grh.sgid_index = gidx;
+	aa.grh.hop_limit = 64;
+	aa.port_num = 1;
+	return ibv_create_ah(pd, &aa);
+}
 
 static void *lim_create(struct lim_env *e, enum lim_kind k, int c)
 {
@@ -48,6 +67,8 @@ static void *lim_create(struct lim_env *e, enum lim_kind k, int c)
 	case LIM_MR:
 		return ibv_reg_mr(e->pd[c], e->buf, 4096,
 				  IBV_ACCESS_LOCAL_WRITE);
+	case LIM_AH:
+		return lim_ah(e->pd[c], &e->gid, e->gidx);
 	}
 	return NULL;
 }
@@ -63,6 +84,8 @@ static int lim_destroy(enum lim_kind k, void *obj)
 		return ibv_destroy_qp(obj);
 	case LIM_MR:
 		return ibv_dereg_mr(obj);
+	case LIM_AH:
+		return ibv_destroy_ah(obj);
 	}
 	return EINVAL;
 }
@@ -78,6 +101,8 @@ static uint32_t lim_reported(const struct ibv_device_attr *a, enum lim_kind k)
 		return a->max_qp;
 	case LIM_MR:
 		return a->max_mr;
+	case LIM_AH:
+		return a->max_ah;
 	}
 	return 0;
 }
@@ -126,7 +151,11 @@ static void lim_check(struct __test_metadata *_metadata, enum lim_kind k)
 	ASSERT_EQ(0, ibv_query_device(e.ctx[0], &attr));
 	/* The module honours its parameter, and says so. */
 	ASSERT_EQ(want, lim_reported(&attr, k)) TH_LOG("max %s", lim_name[k]);
-	if (k == LIM_MR || k == LIM_QP)
+	if (k == LIM_AH) {
+		e.gidx = srdma_test_ipv4_gid(e.ctx[0], &e.gid);
+		ASSERT_LE(0, e.gidx) TH_LOG("no IPv4 GID");
+	}
+	if (k == LIM_MR || k == LIM_QP || k == LIM_AH)
 		for (c = 0; c < 2; c++) {
 			e.pd[c] = ibv_alloc_pd(e.ctx[c]);
 			ASSERT_NE(NULL, e.pd[c]);
@@ -204,6 +233,11 @@ TEST(qp_limit)
 TEST(mr_limit)
 {
 	lim_check(_metadata, LIM_MR);
+}
+
+TEST(ah_limit)
+{
+	lim_check(_metadata, LIM_AH);
 }
 
 TEST_HARNESS_MAIN

@@ -198,7 +198,8 @@ TEST_F(qp, create_limits)
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
 	EXPECT_EQ(EINVAL, errno);
 	init.cap.max_inline_data = 0;
-	init.qp_type = IBV_QPT_UD;
+	/* UD is supported (srdma_ud_test); UC is not yet. */
+	init.qp_type = IBV_QPT_UC;
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
 	EXPECT_EQ(EOPNOTSUPP, errno);
 }

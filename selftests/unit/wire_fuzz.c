@@ -35,6 +35,11 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		abort();
 	if (pkt.pad > 3 || ((pkt.paylen + pkt.pad) & 3))
 		abort();
+	/* UD: exactly the one-packet SENDs, always with a DETH. */
+	if (!!(pkt.flags & SRDMA_F_UD) != !!(pkt.flags & SRDMA_F_DETH) ||
+	    ((pkt.flags & SRDMA_F_UD) &&
+	     (pkt.flags & SRDMA_F_ONLY) != SRDMA_F_ONLY))
+		abort();
 
 	/* The ICRC over the packet must be computable without overruns. */
 	memcpy(iphdrs + SRDMA_IPV4_HDR_LEN + SRDMA_UDP_HDR_LEN, data,
@@ -52,7 +57,8 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	    pkt2.dqpn != pkt.dqpn || pkt2.va != pkt.va ||
 	    pkt2.rkey != pkt.rkey || pkt2.dmalen != pkt.dmalen ||
 	    pkt2.msn != pkt.msn || pkt2.syndrome != pkt.syndrome ||
-	    pkt2.imm != pkt.imm || pkt2.paylen != pkt.paylen ||
+	    pkt2.imm != pkt.imm || pkt2.qkey != pkt.qkey ||
+	    pkt2.sqpn != pkt.sqpn || pkt2.paylen != pkt.paylen ||
 	    pkt2.se != pkt.se || pkt2.ackreq != pkt.ackreq)
 		abort();
 	return 0;

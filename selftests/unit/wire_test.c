@@ -154,10 +154,14 @@ TEST(parse_ipv6_send_only_imm)
 TEST(build_parse_roundtrip)
 {
 	u8 buf[SRDMA_MAX_HDR_LEN + 64 + SRDMA_ICRC_LEN];
+	static const u32 ud_ops[] = {
+		SRDMA_OP_UD_SEND_ONLY, SRDMA_OP_UD_SEND_ONLY_IMM,
+	};
 	struct srdma_pkt in, out;
-	u32 op, hl, pay;
+	u32 i, op, hl, pay;
 
-	for (op = 0; op <= SRDMA_OP_ACK; op++) {
+	for (i = 0; i <= SRDMA_OP_ACK + ARRAY_SIZE(ud_ops); i++) {
+		op = i <= SRDMA_OP_ACK ? i : ud_ops[i - SRDMA_OP_ACK - 1];
 		memset(&in, 0, sizeof(in));
 		in.opcode = op;
 		in.flags = srdma_op_flags(op);
@@ -173,6 +177,8 @@ TEST(build_parse_roundtrip)
 		in.syndrome = SRDMA_AETH_NAK | SRDMA_NAK_REMOTE_ACCESS;
 		in.msn = 0x654321;
 		in.imm = 0x01020304;
+		in.qkey = 0x80010000;
+		in.sqpn = 0x000001;
 		pay = in.flags & SRDMA_F_PAYLOAD ? 64 : 0;
 		hl = srdma_build_hdr(buf, &in);
 		EXPECT_EQ(srdma_hdr_len(op), hl);
@@ -193,9 +199,83 @@ TEST(build_parse_roundtrip)
 			EXPECT_EQ(in.syndrome, out.syndrome);
 			EXPECT_EQ(in.msn, out.msn);
 		}
+		if (in.flags & SRDMA_F_DETH) {
+			EXPECT_EQ(in.qkey, out.qkey);
+			EXPECT_EQ(in.sqpn, out.sqpn);
+		}
 		if (in.flags & SRDMA_F_IMM)
 			EXPECT_EQ(in.imm, out.imm);
 	}
+}
+
+/*
+ * A UD SEND ONLY with immediate, written out by hand from IBTA 9.2-9.3:
+ * BTH, DETH (Q_Key 0x11111111, source QPN 0x000123), ImmDt, 6 bytes of
+ * payload and 2 of pad.
+ */
+TEST(parse_ud_send_only_imm)
+{
+	static const u8 p[] = {
+		0x65, 0x20, 0xff, 0xff, 0x00, 0x00, 0x00, 0x42,	/* BTH */
+		0x00, 0x00, 0x00, 0x07,
+		0x11, 0x11, 0x11, 0x11, 0x00, 0x00, 0x01, 0x23,	/* DETH */
+		0xca, 0xfe, 0xba, 0xbe,				/* ImmDt */
+		1, 2, 3, 4, 5, 6, 0, 0,				/* data, pad */
+		0, 0, 0, 0,					/* ICRC */
+	};
+	struct srdma_pkt out;
+
+	ASSERT_EQ(0, srdma_parse(p, 24, sizeof(p), &out));
+	EXPECT_EQ(SRDMA_OP_UD_SEND_ONLY_IMM, out.opcode);
+	EXPECT_TRUE(out.flags & SRDMA_F_UD);
+	EXPECT_TRUE(out.flags & SRDMA_F_DETH);
+	EXPECT_TRUE(out.flags & SRDMA_F_IMM);
+	EXPECT_EQ(0x42U, out.dqpn);
+	EXPECT_EQ(7U, out.psn);
+	EXPECT_EQ(0x11111111U, out.qkey);
+	EXPECT_EQ(0x123U, out.sqpn);
+	EXPECT_EQ(24U, out.hdr_len);
+	EXPECT_EQ(6U, out.paylen);
+	EXPECT_EQ(2, out.pad);
+	EXPECT_EQ(0, memcmp(&out.imm, p + 20, 4));
+	/* without ImmDt the payload starts after the DETH */
+	ASSERT_EQ(0, srdma_parse((const u8[]){ 0x64, 0, 0xff, 0xff, 0, 0, 0,
+			0x42, 0, 0, 0, 7, 0x11, 0x11, 0x11, 0x11, 0, 0, 1,
+			0x23 }, 20, 20 + 8 + 4, &out));
+	EXPECT_EQ(20U, out.hdr_len);
+	EXPECT_EQ(8U, out.paylen);
+	EXPECT_EQ(0x123U, out.sqpn);
+}
+
+/* A DETH cut short, in the datagram or in what is available of it. */
+TEST(parse_ud_truncated_deth)
+{
+	struct srdma_pkt in = {
+		.opcode = SRDMA_OP_UD_SEND_ONLY, .pkey = 0xffff,
+		.qkey = 0x1234, .sqpn = 99,
+	};
+	struct srdma_pkt out;
+	u8 buf[64];
+	u32 hl;
+
+	hl = srdma_build_hdr(buf, &in);
+	ASSERT_EQ(SRDMA_BTH_LEN + SRDMA_DETH_LEN, hl);
+	/* the datagram ends inside the DETH */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, SRDMA_BTH_LEN + 4,
+					 SRDMA_BTH_LEN + 4, &out));
+	/* room for the DETH but not the ICRC */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, hl, hl + 3, &out));
+	/* fewer header bytes available than the opcode needs */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, hl - 1, hl + 4, &out));
+	/* the full header: an empty UD SEND is valid */
+	EXPECT_EQ(0, srdma_parse(buf, hl, hl + 4, &out));
+	EXPECT_EQ(0x1234U, out.qkey);
+	EXPECT_EQ(0U, out.paylen);
+	/* other UD opcodes (RDMA-less UD has only SEND ONLY) are refused */
+	buf[0] = 0x66;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
+	buf[0] = 0x60;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
 }
 
 TEST(parse_rejects_malformed)
@@ -212,10 +292,10 @@ TEST(parse_rejects_malformed)
 	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, hl, hl + 2, &out));
 	/* more bytes available than the datagram holds */
 	EXPECT_EQ(-EINVAL, srdma_parse(buf, hl + 8, hl + 4, &out));
-	/* unknown and unsupported opcodes (UC, UD, atomics, CNP) */
+	/* unknown and unsupported opcodes (UC, atomics, CNP) */
 	buf[0] = 0x13;
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
-	buf[0] = 0x64;
+	buf[0] = 0x24;
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
 	buf[0] = 0x81;
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));

@@ -43,6 +43,10 @@ fi
 
 PP="ibv_rc_pingpong -d $dev -g $gidx"
 PF="-d $dev -x $gidx -F"
+# UD: the port MTU is 1024 at eth0's 1500. A datagram the QEMU wire drops
+# is gone for good (no retransmission in UD): ibv_ud_pingpong then waits
+# until its timeout, so it runs only 20 round trips.
+UP="ibv_ud_pingpong -d $dev -g $gidx"
 
 # Every server listens on its own port, so that a client can never reach
 # the previous test's server while it is still going away.
@@ -70,6 +74,7 @@ server_side() {
 	$PP -p $((p + 1)) -n 20 > /dev/null 2>&1
 	$PP -p $((p + 2)) -n 5 -s 1048576 > /dev/null 2>&1
 	$PP -p $((p + 3)) -n 20 -e > /dev/null 2>&1
+	timeout 120 $UP -p $((p + 4)) -n 20 -s 1024 > /dev/null 2>&1
 	p=19010
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
 		p=$((p + 1))
@@ -101,6 +106,7 @@ client_side() {
 	retry timeout 120 $PP -p $((p + 1)) -n 20 "$peer"; report $? "$tag.rc_pingpong"
 	retry timeout 120 $PP -p $((p + 2)) -n 5 -s 1048576 "$peer"; report $? "$tag.rc_pingpong_1m"
 	retry timeout 120 $PP -p $((p + 3)) -n 20 -e "$peer"; report $? "$tag.rc_pingpong_events"
+	retry timeout 120 $UP -p $((p + 4)) -n 20 -s 1024 "$peer"; report $? "$tag.ud_pingpong"
 	p=19010
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
 		p=$((p + 1))

@@ -20,6 +20,9 @@
 #include "verbs_private.h"
 #include "../../include/uapi/rdma/srdma-abi.h"
 
+/* QPNs are 24 bits on the wire. */
+#define SRDMA_QPN_MAX		0xffffffU
+
 struct srdma_device {
 	struct verbs_device vdev;
 };
@@ -57,6 +60,16 @@ struct srdma_qp {
 	struct srdma_uring rq;
 };
 
+struct srdma_ah {
+	struct ibv_ah ibah;
+	uint32_t ah_num;		/* what UD send entries name */
+};
+
+struct srdma_create_ah_resp_all {
+	struct ib_uverbs_create_ah_resp ibv_resp;
+	struct srdma_create_ah_resp drv;
+};
+
 struct srdma_create_cq_resp_all {
 	struct ib_uverbs_create_cq_resp ibv_resp;
 	struct srdma_create_cq_resp drv;
@@ -75,6 +88,11 @@ static struct srdma_cq *to_scq(struct ibv_cq *ibcq)
 static struct srdma_qp *to_sqp(struct ibv_qp *ibqp)
 {
 	return (struct srdma_qp *)ibqp;
+}
+
+static struct srdma_ah *to_sah(struct ibv_ah *ibah)
+{
+	return (struct srdma_ah *)ibah;
 }
 
 static void *srdma_slot(struct srdma_uring *r, uint32_t idx)
@@ -349,6 +367,41 @@ err_free_qp:
 	return NULL;
 }
 
+/*
+ * The kernel resolves the address vector (RoCEv2 GIDs to IP addresses)
+ * and numbers the AH; UD send entries carry that number.
+ */
+static struct ibv_ah *srdma_create_ah(struct ibv_pd *pd,
+				      struct ibv_ah_attr *attr)
+{
+	struct srdma_create_ah_resp_all resp;
+	struct srdma_ah *ah;
+	int ret;
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	memset(&resp, 0, sizeof(resp));
+	ret = ibv_cmd_create_ah(pd, &ah->ibah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	ah->ah_num = resp.drv.ah_num;
+	return &ah->ibah;
+}
+
+static int srdma_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret = ibv_cmd_destroy_ah(ibah);
+
+	if (!ret)
+		free(to_sah(ibah));
+	return ret;
+}
+
 /* Copy an SGE list into a ring entry; the lengths must sum to 32 bits. */
 static int srdma_put_sges(struct srdma_usge *dst, const struct ibv_sge *src,
 			  int num_sge)
@@ -403,9 +456,20 @@ static void srdma_ring_publish(struct srdma_uring *r, uint32_t prod)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-/* Can the kernel take @wr? EINVAL for an opcode or flag it does not do. */
-static int srdma_send_wr_check(const struct ibv_send_wr *wr)
+/*
+ * Can the kernel take @wr on @qp? EINVAL for an opcode or flag it does
+ * not do, or a UD send without an AH of the QP's PD or with a remote QPN
+ * over 24 bits: the kernel would refuse the ring entry and move the QP
+ * to ERR.
+ */
+static int srdma_send_wr_check(const struct ibv_qp *qp,
+			       const struct ibv_send_wr *wr)
 {
+	if (qp->qp_type == IBV_QPT_UD &&
+	    ((wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) ||
+	     !wr->wr.ud.ah || wr->wr.ud.ah->pd != qp->pd ||
+	     wr->wr.ud.remote_qpn > SRDMA_QPN_MAX))
+		return EINVAL;
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
@@ -427,13 +491,13 @@ static int srdma_send_wr_check(const struct ibv_send_wr *wr)
  * the kernel cannot take, ENOMEM if the ring is full (see
  * srdma_ring_fill()).
  */
-static int srdma_sq_put(struct srdma_uring *r, uint32_t prod,
-			const struct ibv_send_wr *wr)
+static int srdma_sq_put(struct srdma_uring *r, const struct ibv_qp *qp,
+			uint32_t prod, const struct ibv_send_wr *wr)
 {
 	struct srdma_usend_wqe *u;
 	int ret;
 
-	ret = srdma_send_wr_check(wr);
+	ret = srdma_send_wr_check(qp, wr);
 	if (ret)
 		return ret;
 	u = srdma_ring_fill(r, prod, wr->sg_list, wr->num_sge,
@@ -446,8 +510,14 @@ static int srdma_sq_put(struct srdma_uring *r, uint32_t prod,
 	u->imm_data = wr->imm_data;
 	u->num_sge = wr->num_sge;
 	u->reserved = 0;
-	u->remote_addr = wr->wr.rdma.remote_addr;
-	u->rkey = wr->wr.rdma.rkey;
+	if (qp->qp_type == IBV_QPT_UD) {
+		u->ud.ah = to_sah(wr->wr.ud.ah)->ah_num;
+		u->ud.remote_qpn = wr->wr.ud.remote_qpn;
+		u->remote_qkey = wr->wr.ud.remote_qkey;
+	} else {
+		u->remote_addr = wr->wr.rdma.remote_addr;
+		u->rkey = wr->wr.rdma.rkey;
+	}
 	return 0;
 }
 
@@ -479,7 +549,7 @@ static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	pthread_spin_lock(&r->lock);
 	first = prod = r->hdr->prod;
 	for (; wr; wr = wr->next) {
-		ret = srdma_sq_put(r, prod, wr);
+		ret = srdma_sq_put(r, ibqp, prod, wr);
 		if (ret) {
 			*bad_wr = wr;
 			break;
@@ -565,10 +635,12 @@ static int srdma_destroy_qp(struct ibv_qp *ibqp)
 
 static const struct verbs_context_ops srdma_ctx_ops = {
 	.alloc_pd = srdma_alloc_pd,
+	.create_ah = srdma_create_ah,
 	.create_cq = srdma_create_cq,
 	.create_qp = srdma_create_qp,
 	.dealloc_pd = srdma_dealloc_pd,
 	.dereg_mr = srdma_dereg_mr,
+	.destroy_ah = srdma_destroy_ah,
 	.destroy_cq = srdma_destroy_cq,
 	.destroy_qp = srdma_destroy_qp,
 	.free_context = srdma_free_context,

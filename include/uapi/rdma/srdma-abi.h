@@ -25,6 +25,7 @@
 /* Bits of srdma_alloc_ucontext_resp.caps */
 enum srdma_ucontext_caps {
 	SRDMA_CAP_MAPPED_RINGS = 1 << 1, /* CQ, SQ and RQ mapped, see below */
+	SRDMA_CAP_UD = 1 << 2,		/* UD QPs and address handles */
 };
 
 struct srdma_alloc_ucontext_resp {
@@ -81,11 +82,25 @@ struct srdma_usge {
 	__u32 lkey;
 };
 
-/* SQ slot: fixed part, then num_sge (at most the SQ's max_sge) SGEs. */
+/*
+ * SQ slot: fixed part, then num_sge (at most the SQ's max_sge) SGEs. On a
+ * UD QP the remote address and key name the destination instead: the AH
+ * number from srdma_create_ah_resp, the remote QPN and the Q_Key (bit 31
+ * set: the QP's own Q_Key).
+ */
 struct srdma_usend_wqe {
 	__aligned_u64 wr_id;
-	__aligned_u64 remote_addr;	/* RDMA WRITE and READ */
-	__u32 rkey;
+	union {
+		__aligned_u64 remote_addr;	/* RDMA WRITE and READ */
+		struct {
+			__u32 ah;		/* UD */
+			__u32 remote_qpn;
+		} ud;
+	};
+	union {
+		__u32 rkey;
+		__u32 remote_qkey;		/* UD */
+	};
 	__u32 opcode;		/* enum ib_uverbs_wr_opcode */
 	__u32 send_flags;	/* enum ib_uverbs_send_flags */
 	__u32 imm_data;		/* network order */
@@ -116,6 +131,12 @@ struct srdma_uqueue {
 	__u32 slot_size;
 	__u32 max_wr;		/* entries that may be outstanding */
 	__u32 max_sge;
+};
+
+/* After ib_uverbs_create_ah_resp: the number UD send entries name. */
+struct srdma_create_ah_resp {
+	__u32 ah_num;		/* never 0 */
+	__u32 reserved;
 };
 
 struct srdma_create_qp_resp {

@@ -17,6 +17,7 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <net/dst.h>
+#include <rdma/ib_addr.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/srdma-abi.h>
 
@@ -51,6 +52,7 @@
 #define SRDMA_MAX_CQE		65536
 #define SRDMA_MAX_MR		65536
 #define SRDMA_MAX_PD		4096
+#define SRDMA_MAX_AH		65536
 #define SRDMA_MAX_RD_ATOM	128
 #define SRDMA_MAX_MR_SIZE	BIT_ULL(40)
 #define SRDMA_MAX_MSG_SIZE	BIT(31)
@@ -62,6 +64,12 @@
 #define SRDMA_MAX_MSG_PKTS	BIT(21)
 /* Smallest netdev MTU that carries a 256-byte RoCE payload. */
 #define SRDMA_MIN_NETDEV_MTU	(256 + 96)
+/*
+ * A UD receive buffer starts with this much room for the GRH (IBTA
+ * 11.4.1.2): on RoCEv2 the IPv6 header, or the IPv4 header in its last
+ * 20 bytes.
+ */
+#define SRDMA_GRH_LEN		40
 
 /* QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). */
 #define SRDMA_MIN_QPN		16
@@ -102,6 +110,7 @@ enum srdma_res {
 	SRDMA_RES_CQ,
 	SRDMA_RES_QP,
 	SRDMA_RES_MR,
+	SRDMA_RES_AH,
 	SRDMA_NUM_RES
 };
 
@@ -123,6 +132,11 @@ enum srdma_counter {
 	SRDMA_CNT_RNR_NAK_RCVD,
 	SRDMA_CNT_REM_ACCESS_ERR,
 	SRDMA_CNT_TX_ERR,
+	SRDMA_CNT_RX_QKEY_VIOL,		/* UD: Q_Key mismatch, dropped */
+	SRDMA_CNT_RX_UD_NO_RECV,	/* UD: no receive posted, dropped */
+	SRDMA_CNT_TX_UD_TOO_LONG,	/* UD: over the MTU, not sent */
+	SRDMA_CNT_RX_UD_OVER_MTU,	/* UD: over the MTU, dropped */
+	SRDMA_CNT_RX_UD_SHORT_BUF,	/* UD: receive too small, dropped */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -130,6 +144,13 @@ struct srdma_dev {
 	struct ib_device ibdev;
 	struct xarray mr_xa;		/* MR index -> srdma_mr, own lock */
 	u32 mr_next;			/* next MR index, under mr_xa's lock */
+	/*
+	 * User AH number -> srdma_ah. Its lock (BH) also guards reading an
+	 * AH found there: lookups copy the address vector under it, so an
+	 * AH erased from it is no longer reachable.
+	 */
+	struct xarray ah_xa;
+	u32 ah_next;			/* next AH number, under ah_xa's lock */
 	atomic64_t counters[SRDMA_NUM_COUNTERS];
 	atomic_t res_used[SRDMA_NUM_RES];	/* objects that exist */
 	u32 res_max[SRDMA_NUM_RES];		/* set at creation, then fixed */
@@ -215,6 +236,39 @@ struct srdma_payload_src {
 	struct srdma_sge *sge;		/* a local SGE list, lkeys unchecked */
 	u32 num_sge;
 	u32 off;			/* byte offset in the SGE list */
+	/*
+	 * Copy, never attach the pages: the work request completes before
+	 * the packet is freed (UD), and its buffer may change after that.
+	 */
+	bool copy;
+};
+
+/* Where a QP's packets go: resolved into a local, published whole. */
+struct srdma_av {
+	bool ipv6;
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} saddr, daddr;
+	u8 tos;
+	u8 ttl;
+};
+
+/*
+ * An address handle. User AHs have a number (ah_xa) that the provider
+ * writes into UD send ring entries; kernel AHs are passed by pointer.
+ */
+struct srdma_ah {
+	struct ib_ah ibah;
+	struct srdma_av av;		/* fixed after creation */
+	u32 ah_num;			/* 0: a kernel AH, not in ah_xa */
+};
+
+/* The destination of a UD send work request, copied from its AH. */
+struct srdma_ud_dest {
+	struct srdma_av av;
+	u32 dqpn;
+	u32 qkey;			/* as posted: bit 31 is the QP's Q_Key */
 };
 
 /* A send work request as srdma keeps it in the SQ ring. */
@@ -235,6 +289,7 @@ struct srdma_send_wqe {
 	bool done;			/* READ: all responses placed */
 	u32 rd_next_psn;		/* READ: next response expected */
 	u32 rd_sent_off;		/* READ: requests sent up to here */
+	struct srdma_ud_dest ud;	/* UD QPs only */
 	struct srdma_sge sge[];
 };
 
@@ -263,17 +318,6 @@ struct srdma_read_job {
 	u32 psn;			/* PSN of the first response */
 	u32 mtu;			/* path MTU when it was accepted */
 	u64 serial;			/* the MR checked then; 0: no payload */
-};
-
-/* Where a QP's packets go: resolved into a local, published whole. */
-struct srdma_av {
-	bool ipv6;
-	union {
-		__be32 v4;
-		struct in6_addr v6;
-	} saddr, daddr;
-	u8 tos;
-	u8 ttl;
 };
 
 struct srdma_qp {
@@ -374,6 +418,9 @@ struct srdma_qp {
 	u32 rd_cons;
 	u32 rd_gen;			/* bumped whenever the queue is reset */
 	struct work_struct read_work;
+
+	/* UD: sends the work requests one run of the requester left. */
+	struct work_struct ud_send_work;
 };
 
 /* The QP states in which each part of the data path works. */
@@ -434,6 +481,28 @@ static inline struct srdma_cq *to_scq(struct ib_cq *ibcq)
 static inline struct srdma_qp *to_sqp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct srdma_qp, ibqp);
+}
+
+static inline struct srdma_ah *to_sah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct srdma_ah, ibah);
+}
+
+static inline bool srdma_qp_is_ud(const struct srdma_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD;
+}
+
+/*
+ * The port's active MTU in bytes, as query_port reports it (the largest
+ * IB MTU the netdev's MTU holds with the RoCEv2 headers): 0 if none does.
+ * The largest UD message, both ways.
+ */
+static inline u32 srdma_active_mtu(struct srdma_dev *sdev)
+{
+	enum ib_mtu m = iboe_get_mtu(READ_ONCE(sdev->ndev->mtu));
+
+	return m ? ib_mtu_enum_to_int(m) : 0;
 }
 
 static inline void srdma_count(struct srdma_dev *sdev, enum srdma_counter c)
@@ -515,7 +584,7 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
  * Context: Any context.
  * Return: 0, or -ENOMEM if the device already has its limit of @res; that
  * is logged at warning level (rate-limited), since the administrator set
- * the limit (module parameters max_pd, max_cq, max_qp, max_mr).
+ * the limit (module parameters max_pd, max_cq, max_qp, max_mr, max_ah).
  */
 static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 {
@@ -524,6 +593,7 @@ static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 		[SRDMA_RES_CQ] = "CQ",
 		[SRDMA_RES_QP] = "QP",
 		[SRDMA_RES_MR] = "MR",
+		[SRDMA_RES_AH] = "AH",
 	};
 
 	if (atomic_inc_return(&sdev->res_used[res]) <= sdev->res_max[res])
@@ -553,6 +623,8 @@ struct srdma_sockset *srdma_sockset_get(struct net *net);
 void srdma_sockset_put(struct srdma_sockset *ss);
 
 int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb);
+int srdma_xmit_ud(struct srdma_qp *qp, const struct srdma_av *av,
+		  struct sk_buff *skb);
 struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload);
 int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt);
@@ -566,6 +638,14 @@ extern struct workqueue_struct *srdma_wq;
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
 void srdma_rcv_local(struct sk_buff *skb, u64 net_cookie);
+
+/* srdma_ah.c */
+int srdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+		    struct ib_udata *udata);
+int srdma_destroy_ah(struct ib_ah *ibah, u32 flags);
+int srdma_av_from_attr(struct srdma_dev *sdev,
+		       const struct rdma_ah_attr *attr, struct srdma_av *av);
+int srdma_ah_lookup(struct srdma_qp *qp, u32 ah_num, struct srdma_av *av);
 
 /* srdma_mr.c */
 int srdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
@@ -636,6 +716,7 @@ void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 void srdma_req_run(struct srdma_qp *qp);
+void srdma_ud_send_work(struct work_struct *work);
 void srdma_retrans_timer(struct timer_list *t);
 void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			enum ib_wc_status status);
@@ -656,6 +737,8 @@ void srdma_rd_queue_reset(struct srdma_qp *qp);
 void srdma_read_work(struct work_struct *work);
 int srdma_rq_pull(struct srdma_qp *qp);
 void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn);
+void srdma_ud_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
+		  struct sk_buff *skb, int payoff, bool ipv6);
 
 /* srdma_comp.c */
 void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,

@@ -60,6 +60,7 @@ void srdma_dealloc_driver(struct ib_device *ibdev)
 	if (sdev->ndev)
 		netdev_put(sdev->ndev, &sdev->ndev_tracker);
 	xa_destroy(&sdev->mr_xa);
+	xa_destroy(&sdev->ah_xa);
 }
 
 /*

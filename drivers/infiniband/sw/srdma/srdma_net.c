@@ -515,38 +515,18 @@ static int srdma_ip_out(struct net *net, struct sk_buff *skb, bool ipv6)
 	return ip6_local_out(net, NULL, skb);
 }
 
-/**
- * srdma_xmit() - send a packet of a QP
- * @qp: the sending QP, whose address vector says where
- * @skb: a packet from srdma_alloc_pkt(), sealed if its payload is in
- *	 fragments; consumed
- *
- * Adds the UDP and IP headers, then either computes the ICRC and sends
- * @skb through the IP stack or, if the route ends on this host, queues it
- * for local delivery without an ICRC.
- *
- * Context: Any context, with the QP lock held (BHs off).
- * Return: 0; -EHOSTUNREACH with no route; -ENOBUFS if the local delivery
- * queue is full; -EIO if the IP stack dropped the packet.
+/*
+ * Send @skb of @qp to @av over @dst (a counted reference, which the skb
+ * takes over): UDP and IP headers, then the IP stack or local delivery.
  */
-int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
+static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
+			  struct dst_entry *dst, struct sk_buff *skb)
 {
-	const struct srdma_av *av = &qp->av;
 	struct srdma_dev *sdev = qp->sdev;
 	struct net *net = dev_net(sdev->ndev);
+	bool local = dst->dev->flags & IFF_LOOPBACK;
 	u32 len = skb->len;
-	struct dst_entry *dst;
-	bool local;
 	int err;
-
-	lockdep_assert_held(&qp->lock);	/* keeps the AV whole */
-	dst = srdma_get_dst(qp);
-	if (!dst) {
-		kfree_skb(skb);
-		srdma_count(sdev, SRDMA_CNT_TX_ERR);
-		return -EHOSTUNREACH;
-	}
-	local = dst->dev->flags & IFF_LOOPBACK;
 
 	srdma_push_udp(qp, skb, len);
 	skb_dst_set(skb, dst);
@@ -557,6 +537,13 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		srdma_push_ipv4(net, av, skb);
 
 	if (local) {
+		/*
+		 * ip_local_out() would set the checksum; a UD receiver hands
+		 * the header to its consumer in the GRH area, where
+		 * ibv_init_ah_from_wc() tells IPv4 from IPv6 by it.
+		 */
+		if (!av->ipv6)
+			ip_send_check(ip_hdr(skb));
 		if (srdma_loop_xmit(net, skb)) {
 			srdma_count(sdev, SRDMA_CNT_TX_ERR);
 			return -ENOBUFS;
@@ -571,4 +558,59 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	}
 	srdma_count(sdev, SRDMA_CNT_TX_PKTS);
 	return 0;
+}
+
+/**
+ * srdma_xmit() - send a packet of a connected QP
+ * @qp: the sending QP, whose address vector says where
+ * @skb: a packet from srdma_alloc_pkt(), sealed if its payload is in
+ *	 fragments; consumed
+ *
+ * Adds the UDP and IP headers, then either computes the ICRC and sends
+ * @skb through the IP stack or, if the route ends on this host, queues it
+ * for local delivery without an ICRC.
+ *
+ * Context: Any context, with the QP lock held (BHs off).
+ * Return: 0; -EHOSTUNREACH with no route; -ENOBUFS if the local delivery
+ * queue is full; -EIO if the IP stack dropped the packet.
+ */
+int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
+{
+	struct dst_entry *dst;
+
+	lockdep_assert_held(&qp->lock);	/* keeps the AV whole */
+	dst = srdma_get_dst(qp);
+	if (!dst) {
+		kfree_skb(skb);
+		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
+		return -EHOSTUNREACH;
+	}
+	return srdma_xmit_dst(qp, &qp->av, dst, skb);
+}
+
+/**
+ * srdma_xmit_ud() - send a datagram of a UD QP
+ * @qp: the sending QP
+ * @av: where to, from the work request's AH
+ * @skb: as for srdma_xmit(); consumed
+ *
+ * The route is looked up for each datagram: a UD QP has no one peer
+ * whose route it could cache.
+ *
+ * Context: Any context, with the QP lock held (BHs off).
+ * Return: as srdma_xmit().
+ */
+int srdma_xmit_ud(struct srdma_qp *qp, const struct srdma_av *av,
+		  struct sk_buff *skb)
+{
+	struct dst_entry *dst;
+	u32 cookie;
+
+	lockdep_assert_held(&qp->lock);
+	if (srdma_route_lookup(qp->sdev, av, &dst, &cookie)) {
+		kfree_skb(skb);
+		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
+		return -EHOSTUNREACH;
+	}
+	return srdma_xmit_dst(qp, av, dst, skb);
 }

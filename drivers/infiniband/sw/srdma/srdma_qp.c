@@ -152,7 +152,7 @@ static int srdma_qp_check_init(struct srdma_dev *sdev,
 {
 	const struct ib_qp_cap *cap = &init->cap;
 
-	if (init->qp_type != IB_QPT_RC) {
+	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD) {
 		srdma_dbg(sdev, "create_qp: type %d not supported\n",
 			  init->qp_type);
 		return -EOPNOTSUPP;
@@ -188,6 +188,7 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	init_completion(&qp->released);
 	timer_setup(&qp->retrans_timer, srdma_retrans_timer, 0);
 	INIT_WORK(&qp->read_work, srdma_read_work);
+	INIT_WORK(&qp->ud_send_work, srdma_ud_send_work);
 	qp->state = IB_QPS_RESET;
 	qp->mtu = SRDMA_DEFAULT_PATH_MTU;	/* until RTR sets one */
 	qp->resp_opcode = SRDMA_OP_ACK;	/* no message in progress */
@@ -230,7 +231,7 @@ static int srdma_qp_alloc_qpn(struct srdma_qp *qp)
 }
 
 /**
- * srdma_create_qp() - ib_device_ops.create_qp: make an RC QP in RESET.
+ * srdma_create_qp() - ib_device_ops.create_qp: make an RC or UD QP in RESET.
  * @ibqp: the QP, allocated by the core
  * @init: the attributes asked for; the caps are updated to what was made
  * @udata: the provider's command and response, NULL for a kernel QP
@@ -458,42 +459,11 @@ static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 			    struct srdma_av *av, struct dst_entry **dstp,
 			    u32 *cookie)
 {
-	const struct ib_global_route *grh;
-	const struct ib_gid_attr *sgid;
-	union {
-		struct sockaddr_in in;
-		struct sockaddr_in6 in6;
-	} sa, da;
 	int err;
 
-	if (!(rdma_ah_get_ah_flags(&attr->ah_attr) & IB_AH_GRH)) {
-		srdma_dbg_qp(qp, "address vector without GRH\n");
-		return -EINVAL;
-	}
-	grh = rdma_ah_read_grh(&attr->ah_attr);
-	sgid = grh->sgid_attr;
-	if (!sgid || sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP) {
-		srdma_dbg_qp(qp, "source GID %u is not RoCEv2\n",
-			     grh->sgid_index);
-		return -EINVAL;
-	}
-	rdma_gid2ip((struct sockaddr *)&sa, &sgid->gid);
-	rdma_gid2ip((struct sockaddr *)&da, &grh->dgid);
-	if (sa.in.sin_family != da.in.sin_family) {
-		srdma_dbg_qp(qp, "source and destination GIDs differ in family\n");
-		return -EINVAL;
-	}
-	memset(av, 0, sizeof(*av));
-	av->ipv6 = sa.in.sin_family == AF_INET6;
-	if (av->ipv6) {
-		av->saddr.v6 = sa.in6.sin6_addr;
-		av->daddr.v6 = da.in6.sin6_addr;
-	} else {
-		av->saddr.v4 = sa.in.sin_addr.s_addr;
-		av->daddr.v4 = da.in.sin_addr.s_addr;
-	}
-	av->tos = grh->traffic_class;
-	av->ttl = grh->hop_limit ? grh->hop_limit : SRDMA_DEFAULT_TTL;
+	err = srdma_av_from_attr(qp->sdev, &attr->ah_attr, av);
+	if (err)
+		return err;
 	/* The host's routing, not the caller's input: worth an error. */
 	err = srdma_route_lookup(qp->sdev, av, dstp, cookie);
 	if (err)
@@ -578,7 +548,7 @@ static int srdma_qp_check_state(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	}
 	m->new = (mask & IB_QP_STATE) ? attr->qp_state : m->cur;
 
-	if (!ib_modify_qp_is_ok(m->cur, m->new, IB_QPT_RC, mask)) {
+	if (!ib_modify_qp_is_ok(m->cur, m->new, qp->ibqp.qp_type, mask)) {
 		srdma_dbg_qp(qp, "modify_qp: %d -> %d with mask %#x not allowed\n",
 			     m->cur, m->new, mask);
 		return -EINVAL;
@@ -643,7 +613,7 @@ static int srdma_qp_recheck_state(struct srdma_qp *qp, int mask,
 		return 0;
 	if ((m->new != IB_QPS_ERR && m->new != IB_QPS_RESET) ||
 	    (mask & ~IB_QP_STATE) ||
-	    !ib_modify_qp_is_ok(qp->state, m->new, IB_QPT_RC, mask))
+	    !ib_modify_qp_is_ok(qp->state, m->new, qp->ibqp.qp_type, mask))
 		return -EINVAL;
 	m->cur = qp->state;
 	return 0;
@@ -719,6 +689,8 @@ static void srdma_qp_apply_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
 		qp->attr.port_num = attr->port_num;
 	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
 		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & IB_QP_QKEY)
+		qp->attr.qkey = attr->qkey;
 }
 
 /* Move the QP from @m's current state to its new one. */
@@ -841,7 +813,7 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cap.max_recv_sge = qp->rq.max_sge;
 	attr->cap.max_inline_data = 0;
 
-	init->qp_type = IB_QPT_RC;
+	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
 	init->cap = attr->cap;
@@ -854,8 +826,8 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
  * @ibqp: the QP
  * @udata: the provider's command, unused
  *
- * Unpublishes the QPN, stops the requester, the responder, the timer and
- * the read work, and waits for every reference to go before freeing.
+ * Unpublishes the QPN, stops the requester, the responder, the timer, the
+ * read work and the UD send work, and waits for every reference to go before freeing.
  *
  * Context: Process context; sleeps.
  * Return: 0.
@@ -872,6 +844,7 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_unlock_bh(&qp->lock);
 	del_timer_sync(&qp->retrans_timer);
 	cancel_work_sync(&qp->read_work);
+	cancel_work_sync(&qp->ud_send_work);
 
 	srdma_qp_put(qp);
 	wait_for_completion(&qp->released);

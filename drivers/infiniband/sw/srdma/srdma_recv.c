@@ -66,20 +66,25 @@ static bool srdma_rcv_parse(struct sk_buff *skb, bool ipv6, int *payoff,
 
 /*
  * Hand @pkt to the responder (requests) or the completer (responses) of
- * @qp, under the QP lock, if it comes from the QP's peer.
+ * @qp, under the QP lock, if it comes from the QP's peer. UD packets go to
+ * UD QPs only, and anyone may send them; the rest to connected QPs.
  */
 static bool srdma_rcv_deliver(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			      struct sk_buff *skb, int payoff, bool ipv6)
 {
+	if (srdma_qp_is_ud(qp) != !!(pkt->flags & SRDMA_F_UD))
+		return false;
 	spin_lock_bh(&qp->lock);
-	if (!srdma_addr_ok(qp, skb, ipv6)) {
+	if (srdma_qp_is_ud(qp)) {
+		srdma_ud_rcv(qp, pkt, skb, payoff + pkt->hdr_len, ipv6);
+	} else if (!srdma_addr_ok(qp, skb, ipv6)) {
 		spin_unlock_bh(&qp->lock);
 		return false;
-	}
-	if (pkt->flags & SRDMA_F_REQ)
+	} else if (pkt->flags & SRDMA_F_REQ) {
 		srdma_resp_rcv(qp, pkt, skb, payoff + pkt->hdr_len);
-	else
+	} else {
 		srdma_comp_rcv(qp, pkt, skb, payoff + pkt->hdr_len);
+	}
 	spin_unlock_bh(&qp->lock);
 	return true;
 }

@@ -7,6 +7,7 @@
  * softirq when ACKs open the window (completer) and from the timer.
  */
 #include <linux/skbuff.h>
+#include <rdma/ib_addr.h>
 
 #include "srdma.h"
 
@@ -482,8 +483,8 @@ static int srdma_payload_fill(struct srdma_qp *qp,
  * @src: where the payload comes from
  *
  * Payloads of at least SRDMA_ZCOPY_MIN bytes go out from the memory's own
- * pages, attached to the skb; smaller ones are copied, and so are large
- * ones whose pages cannot be attached (a DMA MR, too many pieces, no
+ * pages, attached to the skb, unless @src asks for a copy; smaller ones
+ * are copied, and so are large ones whose pages cannot be attached (a DMA MR, too many pieces, no
  * memory for the pad).
  *
  * Context: QP lock held.
@@ -494,7 +495,7 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			       const struct srdma_payload_src *src)
 {
-	bool zcopy = pkt->paylen >= SRDMA_ZCOPY_MIN;
+	bool zcopy = pkt->paylen >= SRDMA_ZCOPY_MIN && !src->copy;
 	struct sk_buff *skb;
 	u8 *payload;
 	int err;
@@ -765,6 +766,111 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, int *err)
 	return true;
 }
 
+/*
+ * UD datagram of @wqe: BTH, DETH (a remote_qkey with bit 31 set stands
+ * for the QP's own Q_Key, IBTA 10.2.4), ImmDt, payload. A message over
+ * the port's MTU is not sent and not an error (IBTA C10-93.1.1); neither
+ * is a datagram the network (no memory, no route) drops. 0, or -EACCES
+ * and -EINVAL for bad local SGEs.
+ */
+static int srdma_ud_send(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	u32 mtu = srdma_active_mtu(qp->sdev);
+	struct srdma_pkt pkt = {
+		.opcode = wqe->opcode == IB_WR_SEND_WITH_IMM ?
+			  SRDMA_OP_UD_SEND_ONLY_IMM : SRDMA_OP_UD_SEND_ONLY,
+		.se = !!(wqe->send_flags & IB_SEND_SOLICITED),
+		.pkey = SRDMA_DEFAULT_PKEY,
+		.dqpn = wqe->ud.dqpn,
+		.psn = qp->next_psn,
+		.qkey = wqe->ud.qkey & SRDMA_QKEY_PRIV ? qp->attr.qkey :
+			wqe->ud.qkey,
+		.sqpn = qp->ibqp.qp_num,
+		.imm = (__force u32)wqe->imm,
+		.paylen = wqe->length,
+	};
+	const struct srdma_payload_src src = {
+		.sge = wqe->sge,
+		.num_sge = wqe->num_sge,
+		.copy = true,
+	};
+	struct sk_buff *skb;
+
+	if (!mtu || wqe->length > mtu) {
+		srdma_count(qp->sdev, SRDMA_CNT_TX_UD_TOO_LONG);
+		srdma_dbg_qp(qp, "wr %llu: %u bytes exceed the MTU, not sent\n",
+			     wqe->wr_id, wqe->length);
+		return 0;
+	}
+	skb = srdma_data_pkt(qp, &pkt, &src);
+	if (IS_ERR(skb)) {
+		if (PTR_ERR(skb) != -ENOMEM)
+			return PTR_ERR(skb);
+		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
+		return 0;
+	}
+	qp->next_psn = srdma_psn_add(qp->next_psn, 1);
+	srdma_xmit_ud(qp, &wqe->ud.av, skb);	/* counts its failures */
+	return 0;
+}
+
+/*
+ * Datagrams one run of the UD requester sends under the QP lock. A
+ * doorbell may bring a full SQ (SRDMA_MAX_QP_WR work requests, each a
+ * route lookup, a copy and ip_local_out()): the rest goes out from
+ * ud_send_work, a budget at a time, without another doorbell.
+ */
+#define SRDMA_UD_BUDGET		64
+
+/*
+ * The requester of a UD QP: each work request is one datagram, sent at
+ * once and completed once sent; no window, no ACK, no retransmission.
+ */
+static void srdma_ud_run(struct srdma_qp *qp)
+{
+	struct srdma_send_wqe *wqe;
+	u32 budget = SRDMA_UD_BUDGET;
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	while (qp->sq.cons != qp->sq.prod && qp->state == IB_QPS_RTS) {
+		if (!budget--) {
+			queue_work(srdma_wq, &qp->ud_send_work);
+			break;
+		}
+		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		err = srdma_ud_send(qp, wqe);
+		if (err) {
+			srdma_dbg_qp(qp, "wr %llu: local protection error\n",
+				     wqe->wr_id);
+			srdma_req_complete(qp, wqe, IB_WC_LOC_PROT_ERR);
+			return;
+		}
+		srdma_req_complete(qp, wqe, IB_WC_SUCCESS);
+	}
+	qp->sq_next = qp->sq.cons;
+}
+
+/**
+ * srdma_ud_send_work() - send what a UD requester run left over
+ * @work: the QP's ud_send_work
+ *
+ * Runs the requester again, which sends another budget and queues this
+ * work again if more is left. Does nothing once the QP has left RTS;
+ * destroy_qp moves it to RESET before it cancels this work.
+ *
+ * Context: process context (srdma_wq); takes the QP lock.
+ */
+void srdma_ud_send_work(struct work_struct *work)
+{
+	struct srdma_qp *qp = container_of(work, struct srdma_qp,
+					   ud_send_work);
+
+	spin_lock_bh(&qp->lock);
+	srdma_req_run(qp);
+	spin_unlock_bh(&qp->lock);
+}
+
 /**
  * srdma_req_run() - transmit what the window allows
  * @qp: the QP
@@ -788,6 +894,10 @@ void srdma_req_run(struct srdma_qp *qp)
 	/* A user process may have posted without a doorbell. */
 	if (qp->usq.map && srdma_sq_pull(qp)) {
 		srdma_qp_error(qp);
+		return;
+	}
+	if (srdma_qp_is_ud(qp)) {
+		srdma_ud_run(qp);
 		return;
 	}
 	for (;;) {
@@ -949,15 +1059,17 @@ out_unlock:
 	spin_unlock_bh(&qp->lock);
 }
 
-static bool srdma_opcode_ok(u32 opcode)
+/* What a QP can post: UD only SENDs. */
+static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 {
 	switch (opcode) {
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
+		return true;
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 	case IB_WR_RDMA_READ:
-		return true;
+		return !srdma_qp_is_ud(qp);
 	default:
 		return false;
 	}
@@ -975,7 +1087,7 @@ static bool srdma_msg_len_ok(struct srdma_qp *qp, u32 len)
 
 static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 {
-	if (!srdma_opcode_ok(wr->opcode)) {
+	if (!srdma_opcode_ok(qp, wr->opcode)) {
 		srdma_dbg_qp(qp, "post_send: opcode %d not supported\n",
 			     wr->opcode);
 		return -EINVAL;
@@ -987,6 +1099,44 @@ static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 	}
 	if (wr->send_flags & IB_SEND_INLINE) {
 		srdma_dbg_qp(qp, "post_send: inline data not supported\n");
+		return -EINVAL;
+	}
+	if (srdma_qp_is_ud(qp) &&
+	    (!ud_wr(wr)->ah || ud_wr(wr)->ah->pd != qp->ibqp.pd ||
+	     ud_wr(wr)->remote_qpn > SRDMA_QPN_MASK)) {
+		srdma_dbg_qp(qp, "post_send: no AH of this PD, or a bad QPN\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The destination of a kernel consumer's UD work request @wr. */
+static void srdma_wr_ud(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
+			const struct ib_send_wr *wr)
+{
+	if (!srdma_qp_is_ud(qp))
+		return;
+	wqe->ud.av = to_sah(ud_wr(wr)->ah)->av;
+	wqe->ud.dqpn = ud_wr(wr)->remote_qpn;
+	wqe->ud.qkey = ud_wr(wr)->remote_qkey;
+}
+
+/*
+ * The destination of UD ring entry @u, each field read once: the AH must
+ * be one of the QP's PD. A bad one marks the ring bad: -EINVAL.
+ */
+static int srdma_sq_read_ud(struct srdma_qp *qp, struct srdma_usend_wqe *u,
+			    struct srdma_send_wqe *wqe)
+{
+	u32 ah = READ_ONCE(u->ud.ah);
+
+	wqe->ud.dqpn = READ_ONCE(u->ud.remote_qpn);
+	wqe->ud.qkey = READ_ONCE(u->remote_qkey);
+	if (wqe->ud.dqpn > SRDMA_QPN_MASK ||
+	    srdma_ah_lookup(qp, ah, &wqe->ud.av)) {
+		srdma_err_qp(qp, "send ring entry %u: AH %u, QPN %#x refused\n",
+			     qp->sq.prod, ah, wqe->ud.dqpn);
+		qp->uring_bad = true;
 		return -EINVAL;
 	}
 	return 0;
@@ -1051,7 +1201,7 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 	n = READ_ONCE(u->num_sge);
 	op = READ_ONCE(u->opcode);
 	flags = READ_ONCE(u->send_flags);
-	if (!srdma_opcode_ok(op) || (flags & ~flags_ok)) {
+	if (!srdma_opcode_ok(qp, op) || (flags & ~flags_ok)) {
 		srdma_err_qp(qp, "send ring entry %u: opcode %u, flags %#x refused\n",
 			     qp->sq.prod, op, flags);
 		qp->uring_bad = true;
@@ -1071,6 +1221,8 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 	w->wr.send_flags = flags;
 	w->wr.ex.imm_data = (__force __be32)READ_ONCE(u->imm_data);
 	w->wr.num_sge = n;
+	if (srdma_qp_is_ud(qp))
+		return srdma_sq_read_ud(qp, u, wqe);
 	if (op != IB_WR_SEND && op != IB_WR_SEND_WITH_IMM) {
 		w->remote_addr = READ_ONCE(u->remote_addr);
 		w->rkey = READ_ONCE(u->rkey);
@@ -1184,6 +1336,7 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			*bad_wr = wr;
 			break;
 		}
+		srdma_wr_ud(qp, wqe, wr);
 		srdma_sq_push(qp, wqe, wr, len);
 	}
 	if (qp->state == IB_QPS_ERR)

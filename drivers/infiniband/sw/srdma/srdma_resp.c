@@ -6,6 +6,8 @@
  * answered by a work item, which may sleep between packets.
  */
 #include <linux/skbuff.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
 
 #include "srdma.h"
 
@@ -908,4 +910,154 @@ void srdma_read_work(struct work_struct *work)
 		}
 	}
 	spin_unlock_bh(&qp->lock);
+}
+
+/*
+ * The GRH area of a UD receive (IBTA 11.4.1.2, and annex A17 for RoCEv2):
+ * the IPv6 header as received, or 20 zero bytes and then the IPv4 header.
+ * ib_init_ah_attr_from_wc() and ibv_init_ah_from_wc() build a reply AH
+ * from it.
+ */
+static void srdma_ud_grh(struct sk_buff *skb, bool ipv6, u8 *grh)
+{
+	if (ipv6) {
+		memcpy(grh, ipv6_hdr(skb), SRDMA_GRH_LEN);
+		return;
+	}
+	memset(grh, 0, SRDMA_GRH_LEN - SRDMA_IPV4_HDR_LEN);
+	memcpy(grh + SRDMA_GRH_LEN - SRDMA_IPV4_HDR_LEN, ip_hdr(skb),
+	       SRDMA_IPV4_HDR_LEN);
+}
+
+/*
+ * Complete the UD receive at rq.cons. A failure, the local user's own
+ * (a bad lkey in its receive), moves the QP to ERR.
+ */
+static void srdma_ud_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			       enum ib_wc_status status, u32 byte_len,
+			       bool ipv6)
+{
+	struct srdma_recv_wqe *wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
+	struct ib_wc wc = {
+		.wr_id = wqe->wr_id,
+		.status = status,
+		.opcode = IB_WC_RECV,
+		.byte_len = byte_len,
+		.qp = &qp->ibqp,
+		.src_qp = pkt->sqpn,
+		.wc_flags = IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE,
+		.network_hdr_type = ipv6 ? RDMA_NETWORK_IPV6 : RDMA_NETWORK_IPV4,
+		.pkey_index = 0,
+		.port_num = SRDMA_PORT_NUM,
+	};
+
+	lockdep_assert_held(&qp->lock);
+	if (pkt->flags & SRDMA_F_IMM) {
+		wc.wc_flags |= IB_WC_WITH_IMM;
+		wc.ex.imm_data = (__force __be32)pkt->imm;
+	}
+	if (status != IB_WC_SUCCESS) {
+		wc.byte_len = 0;
+		wc.wc_flags = 0;
+	}
+	qp->rq.cons++;
+	srdma_uring_consumed(&qp->urq, qp->rq.cons);
+	srdma_cq_post(to_scq(qp->ibqp.recv_cq), &wc, pkt->se);
+	if (status != IB_WC_SUCCESS)
+		srdma_qp_error(qp);
+}
+
+/*
+ * Place a UD datagram into the receive at rq.cons, which is large enough
+ * for both: the GRH area, then the payload. The completion status.
+ */
+static enum ib_wc_status srdma_ud_place(struct srdma_qp *qp,
+					struct srdma_pkt *pkt,
+					struct sk_buff *skb, int payoff,
+					bool ipv6)
+{
+	struct srdma_recv_wqe *wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
+	u8 grh[SRDMA_GRH_LEN];
+
+	srdma_ud_grh(skb, ipv6, grh);
+	if (srdma_sge_copy(qp, wqe->sge, wqe->num_sge, 0, grh, NULL, 0,
+			   SRDMA_GRH_LEN, true) ||
+	    srdma_sge_copy(qp, wqe->sge, wqe->num_sge, SRDMA_GRH_LEN, NULL,
+			   skb, payoff, pkt->paylen, true)) {
+		srdma_dbg_qp(qp, "receive buffer: local protection error\n");
+		return IB_WC_LOC_PROT_ERR;
+	}
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * May @qp take UD datagram @pkt at all? Not in a state that receives
+ * nothing, with a Q_Key other than the QP's, or with a payload over the
+ * port's active MTU (IP reassembly can deliver up to 64 KB). Each is
+ * dropped and counted, before the receive queue is looked at.
+ */
+static bool srdma_ud_acceptable(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	if (!srdma_qp_rq_running(qp)) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
+		return false;
+	}
+	if (pkt->paylen > srdma_active_mtu(qp->sdev)) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_UD_OVER_MTU);
+		srdma_dbg_qp(qp, "UD SEND of %u bytes from QPN %u over the MTU\n",
+			     pkt->paylen, pkt->sqpn);
+		return false;
+	}
+	if (pkt->qkey != qp->attr.qkey) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_QKEY_VIOL);
+		srdma_dbg_qp(qp, "Q_Key %#x from QPN %u, expected %#x\n",
+			     pkt->qkey, pkt->sqpn, qp->attr.qkey);
+		return false;
+	}
+	return true;
+}
+
+/**
+ * srdma_ud_rcv() - take a UD datagram
+ * @qp: the UD QP it is for
+ * @pkt: the datagram's headers (SEND ONLY, with or without immediate)
+ * @skb: the packet
+ * @payoff: offset of the payload in @skb
+ * @ipv6: it came over IPv6
+ *
+ * Dropped, and counted, in a state that receives nothing, with a Q_Key
+ * other than the QP's, with a payload over the port's MTU, with no
+ * receive posted (UD has no RNR), or when the oldest receive cannot hold
+ * the GRH area and the payload: then the receive stays posted for the
+ * next datagram, and the QP in RTS, as rdma_rxe does. Anyone who can
+ * reach the port may send a UD QP anything; nothing a peer sends may
+ * complete a receive in error or stop the QP. Otherwise the datagram
+ * completes the oldest receive, with the GRH area and the payload.
+ *
+ * Context: softirq, QP lock held.
+ */
+void srdma_ud_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
+		  struct sk_buff *skb, int payoff, bool ipv6)
+{
+	struct srdma_recv_wqe *wqe;
+	enum ib_wc_status status;
+
+	lockdep_assert_held(&qp->lock);
+	if (!srdma_ud_acceptable(qp, pkt))
+		return;
+	if (!srdma_rq_ready(qp)) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_UD_NO_RECV);
+		return;
+	}
+	/* paylen is at most the MTU here: no overflow. */
+	wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
+	if (pkt->paylen + SRDMA_GRH_LEN > wqe->length) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_UD_SHORT_BUF);
+		srdma_dbg_qp(qp, "UD SEND of %u bytes, receive holds %u with the GRH\n",
+			     pkt->paylen, wqe->length);
+		return;
+	}
+	status = srdma_ud_place(qp, pkt, skb, payoff, ipv6);
+	srdma_ud_recv_done(qp, pkt, status,
+			   pkt->paylen + SRDMA_GRH_LEN, ipv6);
 }

@@ -36,6 +36,9 @@ MODULE_PARM_DESC(max_qp, "queue pairs per device (default and max 4096)");
 static unsigned int max_mr = SRDMA_MAX_MR;
 module_param(max_mr, uint, 0444);
 MODULE_PARM_DESC(max_mr, "memory regions per device (default and max 65536)");
+static unsigned int max_ah = SRDMA_MAX_AH;
+module_param(max_ah, uint, 0444);
+MODULE_PARM_DESC(max_ah, "address handles per device (default and max 65536)");
 
 static u32 srdma_limit(unsigned int param, u32 hard)
 {
@@ -86,6 +89,7 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_cqe = SRDMA_MAX_CQE - 1;
 	attr->max_mr = sdev->res_max[SRDMA_RES_MR];
 	attr->max_pd = sdev->res_max[SRDMA_RES_PD];
+	attr->max_ah = sdev->res_max[SRDMA_RES_AH];
 	attr->max_qp_rd_atom = SRDMA_MAX_RD_ATOM;
 	attr->max_qp_init_rd_atom = SRDMA_MAX_RD_ATOM;
 	attr->max_res_rd_atom = SRDMA_MAX_RD_ATOM * attr->max_qp;
@@ -170,7 +174,7 @@ static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct srdma_dev *sdev = to_sdev(ibuc->device);
 	struct srdma_alloc_ucontext_resp resp = {
 		.abi_version = SRDMA_UVERBS_ABI_VERSION,
-		.caps = SRDMA_CAP_MAPPED_RINGS,
+		.caps = SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD,
 	};
 	int err;
 
@@ -220,6 +224,11 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_RNR_NAK_RCVD].name = "rnr_nak_received",
 	[SRDMA_CNT_REM_ACCESS_ERR].name = "remote_access_errors",
 	[SRDMA_CNT_TX_ERR].name = "tx_errors",
+	[SRDMA_CNT_RX_QKEY_VIOL].name = "rx_qkey_violations",
+	[SRDMA_CNT_RX_UD_NO_RECV].name = "rx_ud_no_receive",
+	[SRDMA_CNT_TX_UD_TOO_LONG].name = "tx_ud_too_long",
+	[SRDMA_CNT_RX_UD_OVER_MTU].name = "rx_ud_over_mtu",
+	[SRDMA_CNT_RX_UD_SHORT_BUF].name = "rx_ud_short_buffer",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -270,6 +279,9 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.destroy_cq = srdma_destroy_cq,
 	.poll_cq = srdma_poll_cq,
 	.req_notify_cq = srdma_req_notify_cq,
+	.create_ah = srdma_create_ah,
+	.create_user_ah = srdma_create_ah,
+	.destroy_ah = srdma_destroy_ah,
 	.create_qp = srdma_create_qp,
 	.modify_qp = srdma_modify_qp,
 	.query_qp = srdma_query_qp,
@@ -283,9 +295,13 @@ static const struct ib_device_ops srdma_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, srdma_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_pd, srdma_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_ah, srdma_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, srdma_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_qp, srdma_qp, ibqp),
 };
+
+/* The AH table's lock class (see srdma_init_device()). */
+static struct lock_class_key srdma_ah_xa_key;
 
 /**
  * srdma_init_device() - Set up a new device's limits, MR table and ops.
@@ -301,7 +317,16 @@ void srdma_init_device(struct srdma_dev *sdev)
 	sdev->res_max[SRDMA_RES_CQ] = srdma_limit(max_cq, SRDMA_MAX_CQ);
 	sdev->res_max[SRDMA_RES_QP] = srdma_limit(max_qp, SRDMA_MAX_QP);
 	sdev->res_max[SRDMA_RES_MR] = srdma_limit(max_mr, SRDMA_MAX_MR);
+	sdev->res_max[SRDMA_RES_AH] = srdma_limit(max_ah, SRDMA_MAX_AH);
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
+	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	/*
+	 * Both xa_init_flags() calls above share one lock class (the key is
+	 * per call site of the inline). The AH table's lock nests inside
+	 * the QP lock, which softirq takes; the MR table's is process
+	 * context only. Tell lockdep they are different locks.
+	 */
+	lockdep_set_class(&sdev->ah_xa.xa_lock, &srdma_ah_xa_key);
 	ib_set_device_ops(&sdev->ibdev, &srdma_dev_ops);
 }
 

@@ -25,6 +25,10 @@
 #define SRDMA_RETH_DMALEN	12
 #define SRDMA_AETH_SYNDROME	0
 #define SRDMA_AETH_MSN		1
+/* DETH (IBTA 9.3.4): Q_Key, a reserved byte, the source QPN. */
+#define SRDMA_DETH_QKEY		0
+#define SRDMA_DETH_RESV8	4
+#define SRDMA_DETH_SQPN		5
 
 /*
  * Variant fields of the IP and UDP headers, which the ICRC covers as ones
@@ -61,6 +65,10 @@ static const u16 srdma_opflags_tbl[SRDMA_OP_ACK + 1] = {
 	[SRDMA_OP_ACK]		= SRDMA_F_ACK | SRDMA_F_ONLY | SRDMA_F_AETH,
 };
 
+/* UD has single-packet messages only: SEND ONLY, with or without ImmDt. */
+#define SRDMA_F_UD_SEND	(SRDMA_F_UD | SRDMA_F_SEND | SRDMA_F_ONLY | \
+			 SRDMA_F_DETH | SRDMA_F_PAYLOAD)
+
 #undef PL
 
 /**
@@ -72,6 +80,10 @@ static const u16 srdma_opflags_tbl[SRDMA_OP_ACK + 1] = {
  */
 u32 srdma_op_flags(u8 opcode)
 {
+	if (opcode == SRDMA_OP_UD_SEND_ONLY)
+		return SRDMA_F_UD_SEND;
+	if (opcode == SRDMA_OP_UD_SEND_ONLY_IMM)
+		return SRDMA_F_UD_SEND | SRDMA_F_IMM;
 	return opcode <= SRDMA_OP_ACK ? srdma_opflags_tbl[opcode] : 0;
 }
 
@@ -87,6 +99,7 @@ u32 srdma_hdr_len(u8 opcode)
 	u32 f = srdma_op_flags(opcode);
 
 	return SRDMA_BTH_LEN + (f & SRDMA_F_RETH ? SRDMA_RETH_LEN : 0) +
+	       (f & SRDMA_F_DETH ? SRDMA_DETH_LEN : 0) +
 	       (f & SRDMA_F_AETH ? SRDMA_AETH_LEN : 0) +
 	       (f & SRDMA_F_IMM ? SRDMA_IMM_LEN : 0);
 }
@@ -128,7 +141,10 @@ static int srdma_parse_lengths(struct srdma_pkt *pkt, u32 avail,
 	return 0;
 }
 
-/* The extension headers pkt->flags announce: RETH, AETH, ImmDt. */
+/*
+ * The extension headers pkt->flags announce, in their wire order: RETH,
+ * DETH, AETH, ImmDt. DETH's reserved byte is ignored on receive.
+ */
 static void srdma_parse_ext(const u8 *hdr, struct srdma_pkt *pkt)
 {
 	u32 off = SRDMA_BTH_LEN;
@@ -139,6 +155,11 @@ static void srdma_parse_ext(const u8 *hdr, struct srdma_pkt *pkt)
 		pkt->rkey = srdma_get_be32(hdr + off + SRDMA_RETH_RKEY);
 		pkt->dmalen = srdma_get_be32(hdr + off + SRDMA_RETH_DMALEN);
 		off += SRDMA_RETH_LEN;
+	}
+	if (pkt->flags & SRDMA_F_DETH) {
+		pkt->qkey = srdma_get_be32(hdr + off + SRDMA_DETH_QKEY);
+		pkt->sqpn = srdma_get_be24(hdr + off + SRDMA_DETH_SQPN);
+		off += SRDMA_DETH_LEN;
 	}
 	if (pkt->flags & SRDMA_F_AETH) {
 		pkt->syndrome = hdr[off + SRDMA_AETH_SYNDROME];
@@ -225,6 +246,13 @@ u32 srdma_build_hdr(u8 *buf, const struct srdma_pkt *pkt)
 		srdma_put_be32(buf + off + SRDMA_RETH_RKEY, pkt->rkey);
 		srdma_put_be32(buf + off + SRDMA_RETH_DMALEN, pkt->dmalen);
 		off += SRDMA_RETH_LEN;
+	}
+	if (f & SRDMA_F_DETH) {
+		srdma_put_be32(buf + off + SRDMA_DETH_QKEY, pkt->qkey);
+		buf[off + SRDMA_DETH_RESV8] = 0;
+		srdma_put_be24(buf + off + SRDMA_DETH_SQPN,
+			       pkt->sqpn & SRDMA_QPN_MASK);
+		off += SRDMA_DETH_LEN;
 	}
 	if (f & SRDMA_F_AETH) {
 		buf[off + SRDMA_AETH_SYNDROME] = pkt->syndrome;

@@ -22,6 +22,7 @@
 #define SRDMA_RETH_LEN		16
 #define SRDMA_AETH_LEN		4
 #define SRDMA_IMM_LEN		4
+#define SRDMA_DETH_LEN		8
 #define SRDMA_ICRC_LEN		4
 #define SRDMA_MAX_HDR_LEN	(SRDMA_BTH_LEN + SRDMA_RETH_LEN + SRDMA_IMM_LEN)
 
@@ -29,6 +30,11 @@
 #define SRDMA_QPN_MASK		0xffffffU
 #define SRDMA_MSN_MASK		0xffffffU
 #define SRDMA_DEFAULT_PKEY	0xffffU
+/*
+ * Q_Keys with bit 31 set are privileged (IBTA 10.2.4); in a UD work
+ * request's remote_qkey the bit means "use the QP's own Q_Key".
+ */
+#define SRDMA_QKEY_PRIV		0x80000000U
 /* P_Key bit 15 is the membership (full or limited), 14:0 the partition. */
 #define SRDMA_PKEY_PART_MASK	0x7fffU
 /* Payloads are padded to a multiple of 4 bytes (BTH PadCnt). */
@@ -39,7 +45,10 @@
 #define SRDMA_IPV6_HDR_LEN	40
 #define SRDMA_UDP_HDR_LEN	8
 
-/* RC opcodes (transport 000b) used by srdma. */
+/*
+ * RC opcodes (transport 000b) and the UD ones (transport 011b) used by
+ * srdma.
+ */
 enum srdma_opcode {
 	SRDMA_OP_SEND_FIRST		= 0x00,
 	SRDMA_OP_SEND_MIDDLE		= 0x01,
@@ -59,6 +68,8 @@ enum srdma_opcode {
 	SRDMA_OP_READ_RESP_LAST		= 0x0f,
 	SRDMA_OP_READ_RESP_ONLY		= 0x10,
 	SRDMA_OP_ACK			= 0x11,
+	SRDMA_OP_UD_SEND_ONLY		= 0x64,
+	SRDMA_OP_UD_SEND_ONLY_IMM	= 0x65,
 };
 
 /* What an opcode carries and where it sits in a message. */
@@ -75,6 +86,8 @@ enum srdma_opflags {
 	SRDMA_F_READ	= 1 << 9,	/* READ request */
 	SRDMA_F_RRESP	= 1 << 10,	/* READ response */
 	SRDMA_F_ACK	= 1 << 11,
+	SRDMA_F_DETH	= 1 << 12,
+	SRDMA_F_UD	= 1 << 13,	/* an Unreliable Datagram opcode */
 	SRDMA_F_REQ	= SRDMA_F_SEND | SRDMA_F_WRITE | SRDMA_F_READ,
 	SRDMA_F_ONLY	= SRDMA_F_FIRST | SRDMA_F_LAST,
 };
@@ -109,6 +122,8 @@ struct srdma_pkt {
 	u32 dmalen;
 	u8 syndrome;		/* AETH */
 	u32 msn;
+	u32 qkey;		/* DETH */
+	u32 sqpn;
 	u32 imm;		/* ImmDt, kept in wire (big-endian) order */
 	u32 hdr_len;		/* BTH + extension headers */
 	u32 paylen;		/* payload bytes, without pad and ICRC */

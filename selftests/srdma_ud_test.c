@@ -1,0 +1,851 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * UD QPs and address handles on srdma0 in loopback (its own IPv4 RoCEv2
+ * GID): two UD QPs, SEND and SEND with immediate, every completion field
+ * on both sides, the GRH area, the Q_Key rules, a receive buffer too
+ * small and a datagram over the MTU from a peer (dropped, the QP stays
+ * in RTS), a message over the MTU, no receive posted, a UD datagram to an
+ * RC QP, and a reply through an AH made from a receive completion.
+ */
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <rdma/ib_user_verbs.h>
+
+#include "kselftest_harness.h"
+#include "srdma_test.h"
+
+#define UD_QKEY		0x11111111U
+#define GRH		40
+#define RECV_OFF	32768		/* receive buffers from here */
+
+/* A hw counter of the device under test, or -1. */
+static long long ud_counter(const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+		 srdma_test_devname(), name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* RESET -> INIT -> RTR -> RTS for a UD QP with Q_Key @qkey. */
+static int ud_qp_up(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = qkey;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_QKEY))
+		return -1;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return -1;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x42;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_UD,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 2, .max_recv_sge = 2 },
+	};
+
+	return ibv_create_qp(pd, &init);
+}
+
+/* Collect up to @n completions in about 2 s (less if @n came). */
+static int ud_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
+{
+	int got = 0, i, r;
+
+	for (i = 0; i < ms * 10 && got < n; i++) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return r;
+		got += r;
+		if (got < n)
+			usleep(100);
+	}
+	return got;
+}
+
+static int ud_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *at,
+			uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)at, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+	}, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static int ud_post_send(struct ibv_qp *qp, struct ibv_mr *mr, void *at,
+			uint32_t len, uint64_t wr_id, struct ibv_ah *ah,
+			uint32_t qpn, uint32_t qkey, int imm)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)at, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = htonl(0xcafe0000U | (uint32_t)len),
+	}, *bad;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* The Internet checksum of @len bytes: 0 over a header with a valid one. */
+static uint16_t ud_csum(const void *p, int len)
+{
+	const uint16_t *w = p;
+	uint32_t sum = 0;
+
+	while (len > 1) {
+		sum += *w++;
+		len -= 2;
+	}
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+FIXTURE(ud) {
+	SRDMA_TEST_FIXTURE_OBJS;
+	struct ibv_qp *b;
+	struct ibv_ah *ah;
+	union ibv_gid gid;
+	int gidx;
+};
+
+FIXTURE_SETUP(ud)
+{
+	struct ibv_ah_attr aa;
+
+	self->qp = NULL;
+	self->b = NULL;
+	self->ah = NULL;
+	SRDMA_TEST_FIXTURE_OPEN(self);
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &self->gid);
+	ASSERT_LE(0, self->gidx);
+	self->qp = ud_qp(self->pd, self->cq);
+	ASSERT_NE(NULL, self->qp) TH_LOG("UD QP: %s", strerror(errno));
+	self->b = ud_qp(self->pd, self->cq);
+	ASSERT_NE(NULL, self->b);
+	ASSERT_EQ(0, ud_qp_up(self->qp, UD_QKEY));
+	ASSERT_EQ(0, ud_qp_up(self->b, UD_QKEY));
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = self->gid;
+	aa.grh.sgid_index = self->gidx;
+	aa.grh.hop_limit = 64;
+	aa.port_num = 1;
+	self->ah = ibv_create_ah(self->pd, &aa);
+	ASSERT_NE(NULL, self->ah) TH_LOG("create_ah: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(ud)
+{
+	if (self->ah)
+		ibv_destroy_ah(self->ah);
+	if (self->b)
+		ibv_destroy_qp(self->b);
+	SRDMA_TEST_FIXTURE_CLOSE(self);
+}
+
+/* Every field of a send completion of @qp. */
+static void ud_check_send_wc(struct __test_metadata *_metadata,
+			     const struct ibv_wc *wc, struct ibv_qp *qp,
+			     uint64_t wr_id)
+{
+	EXPECT_EQ(wr_id, wc->wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc->status);
+	EXPECT_EQ(IBV_WC_SEND, wc->opcode);
+	EXPECT_EQ(qp->qp_num, wc->qp_num);
+	EXPECT_EQ(0, wc->wc_flags);
+}
+
+/* Every field of a successful UD receive completion. */
+static void ud_check_recv_wc(struct __test_metadata *_metadata,
+			     const struct ibv_wc *wc, struct ibv_qp *qp,
+			     uint64_t wr_id, uint32_t len, uint32_t src_qp,
+			     int imm)
+{
+	EXPECT_EQ(wr_id, wc->wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc->status);
+	EXPECT_EQ(IBV_WC_RECV, wc->opcode);
+	EXPECT_EQ(len + GRH, wc->byte_len);
+	EXPECT_EQ(qp->qp_num, wc->qp_num);
+	EXPECT_EQ(src_qp, wc->src_qp);
+	EXPECT_EQ(IBV_WC_GRH | (imm ? IBV_WC_WITH_IMM : 0),
+		  (int)wc->wc_flags);
+	if (imm)
+		EXPECT_EQ(htonl(0xcafe0000U | len), wc->imm_data);
+	EXPECT_EQ(0, wc->pkey_index);
+	EXPECT_EQ(0, wc->slid);
+	EXPECT_EQ(0, wc->sl);
+	EXPECT_EQ(0, wc->dlid_path_bits);
+}
+
+/* The GRH area of a receive of @len bytes from our own IPv4 GID. */
+static void ud_check_grh4(struct __test_metadata *_metadata,
+			  const uint8_t *grh, const union ibv_gid *gid,
+			  uint32_t len, int imm)
+{
+	const struct iphdr *ip = (const struct iphdr *)(grh + 20);
+	uint32_t udp = 8 + 12 + 8 + (imm ? 4 : 0) + len + (-len & 3) + 4;
+	static const uint8_t zero[20];
+
+	EXPECT_EQ(0, memcmp(grh, zero, 20));
+	EXPECT_EQ(4, (int)ip->version);
+	EXPECT_EQ(5, (int)ip->ihl);
+	EXPECT_EQ(IPPROTO_UDP, ip->protocol);
+	EXPECT_EQ(20 + udp, ntohs(ip->tot_len));
+	EXPECT_EQ(64, ip->ttl);
+	EXPECT_EQ(0, memcmp(&ip->saddr, gid->raw + 12, 4));
+	EXPECT_EQ(0, memcmp(&ip->daddr, gid->raw + 12, 4));
+	EXPECT_EQ(0, ud_csum(ip, 20));
+}
+
+TEST_F(ud, send_and_imm)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+	char *rb = self->buf + RECV_OFF;
+	struct ibv_wc wc[4];
+	int i, n, sends = 0, recvs = 0;
+
+	ASSERT_EQ(0, ibv_query_qp(self->b, &qa, IBV_QP_STATE | IBV_QP_QKEY,
+				  &init));
+	EXPECT_EQ(IBV_QPS_RTS, qa.qp_state);
+	EXPECT_EQ(UD_QKEY, qa.qkey);
+	EXPECT_EQ(IBV_QPT_UD, init.qp_type);
+
+	for (i = 0; i < 2048; i++)
+		self->buf[i] = (char)(i * 7 + 3);
+	memset(rb, 0xee, 2 * 2048);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 11));
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb + 2048, 2048, 12));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 100, 1,
+				  self->ah, self->b->qp_num, UD_QKEY, 0));
+	/* the full MTU (netdev MTU 1500) with immediate data */
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf + 100, 1024,
+				  2, self->ah, self->b->qp_num, UD_QKEY, 1));
+	n = ud_poll(self->cq, wc, 4, 2000);
+	ASSERT_EQ(4, n);
+	for (i = 0; i < n; i++) {
+		if (wc[i].qp_num == self->qp->qp_num) {
+			ud_check_send_wc(_metadata, &wc[i], self->qp,
+					 ++sends);
+		} else {
+			recvs++;
+			ud_check_recv_wc(_metadata, &wc[i], self->b,
+					 10 + recvs, recvs == 1 ? 100 : 1024,
+					 self->qp->qp_num, recvs == 2);
+		}
+	}
+	EXPECT_EQ(2, sends);
+	EXPECT_EQ(2, recvs);
+	EXPECT_EQ(0, memcmp(rb + GRH, self->buf, 100));
+	EXPECT_EQ((char)0xee, rb[GRH + 100]);
+	EXPECT_EQ(0, memcmp(rb + 2048 + GRH, self->buf + 100, 1024));
+	ud_check_grh4(_metadata, (uint8_t *)rb, &self->gid, 100, 0);
+	ud_check_grh4(_metadata, (uint8_t *)rb + 2048, &self->gid, 1024, 1);
+}
+
+/* A wrong Q_Key is dropped and counted; bit 31 means the QP's own. */
+TEST_F(ud, qkey_rules)
+{
+	long long before = ud_counter("rx_qkey_violations");
+	struct ibv_wc wc[2];
+
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
+				  2048, 21));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 64, 1,
+				  self->ah, self->b->qp_num, 0x1234, 0));
+	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 300));
+	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
+	EXPECT_EQ(before + 1, ud_counter("rx_qkey_violations"));
+
+	/* a privileged-looking Q_Key: use the sender QP's, which matches */
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 64, 2,
+				  self->ah, self->b->qp_num, 0x80000000U, 0));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	ud_check_send_wc(_metadata,
+			 wc[0].qp_num == self->qp->qp_num ? &wc[0] : &wc[1],
+			 self->qp, 2);
+	ud_check_recv_wc(_metadata,
+			 wc[0].qp_num == self->b->qp_num ? &wc[0] : &wc[1],
+			 self->b, 21, 64, self->qp->qp_num, 0);
+	EXPECT_EQ(before + 1, ud_counter("rx_qkey_violations"));
+}
+
+/*
+ * GRH + payload larger than the oldest receive: the datagram is dropped
+ * and counted, the receive stays posted and the QP in RTS (a remote peer
+ * must not be able to stop a UD QP); the next datagram that fits takes
+ * that receive, intact.
+ */
+TEST_F(ud, short_recv_buffer)
+{
+	long long dropped = ud_counter("rx_ud_short_buffer");
+	char *rb = self->buf + RECV_OFF;
+	struct ibv_wc wc[4], *r = NULL;
+	int i, n, sends = 0;
+
+	ASSERT_LE(0, dropped);
+	for (i = 0; i < 256; i++)
+		self->buf[i] = (char)(i * 13 + 5);
+	memset(rb, 0xee, 512);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, GRH + 100, 31));
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb + 256, GRH + 100,
+				  32));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 101, 1,
+				  self->ah, self->b->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf + 101, 100,
+				  2, self->ah, self->b->qp_num, UD_QKEY, 0));
+	n = ud_poll(self->cq, wc, 3, 2000);
+	ASSERT_EQ(3, n);
+	for (i = 0; i < n; i++) {
+		if (wc[i].qp_num == self->qp->qp_num) {
+			ud_check_send_wc(_metadata, &wc[i], self->qp,
+					 ++sends);
+		} else {
+			ASSERT_EQ(NULL, r) TH_LOG("two receives completed");
+			r = &wc[i];
+		}
+	}
+	EXPECT_EQ(2, sends);
+	ASSERT_NE(NULL, r);
+	ud_check_recv_wc(_metadata, r, self->b, 31, 100, self->qp->qp_num,
+			 0);
+	EXPECT_EQ(GRH + 100, r->byte_len);
+	EXPECT_EQ(0, memcmp(rb + GRH, self->buf + 101, 100));
+	EXPECT_EQ((char)0xee, rb[GRH + 100]);
+	ud_check_grh4(_metadata, (uint8_t *)rb, &self->gid, 100, 0);
+	EXPECT_EQ((char)0xee, rb[256]);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->b));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+	/* the second receive is still posted: nothing completes it */
+	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 200));
+	/* after that wait: the core caches hw counters for 10 ms */
+	EXPECT_EQ(dropped + 1, ud_counter("rx_ud_short_buffer"));
+}
+
+/* CRC-32 (IEEE 802.3, reflected), as zlib's crc32(0, ...). */
+static uint32_t ud_crc32(const uint8_t *p, size_t n)
+{
+	uint32_t crc = ~0U;
+	int k;
+
+	while (n--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320U & -(crc & 1));
+	}
+	return ~crc;
+}
+
+#define INJ_SQPN	0x4242
+
+/*
+ * A peer that ignores the MTU: a UD SEND ONLY of @len bytes of @fill from
+ * QPN INJ_SQPN to @dqpn, built here (ICRC included) and sent from and to
+ * our own IPv4 address through a raw socket. 0, or -1.
+ */
+static int ud_inject(const union ibv_gid *gid, uint32_t dqpn, uint32_t qkey,
+		     uint32_t len, uint8_t fill)
+{
+	uint32_t pad = -len & 3, ulen = 8 + 12 + 8 + len + pad + 4;
+	uint32_t tot = 20 + ulen, crc, v;
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	uint8_t pkt[2048], m[8 + 2048];
+	int fd, ret;
+
+	if (tot > sizeof(pkt))
+		return -1;
+	memset(pkt, 0, tot);
+	pkt[0] = 0x45;				/* IPv4 */
+	pkt[2] = tot >> 8;
+	pkt[3] = tot;
+	pkt[4] = 0x47;				/* id, non-zero: ours */
+	pkt[5] = 0x91;
+	pkt[6] = 0x40;				/* DF */
+	pkt[8] = 64;
+	pkt[9] = IPPROTO_UDP;
+	memcpy(pkt + 12, gid->raw + 12, 4);
+	memcpy(pkt + 16, gid->raw + 12, 4);
+	pkt[20] = 0xc1;				/* UDP source port */
+	pkt[21] = 0x23;
+	pkt[22] = 4791 >> 8;
+	pkt[23] = 4791 & 0xff;
+	pkt[24] = ulen >> 8;
+	pkt[25] = ulen;
+	pkt[28] = 0x64;				/* BTH: UD SEND ONLY */
+	pkt[29] = pad << 4;
+	pkt[30] = pkt[31] = 0xff;		/* default P_Key */
+	v = htonl(dqpn & 0xffffff);
+	memcpy(pkt + 32, &v, 4);
+	v = htonl(qkey);			/* DETH */
+	memcpy(pkt + 40, &v, 4);
+	v = htonl(INJ_SQPN);
+	memcpy(pkt + 44, &v, 4);
+	memset(pkt + 48, fill, len);
+
+	/* ICRC: masked IP TOS, TTL, checksum, UDP checksum, BTH resv8a. */
+	memset(m, 0xff, 8);
+	memcpy(m + 8, pkt, tot - 4);
+	m[8 + 1] = m[8 + 8] = m[8 + 10] = m[8 + 11] = 0xff;
+	m[8 + 26] = m[8 + 27] = 0xff;
+	m[8 + 32] = 0xff;
+	crc = ud_crc32(m, 8 + tot - 4);
+	pkt[tot - 4] = crc;
+	pkt[tot - 3] = crc >> 8;
+	pkt[tot - 2] = crc >> 16;
+	pkt[tot - 1] = crc >> 24;
+
+	fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+	if (fd < 0)
+		return -1;
+	memcpy(&to.sin_addr, gid->raw + 12, 4);
+	ret = sendto(fd, pkt, tot, 0, (struct sockaddr *)&to, sizeof(to));
+	close(fd);
+	return ret == (int)tot ? 0 : -1;
+}
+
+/*
+ * A datagram over the port's active MTU (1024 at netdev MTU 1500), which
+ * srdma itself never sends, is dropped and counted even though the
+ * receive could hold it; one at the MTU from the same peer arrives.
+ */
+TEST_F(ud, rx_over_mtu)
+{
+	long long over = ud_counter("rx_ud_over_mtu");
+	uint8_t *rb = (uint8_t *)self->buf + RECV_OFF;
+	struct ibv_wc wc[2];
+	int i;
+
+	ASSERT_LE(0, over);
+	memset(rb, 0, 4096);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 4096, 71));
+	ASSERT_EQ(0, ud_inject(&self->gid, self->b->qp_num, UD_QKEY, 1100,
+			       0x5a)) TH_LOG("raw socket: %s", strerror(errno));
+	ASSERT_EQ(0, ud_inject(&self->gid, self->b->qp_num, UD_QKEY, 1024,
+			       0xa5));
+	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 2000));
+	ud_check_recv_wc(_metadata, &wc[0], self->b, 71, 1024, INJ_SQPN, 0);
+	for (i = 0; i < 1024; i++)
+		if (rb[GRH + i] != 0xa5)
+			break;
+	EXPECT_EQ(1024, i);
+	EXPECT_EQ(0, rb[GRH + 1024]);
+	EXPECT_EQ(over + 1, ud_counter("rx_ud_over_mtu"));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->b));
+}
+
+/*
+ * Over the MTU: nothing is sent and the send succeeds (IBTA C10-93.1.1);
+ * with no receive posted a datagram is dropped (UD has no RNR).
+ */
+TEST_F(ud, too_long_and_no_receive)
+{
+	long long too_long = ud_counter("tx_ud_too_long");
+	long long no_recv = ud_counter("rx_ud_no_receive");
+	struct ibv_wc wc[2];
+
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 1025, 1,
+				  self->ah, self->b->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 2,
+				  self->ah, self->b->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
+	ud_check_send_wc(_metadata, &wc[1], self->qp, 2);
+	usleep(200000);
+	EXPECT_EQ(too_long + 1, ud_counter("tx_ud_too_long"));
+	EXPECT_EQ(no_recv + 1, ud_counter("rx_ud_no_receive"));
+	/* neither arrives later */
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
+				  2048, 41));
+	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 300));
+}
+
+/* A UD datagram to an RC QP is dropped and counted. */
+TEST_F(ud, to_rc_qp)
+{
+	long long bad = ud_counter("rx_bad_header");
+	struct ibv_qp *rc = srdma_test_rc_qp(self->pd, self->cq, 4, 4, 1);
+	struct ibv_wc wc[2];
+
+	ASSERT_NE(NULL, rc);
+	ASSERT_EQ(0, srdma_test_connect_self(rc, self->gidx, &self->gid));
+	ASSERT_EQ(0, ud_post_recv(rc, self->mr, self->buf + RECV_OFF, 2048,
+				  51));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 1,
+				  self->ah, rc->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 300));
+	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
+	EXPECT_EQ(bad + 1, ud_counter("rx_bad_header"));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(rc));
+	ibv_destroy_qp(rc);
+}
+
+/* Reply through an AH built from the receive completion and its GRH. */
+TEST_F(ud, reply_from_wc)
+{
+	char *rb = self->buf + RECV_OFF;
+	struct ibv_wc wc[2], got;
+	struct ibv_ah *reply;
+	int i;
+
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 61));
+	ASSERT_EQ(0, ud_post_recv(self->qp, self->mr, rb + 2048, 2048, 62));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 32, 1,
+				  self->ah, self->b->qp_num, UD_QKEY, 1));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	got = wc[0].qp_num == self->b->qp_num ? wc[0] : wc[1];
+	ud_check_recv_wc(_metadata, &got, self->b, 61, 32, self->qp->qp_num,
+			 1);
+
+	reply = ibv_create_ah_from_wc(self->pd, &got, (struct ibv_grh *)rb, 1);
+	ASSERT_NE(NULL, reply) TH_LOG("create_ah_from_wc: %s",
+				      strerror(errno));
+	for (i = 0; i < 16; i++)
+		self->buf[4096 + i] = (char)(0xa0 + i);
+	ASSERT_EQ(0, ud_post_send(self->b, self->mr, self->buf + 4096, 16, 7,
+				  reply, got.src_qp, UD_QKEY, 0));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	got = wc[0].qp_num == self->qp->qp_num ? wc[0] : wc[1];
+	ud_check_recv_wc(_metadata, &got, self->qp, 62, 16, self->b->qp_num,
+			 0);
+	ud_check_send_wc(_metadata, got.wr_id == wc[0].wr_id ? &wc[1] : &wc[0],
+			 self->b, 7);
+	EXPECT_EQ(0, memcmp(rb + 2048 + GRH, self->buf + 4096, 16));
+	EXPECT_EQ(0, ibv_destroy_ah(reply));
+}
+
+/* A send work request of @len bytes at @at, alone, for @ah and @qpn. */
+static void ud_wr(struct ibv_send_wr *wr, struct ibv_sge *sge,
+		  struct ibv_mr *mr, void *at, uint32_t len, uint64_t wr_id,
+		  struct ibv_ah *ah, uint32_t qpn)
+{
+	sge->addr = (uintptr_t)at;
+	sge->length = len;
+	sge->lkey = mr->lkey;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = qpn;
+	wr->wr.ud.remote_qkey = UD_QKEY;
+}
+
+/*
+ * The provider refuses a UD work request the kernel would refuse in the
+ * ring (and stop the QP for): a remote QPN over 24 bits, an AH of
+ * another PD. EINVAL, bad_wr at it, the work requests before it posted,
+ * the QP in RTS and sending as before.
+ */
+TEST_F(ud, provider_refuses_bad_wr)
+{
+	struct ibv_send_wr wr[2], *bad = NULL;
+	char *rb = self->buf + RECV_OFF;
+	struct ibv_sge sge[2];
+	struct ibv_wc wc[4];
+	struct ibv_ah *ah2;
+	struct ibv_pd *pd2;
+	int i, n, sends = 0, recvs = 0;
+
+	pd2 = ibv_alloc_pd(self->ctx);
+	ASSERT_NE(NULL, pd2);
+	ah2 = ibv_create_ah(pd2, &(struct ibv_ah_attr){
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = self->gid, .sgid_index = self->gidx,
+			 .hop_limit = 64 } });
+	ASSERT_NE(NULL, ah2);
+	for (i = 0; i < 64; i++)
+		self->buf[i] = (char)(0x30 + i);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 81));
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb + 2048, 2048, 82));
+
+	/* a good one, then a QPN over 24 bits */
+	ud_wr(&wr[0], &sge[0], self->mr, self->buf, 16, 1, self->ah,
+	      self->b->qp_num);
+	ud_wr(&wr[1], &sge[1], self->mr, self->buf, 16, 2, self->ah,
+	      0x1000000 | self->b->qp_num);
+	wr[0].next = &wr[1];
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, wr, &bad));
+	EXPECT_EQ(&wr[1], bad);
+	/* an AH of another PD */
+	ud_wr(&wr[0], &sge[0], self->mr, self->buf, 16, 3, ah2,
+	      self->b->qp_num);
+	bad = NULL;
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, wr, &bad));
+	EXPECT_EQ(&wr[0], bad);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+
+	/* the QP still sends: the good one and one more arrive */
+	ud_wr(&wr[0], &sge[0], self->mr, self->buf + 16, 32, 4, self->ah,
+	      self->b->qp_num);
+	ASSERT_EQ(0, ibv_post_send(self->qp, wr, &bad));
+	n = ud_poll(self->cq, wc, 4, 2000);
+	ASSERT_EQ(4, n);
+	for (i = 0; i < n; i++) {
+		if (wc[i].qp_num == self->qp->qp_num) {
+			ud_check_send_wc(_metadata, &wc[i], self->qp,
+					 sends++ ? 4 : 1);
+		} else {
+			ud_check_recv_wc(_metadata, &wc[i], self->b,
+					 81 + recvs, recvs ? 32 : 16,
+					 self->qp->qp_num, 0);
+			recvs++;
+		}
+	}
+	EXPECT_EQ(2, sends);
+	EXPECT_EQ(2, recvs);
+	EXPECT_EQ(0, memcmp(rb + GRH, self->buf, 16));
+	EXPECT_EQ(0, memcmp(rb + 2048 + GRH, self->buf + 16, 32));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+	EXPECT_EQ(0, ibv_destroy_ah(ah2));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
+/*
+ * create_ah through the write() command, as libibverbs sends it, with
+ * @inlen bytes of driver input @in after the core's. 0 and the AH's
+ * handle in *@handle, or -errno.
+ */
+static int ud_raw_create_ah(struct ibv_pd *pd, const union ibv_gid *gid,
+			    int gidx, const void *in, size_t inlen,
+			    uint32_t *handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_ah cmd;
+		uint8_t drv[16];
+	} c;
+	uint32_t resp[16];
+
+	if (inlen > sizeof(c.drv) || inlen % 4)
+		return -EINVAL;
+	memset(&c, 0, sizeof(c));
+	memset(resp, 0, sizeof(resp));
+	c.hdr.command = IB_USER_VERBS_CMD_CREATE_AH;
+	c.hdr.in_words = (sizeof(c.hdr) + sizeof(c.cmd) + inlen) / 4;
+	c.hdr.out_words = sizeof(resp) / 4;
+	c.cmd.response = (uintptr_t)resp;
+	c.cmd.pd_handle = pd->handle;
+	c.cmd.attr.is_global = 1;
+	memcpy(c.cmd.attr.grh.dgid, gid->raw, 16);
+	c.cmd.attr.grh.sgid_index = gidx;
+	c.cmd.attr.grh.hop_limit = 64;
+	c.cmd.attr.port_num = 1;
+	memcpy(c.drv, in, inlen);
+	if (write(pd->context->cmd_fd, &c, c.hdr.in_words * 4) < 0)
+		return -errno;
+	*handle = resp[0];
+	return 0;
+}
+
+static int ud_raw_destroy_ah(struct ibv_context *ctx, uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_destroy_ah cmd;
+	} c = {
+		.hdr = { .command = IB_USER_VERBS_CMD_DESTROY_AH,
+			 .in_words = sizeof(c) / 4 },
+		.cmd = { .ah_handle = handle },
+	};
+
+	return write(ctx->cmd_fd, &c, sizeof(c)) < 0 ? -errno : 0;
+}
+
+/* create_ah takes driver input only if it is all zeros. */
+TEST_F(ud, create_ah_input)
+{
+	uint8_t in[8] = {};
+	uint32_t h;
+	int ret;
+
+	ASSERT_EQ(0, ud_raw_create_ah(self->pd, &self->gid, self->gidx, in,
+				      0, &h));
+	EXPECT_EQ(0, ud_raw_destroy_ah(self->ctx, h));
+	ASSERT_EQ(0, ud_raw_create_ah(self->pd, &self->gid, self->gidx, in,
+				      sizeof(in), &h));
+	EXPECT_EQ(0, ud_raw_destroy_ah(self->ctx, h));
+	in[5] = 1;
+	ret = ud_raw_create_ah(self->pd, &self->gid, self->gidx, in,
+			       sizeof(in), &h);
+	EXPECT_EQ(-EINVAL, ret);
+	if (!ret)
+		ud_raw_destroy_ah(self->ctx, h);
+}
+
+#define MANY		1000
+#define MANY_SLOT	256		/* bytes per send and per receive */
+
+/* The payload of datagram @i: its number, then a pattern; 4-203 bytes. */
+static uint32_t many_len(uint32_t i)
+{
+	return 4 + i % 200;
+}
+
+static uint8_t many_byte(uint32_t i, uint32_t j)
+{
+	return (uint8_t)(i * 7 + j * 13 + 1);
+}
+
+/* Post MANY sends from @buf to @dst in one ibv_post_send: one doorbell. */
+static int many_post(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *buf,
+		     struct ibv_ah *ah, uint32_t dst)
+{
+	struct ibv_send_wr *wr = calloc(MANY, sizeof(*wr)), *bad;
+	struct ibv_sge *sge = calloc(MANY, sizeof(*sge));
+	uint32_t i, j;
+	int ret = -1;
+
+	if (!wr || !sge)
+		goto out;
+	for (i = 0; i < MANY; i++) {
+		uint8_t *p = buf + i * MANY_SLOT;
+
+		memcpy(p, &i, 4);
+		for (j = 4; j < many_len(i); j++)
+			p[j] = many_byte(i, j);
+		ud_wr(&wr[i], &sge[i], mr, p, many_len(i), i, ah, dst);
+		wr[i].next = i + 1 < MANY ? &wr[i + 1] : NULL;
+	}
+	ret = ibv_post_send(qp, wr, &bad);
+out:
+	free(wr);
+	free(sge);
+	return ret;
+}
+
+/* Datagram @wc into receive slot @rb: the one it names, intact. -1 if not. */
+static int many_check(const struct ibv_wc *wc, const uint8_t *rb,
+		      uint32_t src_qp)
+{
+	const uint8_t *p = rb + wc->wr_id * MANY_SLOT + GRH;
+	uint32_t i, j;
+
+	if (wc->status != IBV_WC_SUCCESS || wc->opcode != IBV_WC_RECV ||
+	    wc->src_qp != src_qp || wc->wc_flags != IBV_WC_GRH)
+		return -1;
+	memcpy(&i, p, 4);
+	if (i >= MANY || wc->byte_len != GRH + many_len(i))
+		return -1;
+	for (j = 4; j < many_len(i); j++)
+		if (p[j] != many_byte(i, j))
+			return -1;
+	return i;
+}
+
+/*
+ * A thousand sends behind one doorbell: one run of the requester sends
+ * a budget of them, the rest go out without another doorbell. Every
+ * send completes, in order, and every datagram arrives once, intact.
+ */
+TEST_F(ud, many_in_one_doorbell)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = MANY, .max_recv_wr = MANY,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	uint32_t sends = 0, recvs = 0, i, k;
+	unsigned long long bytes = 0, want = 0;
+	struct ibv_qp *s, *r;
+	struct ibv_wc wc[64];
+	uint8_t *buf, *seen;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	int n, idx;
+
+	buf = calloc(2, MANY * MANY_SLOT);
+	seen = calloc(MANY, 1);
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, seen);
+	mr = ibv_reg_mr(self->pd, buf, 2 * MANY * MANY_SLOT,
+			IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, mr);
+	cq = ibv_create_cq(self->ctx, 2 * MANY + 16, NULL, NULL, 0);
+	ASSERT_NE(NULL, cq);
+	init.send_cq = init.recv_cq = cq;
+	s = ibv_create_qp(self->pd, &init);
+	ASSERT_NE(NULL, s);
+	r = ibv_create_qp(self->pd, &init);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0, ud_qp_up(s, UD_QKEY));
+	ASSERT_EQ(0, ud_qp_up(r, UD_QKEY));
+	for (i = 0; i < MANY; i++)
+		ASSERT_EQ(0, ud_post_recv(r, mr, buf + (MANY + i) * MANY_SLOT,
+					  MANY_SLOT, MANY + i));
+	ASSERT_EQ(0, many_post(s, mr, buf, self->ah, r->qp_num));
+
+	for (k = 0; k < 200 && sends + recvs < 2 * MANY; k++) {
+		n = ud_poll(cq, wc, 64, 100);
+		ASSERT_LE(0, n);
+		for (i = 0; i < (uint32_t)n; i++) {
+			if (wc[i].qp_num == s->qp_num) {
+				ud_check_send_wc(_metadata, &wc[i], s, sends);
+				sends++;
+				continue;
+			}
+			wc[i].wr_id -= MANY;
+			idx = many_check(&wc[i], buf + MANY * MANY_SLOT,
+					 s->qp_num);
+			ASSERT_LE(0, idx) TH_LOG("receive %llu bad",
+						 (unsigned long long)wc[i].wr_id);
+			ASSERT_EQ(0, seen[idx]) TH_LOG("%d twice", idx);
+			seen[idx] = 1;
+			bytes += wc[i].byte_len - GRH;
+			recvs++;
+		}
+	}
+	for (i = 0; i < MANY; i++)
+		want += many_len(i);
+	EXPECT_EQ(MANY, sends);
+	EXPECT_EQ(MANY, recvs);
+	EXPECT_EQ(want, bytes);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(s));
+	EXPECT_EQ(0, ibv_destroy_qp(s));
+	EXPECT_EQ(0, ibv_destroy_qp(r));
+	EXPECT_EQ(0, ibv_destroy_cq(cq));
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	free(seen);
+	free(buf);
+}
+
+TEST_HARNESS_MAIN
