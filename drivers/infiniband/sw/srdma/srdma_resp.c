@@ -189,6 +189,19 @@ static int srdma_send_rnr(struct srdma_qp *qp, u32 psn)
 	return -EAGAIN;
 }
 
+/*
+ * Consume the receive at rq.cons (in the kernel ring and, for a user QP,
+ * in the mapped one) and post @wc, its completion. QP lock held.
+ */
+static void srdma_rq_complete(struct srdma_qp *qp, const struct ib_wc *wc,
+			      bool solicited)
+{
+	lockdep_assert_held(&qp->lock);
+	qp->rq.cons++;
+	srdma_uring_consumed(&qp->urq, qp->rq.cons);
+	srdma_cq_post(to_scq(qp->ibqp.recv_cq), wc, solicited);
+}
+
 /* Complete the receive in progress with @status; QP lock held. */
 static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			    enum ib_wc_status status, enum ib_wc_opcode op,
@@ -210,10 +223,8 @@ static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		wc.wc_flags = IB_WC_WITH_IMM;
 		wc.ex.imm_data = (__force __be32)pkt->imm;
 	}
-	qp->rq.cons++;
-	srdma_uring_consumed(&qp->urq, qp->rq.cons);
 	qp->recv_active = false;
-	srdma_cq_post(to_scq(qp->ibqp.recv_cq), &wc, pkt->se);
+	srdma_rq_complete(qp, &wc, pkt->se);
 }
 
 /*
@@ -960,9 +971,7 @@ static void srdma_ud_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		wc.byte_len = 0;
 		wc.wc_flags = 0;
 	}
-	qp->rq.cons++;
-	srdma_uring_consumed(&qp->urq, qp->rq.cons);
-	srdma_cq_post(to_scq(qp->ibqp.recv_cq), &wc, pkt->se);
+	srdma_rq_complete(qp, &wc, pkt->se);
 	if (status != IB_WC_SUCCESS)
 		srdma_qp_error(qp);
 }
