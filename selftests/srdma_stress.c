@@ -2052,19 +2052,13 @@ int main(int argc, char **argv)
 
 	opt.seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
 	/*
-	 * SRDMA_TEST_SLOW=N (0-4; run.sh sets it on the debug kernel, where
-	 * KASAN under emulation makes every packet several times slower):
-	 * ACK timeouts 2^N times longer, stall and hang bounds N+1 times
-	 * longer, so that a slow machine is not mistaken for a lost peer.
-	 * Options given on the command line still win.
+	 * srdma_test_slow(): a slow machine is not a lost peer. Stall and
+	 * hang bounds given on the command line still win.
 	 */
-	if (getenv("SRDMA_TEST_SLOW")) {
-		opt.slow = atoi(getenv("SRDMA_TEST_SLOW"));
-		opt.slow = opt.slow < 0 ? 0 : opt.slow > 4 ? 4 : opt.slow;
-		opt.stall *= 1 + opt.slow;
-		opt.cap *= 1 + opt.slow;
-		opt.bound *= 1 + opt.slow;
-	}
+	opt.slow = srdma_test_slow();
+	opt.stall *= 1 + opt.slow;
+	opt.cap *= 1 + opt.slow;
+	opt.bound *= 1 + opt.slow;
 	while ((c = getopt(argc, argv, "a:b:t:n:m:o:w:s:k:f:rv")) != -1) {
 		switch (c) {
 		case 'a':

@@ -13,6 +13,20 @@
 #include <infiniband/verbs.h>
 
 /* The device under test: $SRDMA_DEV, default srdma0. */
+/*
+ * SRDMA_TEST_SLOW=N, 0 to 4 (selftests/lib.sh sets it on the debug kernel,
+ * where KASAN under emulation makes every packet several times slower):
+ * data-path tests make their ACK timeouts 2^N times longer and their
+ * completion and stall bounds N+1 times longer.
+ */
+static inline int srdma_test_slow(void)
+{
+	const char *v = getenv("SRDMA_TEST_SLOW");
+	int n = v ? atoi(v) : 0;
+
+	return n < 0 ? 0 : n > 4 ? 4 : n;
+}
+
 static inline const char *srdma_test_devname(void)
 {
 	const char *name = getenv("SRDMA_DEV");

@@ -36,6 +36,8 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "srdma_test.h"
+
 #define BUF_SIZE	(4u << 20)	/* each side's registered buffer */
 #define RO_SIZE		(64u << 10)	/* a read-only window on the server */
 #define RECV_OFF	(2u << 20)	/* where the client receives SENDs */
@@ -89,12 +91,7 @@ struct conn {
 	int sock;
 };
 
-/*
- * SRDMA_TEST_SLOW=N (0-4; run.sh sets it on the debug kernel, where KASAN
- * under emulation makes every packet several times slower): ACK timeouts
- * 2^N times longer and completion waits N+1 times longer, so that a slow
- * machine is not mistaken for a lost peer.
- */
+/* srdma_test_slow(): so that a slow machine is not taken for a lost peer. */
 static int slow;
 
 /* The RTS attributes of a connection that a test may choose. */
@@ -501,14 +498,6 @@ static void conn_close(struct conn *c)
 	free(c->buf);
 	free(c->ro_buf);
 	close(c->sock);
-}
-
-static int slow_from_env(void)
-{
-	const char *v = getenv("SRDMA_TEST_SLOW");
-	int n = v ? atoi(v) : 0;
-
-	return n < 0 ? 0 : n > 4 ? 4 : n;
 }
 
 /* How long to wait for a completion, in seconds. */
@@ -1305,7 +1294,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	srand(getpid() ^ time(NULL));
-	slow = slow_from_env();
+	slow = srdma_test_slow();
 	while ((opt = getopt(argc, argv, "d:g:p:t:S:m:v")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
