@@ -100,18 +100,24 @@ env_reset() {
 	fi
 }
 
+# How many TCP and rdma_cm listeners this namespace has.
+listeners() {
+	echo $(($(ss -Hltn | wc -l) +
+		$(rdma resource show cm_id 2>/dev/null | grep -c LISTEN)))
+}
+
 # Run a server command in the background and its client against it; both
 # must exit 0. usage: client_server "SERVER CMD" "CLIENT CMD" [TIMEOUT]
 client_server() {
 	local srv=$1 cli=$2 t=${3:-120} spid rc=0 before i
-	before=$(ss -Hltn | wc -l)
+	before=$(listeners)
 	timeout "$t" bash -c "$srv" > /tmp/server.log 2>&1 &
 	spid=$!
 	# The stock tools connect once: start the client when the server
-	# listens (a new TCP listener), not after a guess at how long the
-	# server takes to create its resources.
+	# listens (a new TCP or rdma_cm listener), not after a guess at how
+	# long the server takes to create its resources.
 	for ((i = 0; i < 300; i++)); do
-		[ "$(ss -Hltn | wc -l)" -gt "$before" ] && break
+		[ "$(listeners)" -gt "$before" ] && break
 		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.1
 	done

@@ -71,7 +71,11 @@
  */
 #define SRDMA_GRH_LEN		40
 
-/* QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). */
+/*
+ * QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). Each
+ * device's GSI QP is QPN 1.
+ */
+#define SRDMA_GSI_QPN		1
 #define SRDMA_MIN_QPN		16
 /* Unacknowledged packets a requester may have in flight, at most. */
 #define SRDMA_WINDOW		512
@@ -164,6 +168,7 @@ struct srdma_dev {
 	 */
 	bool ndev_gone;
 	bool registered;		/* ib_register_device() succeeded */
+	struct srdma_qp *gsi;		/* QP1, under srdma_qp.c's gsi mutex */
 };
 
 struct srdma_ucontext {
@@ -421,6 +426,8 @@ struct srdma_qp {
 
 	/* UD: sends the work requests one run of the requester left. */
 	struct work_struct ud_send_work;
+	/* GSI: on srdma_gsi_list (RCU readers; srdma_gsi_mutex writers). */
+	struct list_head gsi_node;
 };
 
 /* The QP states in which each part of the data path works. */
@@ -488,9 +495,11 @@ static inline struct srdma_ah *to_sah(struct ib_ah *ibah)
 	return container_of(ibah, struct srdma_ah, ibah);
 }
 
+/* UD and the GSI QP, which is a UD QP numbered 1 with Q_Key 0x80010000. */
 static inline bool srdma_qp_is_ud(const struct srdma_qp *qp)
 {
-	return qp->ibqp.qp_type == IB_QPT_UD;
+	return qp->ibqp.qp_type == IB_QPT_UD ||
+	       qp->ibqp.qp_type == IB_QPT_GSI;
 }
 
 /*
@@ -706,6 +715,7 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
 int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 struct srdma_qp *srdma_qp_get(u32 qpn);
+struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid);
 void srdma_qp_put(struct srdma_qp *qp);
 void srdma_qp_error(struct srdma_qp *qp);
 void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type);

@@ -52,6 +52,51 @@ struct srdma_qp *srdma_qp_get(u32 qpn)
 	return qp;
 }
 
+/*
+ * The GSI QPs, one per device and all numbered 1. srdma_gsi_mutex (process
+ * context) serialises the writers of the list and of every device's gsi
+ * pointer; the receive path walks the list under RCU.
+ */
+static LIST_HEAD(srdma_gsi_list);
+static DEFINE_MUTEX(srdma_gsi_mutex);
+
+/**
+ * srdma_gsi_get() - Find the GSI QP a packet to QPN 1 is for.
+ * @net_cookie: the network namespace the packet arrived in
+ * @dgid: its destination address, as a RoCEv2 GID
+ *
+ * That is the GSI QP of the device in that namespace whose GID table holds
+ * @dgid: the MAD layer builds its reply from that GID, and could not
+ * without it.
+ *
+ * Context: Any context.
+ * Return: the QP with a reference, to be released with srdma_qp_put(), or
+ * NULL.
+ */
+struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid)
+{
+	const struct ib_gid_attr *gid;
+	struct srdma_qp *qp;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(qp, &srdma_gsi_list, gsi_node) {
+		if (dev_net(qp->sdev->ndev)->net_cookie != net_cookie)
+			continue;
+		gid = rdma_find_gid_by_port(&qp->sdev->ibdev, dgid,
+					    IB_GID_TYPE_ROCE_UDP_ENCAP,
+					    SRDMA_PORT_NUM, NULL);
+		if (IS_ERR(gid))
+			continue;
+		rdma_put_gid_attr(gid);
+		if (!refcount_inc_not_zero(&qp->ref))
+			break;		/* being destroyed */
+		rcu_read_unlock();
+		return qp;
+	}
+	rcu_read_unlock();
+	return NULL;
+}
+
 /**
  * srdma_qp_put() - Drop a reference taken on a QP.
  * @qp: the QP
@@ -148,11 +193,12 @@ err_destroy_usq:
 
 /* Can srdma make a QP of @init? The caller's mistakes are logged as debug. */
 static int srdma_qp_check_init(struct srdma_dev *sdev,
-			       const struct ib_qp_init_attr *init)
+			       const struct ib_qp_init_attr *init, bool is_user)
 {
 	const struct ib_qp_cap *cap = &init->cap;
 
-	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD) {
+	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD &&
+	    (init->qp_type != IB_QPT_GSI || is_user)) {
 		srdma_dbg(sdev, "create_qp: type %d not supported\n",
 			  init->qp_type);
 		return -EOPNOTSUPP;
@@ -213,15 +259,27 @@ static int srdma_qp_alloc_rings(struct srdma_qp *qp, struct ib_qp_cap *cap)
 	return err;
 }
 
-/* Reserve a QPN (not yet published) and derive the UDP source port. */
+/*
+ * Reserve a QPN (not yet published) and derive the UDP source port. A
+ * device has one GSI QP: -EBUSY for a second.
+ */
 static int srdma_qp_alloc_qpn(struct srdma_qp *qp)
 {
-	u32 qpn;
-	int err;
+	u32 qpn = SRDMA_GSI_QPN;
+	int err = 0;
 
-	err = xa_alloc_cyclic(&srdma_qp_xa, &qpn, NULL,
-			      XA_LIMIT(SRDMA_MIN_QPN, SRDMA_QPN_MASK),
-			      &srdma_qp_next, GFP_KERNEL);
+	if (qp->ibqp.qp_type == IB_QPT_GSI) {
+		mutex_lock(&srdma_gsi_mutex);
+		if (qp->sdev->gsi)
+			err = -EBUSY;
+		else
+			qp->sdev->gsi = qp;
+		mutex_unlock(&srdma_gsi_mutex);
+	} else {
+		err = xa_alloc_cyclic(&srdma_qp_xa, &qpn, NULL,
+				      XA_LIMIT(SRDMA_MIN_QPN, SRDMA_QPN_MASK),
+				      &srdma_qp_next, GFP_KERNEL);
+	}
 	if (err < 0)
 		return err;
 	qp->ibqp.qp_num = qpn;
@@ -230,8 +288,39 @@ static int srdma_qp_alloc_qpn(struct srdma_qp *qp)
 	return 0;
 }
 
+/* Let packets find the QP. */
+static void srdma_qp_publish(struct srdma_qp *qp)
+{
+	if (qp->ibqp.qp_type != IB_QPT_GSI) {
+		/* The entry was reserved: this allocates nothing. */
+		xa_store(&srdma_qp_xa, qp->ibqp.qp_num, qp, GFP_KERNEL);
+		return;
+	}
+	mutex_lock(&srdma_gsi_mutex);
+	list_add_tail_rcu(&qp->gsi_node, &srdma_gsi_list);
+	mutex_unlock(&srdma_gsi_mutex);
+}
+
+/*
+ * Give the QPN back, published or only reserved. Lookups may still hold
+ * the QP until an RCU grace period has passed.
+ */
+static void srdma_qp_free_qpn(struct srdma_qp *qp, bool published)
+{
+	if (qp->ibqp.qp_type != IB_QPT_GSI) {
+		xa_erase(&srdma_qp_xa, qp->ibqp.qp_num);
+		return;
+	}
+	mutex_lock(&srdma_gsi_mutex);
+	if (published)
+		list_del_rcu(&qp->gsi_node);
+	qp->sdev->gsi = NULL;
+	mutex_unlock(&srdma_gsi_mutex);
+}
+
 /**
- * srdma_create_qp() - ib_device_ops.create_qp: make an RC or UD QP in RESET.
+ * srdma_create_qp() - ib_device_ops.create_qp: make an RC, UD or GSI QP in
+ * RESET.
  * @ibqp: the QP, allocated by the core
  * @init: the attributes asked for; the caps are updated to what was made
  * @udata: the provider's command and response, NULL for a kernel QP
@@ -241,7 +330,8 @@ static int srdma_qp_alloc_qpn(struct srdma_qp *qp)
  * Context: Process context; sleeps.
  * Return: 0; -EOPNOTSUPP for a type or feature srdma lacks; -EINVAL for
  * caps over the limits or a short response buffer; -ENOMEM, also when the
- * device has its limit of QPs; -EBUSY when no QPN is free.
+ * device has its limit of QPs; -EBUSY when no QPN is free or the device has a GSI QP
+ * already.
  */
 int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
@@ -251,7 +341,7 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct ib_qp_cap *cap = &init->cap;
 	int err;
 
-	err = srdma_qp_check_init(sdev, init);
+	err = srdma_qp_check_init(sdev, init, !!udata);
 	if (err)
 		return err;
 	err = srdma_res_get(sdev, SRDMA_RES_QP);
@@ -273,14 +363,14 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 
 	/* Publish only now that the QP is complete. */
-	xa_store(&srdma_qp_xa, ibqp->qp_num, qp, GFP_KERNEL);
+	srdma_qp_publish(qp);
 	srdma_dbg_qp(qp, "created, sq %u x %u sge, rq %u x %u sge\n",
 		     cap->max_send_wr, cap->max_send_sge, cap->max_recv_wr,
 		     cap->max_recv_sge);
 	return 0;
 
 err_erase_qpn:
-	xa_erase(&srdma_qp_xa, ibqp->qp_num);
+	srdma_qp_free_qpn(qp, false);
 err_free_rings:
 	vfree(qp->rq.buf);
 	vfree(qp->sq.buf);
@@ -497,9 +587,14 @@ static int srdma_qp_check_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
 	    attr->max_dest_rd_atomic > SRDMA_MAX_RD_ATOM)
 		return -EINVAL;
+	/*
+	 * REMOTE_ATOMIC is accepted, as the IB CM sets it with any responder
+	 * resources: srdma answers atomic requests with a NAK either way.
+	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
 	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
 				       IB_ACCESS_REMOTE_READ |
+				       IB_ACCESS_REMOTE_ATOMIC |
 				       IB_ACCESS_LOCAL_WRITE)))
 		return -EINVAL;
 	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > SRDMA_QPN_MASK)
@@ -836,7 +931,7 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct srdma_qp *qp = to_sqp(ibqp);
 
-	xa_erase(&srdma_qp_xa, ibqp->qp_num);
+	srdma_qp_free_qpn(qp, true);
 	synchronize_rcu();		/* no lookup finds it from here on */
 
 	spin_lock_bh(&qp->lock);

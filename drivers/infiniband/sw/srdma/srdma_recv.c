@@ -90,6 +90,27 @@ static bool srdma_rcv_deliver(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /*
+ * The QP @pkt is for, with a reference. QPN 1 names the GSI QP of the
+ * device that owns the packet's destination address; every other QPN is
+ * unique module-wide.
+ */
+static struct srdma_qp *srdma_rcv_qp(struct sk_buff *skb, bool ipv6,
+				     const struct srdma_pkt *pkt,
+				     u64 net_cookie)
+{
+	union ib_gid dgid;
+
+	if (pkt->dqpn != SRDMA_GSI_QPN)
+		return srdma_qp_get(pkt->dqpn);
+	if (ipv6)
+		memcpy(dgid.raw, &ipv6_hdr(skb)->daddr, sizeof(dgid.raw));
+	else
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->daddr,
+				       (struct in6_addr *)dgid.raw);
+	return srdma_gsi_get(net_cookie, &dgid);
+}
+
+/*
  * Validate a RoCEv2 datagram (IP header at the network header, UDP at the
  * transport header) received in namespace @net_cookie and hand it to its
  * QP. @local: delivered by srdma_loop, never on a wire, no ICRC to check.
@@ -106,7 +127,7 @@ static bool srdma_rcv(struct sk_buff *skb, u64 net_cookie, bool local)
 
 	if (!srdma_rcv_parse(skb, ipv6, &payoff, &udp_paylen, &pkt))
 		goto drop;
-	qp = srdma_qp_get(pkt.dqpn);
+	qp = srdma_rcv_qp(skb, ipv6, &pkt, net_cookie);
 	if (!qp)
 		goto drop;
 	sdev = qp->sdev;

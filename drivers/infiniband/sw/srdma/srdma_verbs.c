@@ -147,12 +147,15 @@ static int srdma_get_port_immutable(struct ib_device *ibdev, u32 port,
 	immutable->pkey_tbl_len = attr.pkey_tbl_len;
 	immutable->gid_tbl_len = attr.gid_tbl_len;
 	/*
-	 * RoCEv2 without the MAD/CM capabilities: srdma has no GSI QP yet,
-	 * so the MAD layer must not try to open QP1 on it.
+	 * RoCEv2 only (no RoCEv1 GIDs), with the GSI QP that the MAD layer
+	 * opens on QP1, so the IB CM and rdma_cm run over it.
 	 */
 	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP |
+				    RDMA_CORE_CAP_IB_MAD |
+				    RDMA_CORE_CAP_IB_CM |
+				    RDMA_CORE_CAP_AF_IB |
 				    RDMA_CORE_CAP_ETH_AH;
-	immutable->max_mad_size = 0;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }
 
@@ -357,6 +360,13 @@ int srdma_register_device(struct srdma_dev *sdev, const char *name)
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
 			    sdev->ndev->dev_addr);
+
+	/*
+	 * The netdev's parent (its PCI or virtio device) is the ib_device's
+	 * too, as for a NIC's own RDMA driver: tools find the netdev under
+	 * device/net/ in sysfs. A virtual netdev such as veth has none.
+	 */
+	ibdev->dev.parent = sdev->ndev->dev.parent;
 
 	err = ib_device_set_netdev(ibdev, sdev->ndev, SRDMA_PORT_NUM);
 	if (err)
