@@ -37,3 +37,44 @@ test_cm_rping() {
 		fail "10 pings verified"
 	wait_for 10 cm_nothing_left || fail "resources left"
 }
+
+test_cm_ucmatose() {
+	cm_setup || fail "setup"
+	client_server "ucmatose -b 10.0.0.1 -c 2 -C 20 -S 1000" \
+		"ucmatose -s 10.0.0.1 -c 2 -C 20 -S 1000" 120 || fail "ucmatose"
+	grep -q 'data transfers complete' /tmp/client.log || fail "transfers"
+	wait_for 10 cm_nothing_left || fail "resources left"
+}
+
+test_cm_udaddy() {
+	cm_setup || fail "setup"
+	client_server "udaddy -b 10.0.0.1 -c 2 -C 20 -S 500" \
+		"udaddy -s 10.0.0.1 -c 2 -C 20 -S 500" 120 || fail "udaddy"
+	grep -q 'data transfers complete' /tmp/client.log || fail "transfers"
+	[ "$(counter rx_qkey_violations)" = 0 ] || fail "Q_Key violations"
+	wait_for 10 cm_nothing_left || fail "resources left"
+}
+
+# perftest connected through rdma_cm (-R).
+test_cm_perftest() {
+	local t
+	cm_setup || fail "setup"
+	for t in "ib_write_bw -s 65536 -n 50" "ib_read_bw -s 65536 -n 50" \
+		 "ib_send_lat -s 2 -n 100"; do
+		client_server "$t -R -d srdma0 -p 18515" \
+			"$t -R -d srdma0 -p 18515 10.0.0.1" 120 || fail "$t -R"
+	done
+	wait_for 10 cm_nothing_left || fail "resources left"
+}
+
+# perftest over UD QPs (addresses exchanged over TCP).
+test_ud_perftest() {
+	local t gidx
+	setup_bound_veth || fail "link add"
+	gidx=$(roce2_ipv4_gid srdma0) || fail "no GID"
+	for t in "ib_send_bw -s 1024 -n 200" "ib_send_lat -s 1024 -n 100"; do
+		client_server "$t -c UD -d srdma0 -x $gidx -p 18516" \
+			"$t -c UD -d srdma0 -x $gidx -p 18516 127.0.0.1" 120 ||
+			fail "$t -c UD"
+	done
+}
