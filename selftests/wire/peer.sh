@@ -24,6 +24,7 @@ report() {
 
 srdma_install_module
 modprobe ib_uverbs
+modprobe rdma_ucm
 if [ "$kind" = srdma ]; then
 	modprobe srdma
 	rdma link add srdma0 type srdma netdev eth0 || exit 1
@@ -84,17 +85,65 @@ server_side() {
 		p=$((p + 1))
 		timeout 120 $t $PF -p $p -s 2 -n 100 > /dev/null 2>&1
 	done
+	cm_server_side
 	srdma_xfer -d "$dev" -g "$gidx" > /dev/null 2>&1 &
 	xpid=$!
 	barrier wait 18999
 	kill $xpid
 }
 
+# rdma_cm (CM MADs on QP1) and perftest over UD.
+me_ip=$(ip -4 -o addr show eth0 | awk '{ sub("/.*", "", $4); print $4 }')
+CM_TESTS=(
+	"rping|rping -s -a $me_ip -p 19101 -C 10 -V -S 1000|rping -c -a $peer -p 19101 -C 10 -V -v -S 1000"
+	"ucmatose|ucmatose -b $me_ip -p 19102 -c 2 -C 20 -S 1000|ucmatose -s $peer -p 19102 -c 2 -C 20 -S 1000"
+	"udaddy|udaddy -b $me_ip -c 2 -C 20 -S 500|udaddy -s $peer -c 2 -C 20 -S 500"
+	"ib_write_bw_R|ib_write_bw -R -d $dev -p 19103 -s 65536 -n 50|ib_write_bw -R -d $dev -p 19103 -s 65536 -n 50 $peer"
+	"ib_read_bw_R|ib_read_bw -R -d $dev -p 19104 -s 65536 -n 50|ib_read_bw -R -d $dev -p 19104 -s 65536 -n 50 $peer"
+	"ib_send_lat_R|ib_send_lat -R -d $dev -p 19105 -s 2 -n 100|ib_send_lat -R -d $dev -p 19105 -s 2 -n 100 $peer"
+	"ib_send_bw_UD|ib_send_bw -c UD -d $dev -x $gidx -p 19106 -s 1024 -n 200|ib_send_bw -c UD -d $dev -x $gidx -p 19106 -s 1024 -n 200 $peer"
+	"ib_send_lat_UD|ib_send_lat -c UD -d $dev -x $gidx -p 19107 -s 1024 -n 100|ib_send_lat -c UD -d $dev -x $gidx -p 19107 -s 1024 -n 100 $peer"
+)
+
+# Each server tells the client when it listens: a client that connects
+# too early is rejected, and perftest then crashes in its error path.
+cm_server_side() {
+	local t srv spid before i
+	for t in "${CM_TESTS[@]}"; do
+		srv=${t#*|}; srv=${srv%%|*}
+		before=$(listeners)
+		timeout 120 $srv > /dev/null 2>&1 &
+		spid=$!
+		for ((i = 0; i < 300; i++)); do
+			[ "$(listeners)" -gt "$before" ] && break
+			sleep 0.1
+		done
+		barrier signal "$peer" 19100
+		wait $spid
+	done
+}
+
+cm_client_side() {
+	local t name cli rc
+	for t in "${CM_TESTS[@]}"; do
+		name=${t%%|*}; cli=${t##*|}
+		barrier wait 19100
+		retry timeout 120 $cli; rc=$?
+		case $name in
+		rping) [ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
+			rc=1 ;;
+		ucmatose|udaddy) grep -q 'data transfers complete' /tmp/client.log ||
+			rc=1 ;;
+		esac
+		report $rc "$tag.$name"
+	done
+}
+
 retry() {	# retry CMD: rerun CMD until the server listens (connect refused)
 	local i
 	for i in $(seq 50); do
-		"$@" > /tmp/client.log 2>&1 && return 0
-		grep -q "Couldn't connect\|Connection refused\|Unable to init\|Failed to connect" /tmp/client.log || return 1
+		stdbuf -oL -eL "$@" > /tmp/client.log 2>&1 && return 0
+		grep -q "Couldn't connect\|Connection refused\|Unable to init\|Failed to connect\|REJECTED\|UNREACHABLE\|rdma_client" /tmp/client.log || return 1
 		sleep 0.5
 	done
 	return 1
@@ -118,6 +167,7 @@ client_side() {
 		retry timeout 120 $t $PF -p $p -s 2 -n 100 "$peer"; report $? "$tag.$t"
 		grep -E '^ *2 ' /tmp/client.log | sed "s/^/# $t: /"
 	done
+	cm_client_side
 	timeout 600 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send,write_imm,bad_rkey_write,bad_rkey_read,out_of_range,no_write_access,read_only_mr_read "$peer" > /tmp/client.log 2>&1
 	report $? "$tag.xfer"
 	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20
