@@ -78,3 +78,69 @@ test_ud_perftest() {
 			fail "$t -c UD"
 	done
 }
+
+# Two devices in two namespaces, srdma0 (10.0.0.1) here and srdma1
+# (10.0.0.2) in ns1: each namespace's CM reaches the other's over the veth.
+cm_netns_setup() {
+	modprobe rdma_ucm && modprobe srdma && veth_netns_pair || return 1
+	rdma link add srdma0 type srdma netdev v0 &&
+		ip netns exec ns1 rdma link add srdma1 type srdma netdev v1
+}
+
+test_cm_rping_netns() {
+	cm_netns_setup || fail "setup"
+	client_server "ip netns exec ns1 rping -s -a 10.0.0.2 -C 10 -V" \
+		"rping -c -a 10.0.0.2 -C 10 -V -v" 120 || fail "rping to ns1"
+	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
+		fail "10 pings verified"
+	client_server "rping -s -a 10.0.0.1 -C 10 -V" \
+		"ip netns exec ns1 rping -c -a 10.0.0.1 -C 10 -V -v" 120 ||
+		fail "rping from ns1"
+	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
+		fail "10 pings verified"
+	# The CM MADs went to each namespace's own QP1, none elsewhere.
+	[ "$(counter rx_bad_header)" = 0 ] || fail "bad headers"
+}
+
+test_cm_rping_ipv6() {
+	cm_setup || fail "setup"
+	ip -6 addr add fd00::1/64 dev v0 nodad || fail "address"
+	roce2_gid_of srdma0 'fd00:*' > /dev/null || fail "no IPv6 GID"
+	client_server "rping -s -a fd00::1 -C 10 -V -S 2000" \
+		"rping -c -a fd00::1 -C 10 -V -v -S 2000" 120 || fail "rping"
+	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
+		fail "10 pings verified"
+}
+
+# The CM retries the MADs netem drops; RC retransmits the data.
+test_cm_loss() {
+	cm_netns_setup || fail "setup"
+	modprobe sch_netem || return 4
+	tc qdisc add dev v0 root netem loss 1% || fail "netem"
+	ip netns exec ns1 tc qdisc add dev v1 root netem loss 1% ||
+		fail "netem"
+	client_server "ip netns exec ns1 rping -s -a 10.0.0.2 -C 50 -V" \
+		"rping -c -a 10.0.0.2 -C 50 -V -v" 300 || fail "rping"
+	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 50 ] ||
+		fail "50 pings verified"
+	client_server "ip netns exec ns1 ucmatose -b 10.0.0.2 -c 4 -C 50" \
+		"ucmatose -s 10.0.0.2 -c 4 -C 50" 300 || fail "ucmatose"
+	grep -q 'data transfers complete' /tmp/client.log || fail "transfers"
+}
+
+# Connections come and go without leaving anything behind, and the module
+# then unloads with its device still bound.
+test_cm_rping_cycles() {
+	local i
+	cm_setup || fail "setup"
+	timeout 600 rping -s -P -a 10.0.0.1 > /tmp/server.log 2>&1 &
+	wait_for 30 sh -c "rdma resource show cm_id | grep -q LISTEN" ||
+		fail "no listener"
+	for i in $(seq 200); do
+		rping -c -a 10.0.0.1 -C 1 -V -S 100 > /tmp/client.log 2>&1 ||
+			{ cat /tmp/client.log; fail "cycle $i"; }
+	done
+	kill %1; wait
+	wait_for 10 cm_nothing_left || fail "resources left"
+	rmmod srdma || fail "rmmod with srdma0 bound"
+}
