@@ -86,6 +86,7 @@ server_side() {
 		timeout 120 $t $PF -p $p -s 2 -n 100 > /dev/null 2>&1
 	done
 	cm_server_side
+	qperf_server_side
 	srdma_xfer -d "$dev" -g "$gidx" > /dev/null 2>&1 &
 	xpid=$!
 	barrier wait 18999
@@ -121,6 +122,30 @@ cm_server_side() {
 		barrier signal "$peer" 19100
 		wait $spid
 	done
+}
+
+# qperf connects through rdma_cm with -cm1 (its UD tests cannot run on
+# RoCE at all: qperf exchanges no GID and makes AHs without a GRH, and
+# ignores -cm1 for them). Its server keeps running until told.
+qperf_server_side() {
+	qperf -lp 19108 > /dev/null 2>&1 &
+	local qpid=$!
+	wait_for 30 sh -c "ss -Hltn | grep -q ':19108 '"
+	barrier signal "$peer" 19100
+	barrier wait 19100
+	kill $qpid
+}
+
+qperf_client_side() {
+	local rc
+	barrier wait 19100
+	timeout 120 stdbuf -oL qperf -lp 19108 -cm1 -t 2 "$peer" rc_bw rc_lat \
+		rc_rdma_write_bw rc_rdma_read_lat > /tmp/client.log 2>&1
+	rc=$?
+	[ "$(grep -cE '^ *(bw|latency) += ' /tmp/client.log)" = 4 ] || rc=1
+	report $rc "$tag.qperf_cm"
+	grep -E '^ *(bw|latency) += ' /tmp/client.log | sed 's/^/# qperf: /'
+	barrier signal "$peer" 19100
 }
 
 cm_client_side() {
@@ -168,6 +193,7 @@ client_side() {
 		grep -E '^ *2 ' /tmp/client.log | sed "s/^/# $t: /"
 	done
 	cm_client_side
+	qperf_client_side
 	timeout 600 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send,write_imm,bad_rkey_write,bad_rkey_read,out_of_range,no_write_access,read_only_mr_read "$peer" > /tmp/client.log 2>&1
 	report $? "$tag.xfer"
 	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20

@@ -17,8 +17,12 @@
 
 #include "srdma.h"
 
+/*
+ * REMOTE_ATOMIC is accepted (and kept) although srdma answers atomic
+ * requests with a NAK: qperf and others ask for it on every MR.
+ */
 #define SRDMA_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-			 IB_ACCESS_REMOTE_READ)
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
 /* The low bits of a key are random, the others the MR's index. */
 #define SRDMA_MR_KEY_BITS	8
 /* Index 0 is never used: its keys would include local_dma_lkey 0. */
@@ -94,8 +98,8 @@ static struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access)
 	if (access & ~(SRDMA_MR_ACCESS | IB_ACCESS_RELAXED_ORDERING |
 		       IB_ACCESS_OPTIONAL))
 		return ERR_PTR(-EOPNOTSUPP);
-	/* Remote write needs local write (IBTA C10-10). */
-	if ((access & IB_ACCESS_REMOTE_WRITE) &&
+	/* Remote write and atomics need local write (IBTA C10-10). */
+	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IB_ACCESS_LOCAL_WRITE))
 		return ERR_PTR(-EINVAL);
 
