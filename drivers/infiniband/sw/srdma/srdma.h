@@ -38,6 +38,7 @@
 #define SRDMA_GID_TBL_LEN	128
 #define SRDMA_PORT_NUM		1	/* the one port of every device */
 /* Firmware version reported as major.minor.subminor (0.1.0). */
+#define SRDMA_VENDOR_ID		0xffffff
 #define SRDMA_FW_MAJOR		0
 #define SRDMA_FW_MINOR		1
 #define SRDMA_FW_SUBMINOR	0
@@ -267,6 +268,8 @@ struct srdma_ah {
 	struct ib_ah ibah;
 	struct srdma_av av;		/* fixed after creation */
 	u32 ah_num;			/* 0: a kernel AH, not in ah_xa */
+	/* As created, for query_ah; without its sgid_attr reference. */
+	struct rdma_ah_attr attr;
 };
 
 /* The destination of a UD send work request, copied from its AH. */
@@ -424,8 +427,11 @@ struct srdma_qp {
 	u32 rd_gen;			/* bumped whenever the queue is reset */
 	struct work_struct read_work;
 
-	/* UD: sends the work requests one run of the requester left. */
-	struct work_struct ud_send_work;
+	/*
+	 * Runs the requester: what one UD run left, and what was posted
+	 * with IRQs off (srdma_qp_lock_post()).
+	 */
+	struct work_struct send_work;
 	/* GSI: on srdma_gsi_list (RCU readers; srdma_gsi_mutex writers). */
 	struct list_head gsi_node;
 };
@@ -493,6 +499,35 @@ static inline struct srdma_qp *to_sqp(struct ib_qp *ibqp)
 static inline struct srdma_ah *to_sah(struct ib_ah *ibah)
 {
 	return container_of(ibah, struct srdma_ah, ibah);
+}
+
+/*
+ * The QP lock for post_send and post_recv of a kernel QP. Kernel consumers
+ * may post with hard IRQs off: the MAD layer and the IB CM do, under their
+ * spin_lock_irqsave(). No softirq can run on this CPU then, so the lock is
+ * taken without touching BHs (enabling BHs with IRQs off is a bug), and
+ * the caller must not transmit (the network stack needs IRQs on): it
+ * leaves that to the QP's send_work. True if IRQs are off.
+ */
+static inline bool srdma_qp_lock_post(struct srdma_qp *qp)
+	__acquires(&qp->lock)
+{
+	bool irqs_off = irqs_disabled();
+
+	if (irqs_off)
+		spin_lock(&qp->lock);
+	else
+		spin_lock_bh(&qp->lock);
+	return irqs_off;
+}
+
+static inline void srdma_qp_unlock_post(struct srdma_qp *qp, bool irqs_off)
+	__releases(&qp->lock)
+{
+	if (irqs_off)
+		spin_unlock(&qp->lock);
+	else
+		spin_unlock_bh(&qp->lock);
 }
 
 /* UD and the GSI QP, which is a UD QP numbered 1 with Q_Key 0x80010000. */
@@ -652,6 +687,7 @@ void srdma_rcv_local(struct sk_buff *skb, u64 net_cookie);
 int srdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		    struct ib_udata *udata);
 int srdma_destroy_ah(struct ib_ah *ibah, u32 flags);
+int srdma_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
 int srdma_av_from_attr(struct srdma_dev *sdev,
 		       const struct rdma_ah_attr *attr, struct srdma_av *av);
 int srdma_ah_lookup(struct srdma_qp *qp, u32 ah_num, struct srdma_av *av);
@@ -726,7 +762,7 @@ void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 void srdma_req_run(struct srdma_qp *qp);
-void srdma_ud_send_work(struct work_struct *work);
+void srdma_send_work(struct work_struct *work);
 void srdma_retrans_timer(struct timer_list *t);
 void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			enum ib_wc_status status);

@@ -117,7 +117,7 @@ static int srdma_create_uah(struct srdma_dev *sdev, struct srdma_ah *ah,
  * here sleeps.
  * Return: 0; -EINVAL for an address vector srdma cannot use, a short
  * response buffer or input that is not all zeros; -ENOMEM, also when
- * the device has its limit of AHs; -EBUSY when no AH number is free.
+ * the device has its limit of user AHs; -EBUSY when no AH number is free.
  */
 int srdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		    struct ib_udata *udata)
@@ -129,15 +129,22 @@ int srdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	err = srdma_av_from_attr(sdev, init->ah_attr, &ah->av);
 	if (err)
 		return err;
+	ah->attr = *init->ah_attr;
+	ah->attr.grh.sgid_attr = NULL;
+	ah->ah_num = 0;
+	/*
+	 * Only user AHs count against max_ah: the IB CM makes one for each
+	 * MAD it sends, and a process that used up the limit would otherwise
+	 * stop connection management on the device for everyone.
+	 */
+	if (!udata)
+		return 0;
 	err = srdma_res_get(sdev, SRDMA_RES_AH);
 	if (err)
 		return err;
-	ah->ah_num = 0;
-	if (udata) {
-		err = srdma_create_uah(sdev, ah, udata);
-		if (err)
-			srdma_res_put(sdev, SRDMA_RES_AH);
-	}
+	err = srdma_create_uah(sdev, ah, udata);
+	if (err)
+		srdma_res_put(sdev, SRDMA_RES_AH);
 	return err;
 }
 
@@ -157,9 +164,27 @@ int srdma_destroy_ah(struct ib_ah *ibah, u32 flags)
 	struct srdma_dev *sdev = to_sdev(ibah->device);
 	struct srdma_ah *ah = to_sah(ibah);
 
-	if (ah->ah_num)
+	if (ah->ah_num) {
 		xa_erase_bh(&sdev->ah_xa, ah->ah_num);
-	srdma_res_put(sdev, SRDMA_RES_AH);
+		srdma_res_put(sdev, SRDMA_RES_AH);
+	}
+	return 0;
+}
+
+/**
+ * srdma_query_ah() - ib_device_ops.query_ah
+ * @ibah: the AH
+ * @attr: filled with its address vector as created (the core clears its
+ *	  sgid_attr; the GID index says which)
+ *
+ * The MAD layer matches a response MAD to its request by it.
+ *
+ * Context: Any context; does not sleep.
+ * Return: 0.
+ */
+int srdma_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
+{
+	*attr = to_sah(ibah)->attr;
 	return 0;
 }
 

@@ -18,8 +18,8 @@
 #include "srdma.h"
 
 /*
- * REMOTE_ATOMIC is accepted (and kept) although srdma answers atomic
- * requests with a NAK: qperf and others ask for it on every MR.
+ * REMOTE_ATOMIC is accepted (and kept) although srdma drops atomic
+ * requests for now: qperf and others ask for it on every MR.
  */
 #define SRDMA_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)

@@ -82,9 +82,13 @@ struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid)
 	list_for_each_entry_rcu(qp, &srdma_gsi_list, gsi_node) {
 		if (dev_net(qp->sdev->ndev)->net_cookie != net_cookie)
 			continue;
+		/*
+		 * Of the device's own netdev: the GIDs of its VLAN uppers
+		 * need a VLAN ID in the completion, which srdma never has.
+		 */
 		gid = rdma_find_gid_by_port(&qp->sdev->ibdev, dgid,
 					    IB_GID_TYPE_ROCE_UDP_ENCAP,
-					    SRDMA_PORT_NUM, NULL);
+					    SRDMA_PORT_NUM, qp->sdev->ndev);
 		if (IS_ERR(gid))
 			continue;
 		rdma_put_gid_attr(gid);
@@ -234,7 +238,7 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	init_completion(&qp->released);
 	timer_setup(&qp->retrans_timer, srdma_retrans_timer, 0);
 	INIT_WORK(&qp->read_work, srdma_read_work);
-	INIT_WORK(&qp->ud_send_work, srdma_ud_send_work);
+	INIT_WORK(&qp->send_work, srdma_send_work);
 	qp->state = IB_QPS_RESET;
 	qp->mtu = SRDMA_DEFAULT_PATH_MTU;	/* until RTR sets one */
 	qp->resp_opcode = SRDMA_OP_ACK;	/* no message in progress */
@@ -589,7 +593,7 @@ static int srdma_qp_check_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
 		return -EINVAL;
 	/*
 	 * REMOTE_ATOMIC is accepted, as the IB CM sets it with any responder
-	 * resources: srdma answers atomic requests with a NAK either way.
+	 * resources; srdma drops atomic requests either way (for now).
 	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
 	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
@@ -939,7 +943,7 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_unlock_bh(&qp->lock);
 	del_timer_sync(&qp->retrans_timer);
 	cancel_work_sync(&qp->read_work);
-	cancel_work_sync(&qp->ud_send_work);
+	cancel_work_sync(&qp->send_work);
 
 	srdma_qp_put(qp);
 	wait_for_completion(&qp->released);

@@ -818,7 +818,7 @@ static int srdma_ud_send(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
  * Datagrams one run of the UD requester sends under the QP lock. A
  * doorbell may bring a full SQ (SRDMA_MAX_QP_WR work requests, each a
  * route lookup, a copy and ip_local_out()): the rest goes out from
- * ud_send_work, a budget at a time, without another doorbell.
+ * send_work, a budget at a time, without another doorbell.
  */
 #define SRDMA_UD_BUDGET		64
 
@@ -835,7 +835,7 @@ static void srdma_ud_run(struct srdma_qp *qp)
 	lockdep_assert_held(&qp->lock);
 	while (qp->sq.cons != qp->sq.prod && qp->state == IB_QPS_RTS) {
 		if (!budget--) {
-			queue_work(srdma_wq, &qp->ud_send_work);
+			queue_work(srdma_wq, &qp->send_work);
 			break;
 		}
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
@@ -852,19 +852,21 @@ static void srdma_ud_run(struct srdma_qp *qp)
 }
 
 /**
- * srdma_ud_send_work() - send what a UD requester run left over
- * @work: the QP's ud_send_work
+ * srdma_send_work() - run the requester from process context
+ * @work: the QP's send_work
  *
- * Runs the requester again, which sends another budget and queues this
- * work again if more is left. Does nothing once the QP has left RTS;
- * destroy_qp moves it to RESET before it cancels this work.
+ * For what a UD requester run left over (it sends another budget and
+ * queues this work again if more is left), and for work requests a kernel
+ * consumer posted with IRQs off, which could not be sent from there.
+ * Does nothing once the QP has left RTS; destroy_qp moves it to RESET
+ * before it cancels this work.
  *
  * Context: process context (srdma_wq); takes the QP lock.
  */
-void srdma_ud_send_work(struct work_struct *work)
+void srdma_send_work(struct work_struct *work)
 {
 	struct srdma_qp *qp = container_of(work, struct srdma_qp,
-					   ud_send_work);
+					   send_work);
 
 	spin_lock_bh(&qp->lock);
 	srdma_req_run(qp);
@@ -1300,11 +1302,12 @@ static int srdma_post_send_user(struct srdma_qp *qp,
  * @wr: the list of work requests; for a user QP, NULL (a doorbell)
  * @bad_wr: set to the first work request not posted
  *
- * Queues each work request and runs the requester; in ERR they are
- * flushed. A user QP posts through its mapped SQ: this only rings the
- * doorbell.
+ * Queues each work request and runs the requester (from send_work if IRQs
+ * are off); in ERR they are flushed. A user QP posts through its mapped
+ * SQ: this only rings the doorbell.
  *
- * Context: any context, does not sleep; takes the QP lock.
+ * Context: any context, also with IRQs off; does not sleep; takes the QP
+ * lock.
  * Return: 0, -EINVAL for a bad work request or a QP not yet in RTS,
  * -ENOMEM if the SQ is full.
  */
@@ -1313,12 +1316,13 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 {
 	struct srdma_qp *qp = to_sqp(ibqp);
 	struct srdma_send_wqe *wqe;
+	bool irqs_off;
 	int err = 0;
 	u32 len;
 
 	if (qp->usq.map)
 		return srdma_post_send_user(qp, wr, bad_wr);
-	spin_lock_bh(&qp->lock);
+	irqs_off = srdma_qp_lock_post(qp);
 	if (!srdma_qp_sq_postable(qp)) {
 		srdma_dbg_qp(qp, "post_send in state %d\n", qp->state);
 		err = -EINVAL;
@@ -1341,9 +1345,11 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	if (qp->state == IB_QPS_ERR)
 		srdma_qp_flush(qp);
+	else if (irqs_off)
+		queue_work(srdma_wq, &qp->send_work);
 	else
 		srdma_req_run(qp);
 out_unlock:
-	spin_unlock_bh(&qp->lock);
+	srdma_qp_unlock_post(qp, irqs_off);
 	return err;
 }

@@ -90,7 +90,8 @@ static int srdma_post_recv_user(struct srdma_qp *qp,
  * Queues each receive; in ERR they are flushed. A user QP posts through
  * its mapped RQ: this only rings the doorbell, which in ERR flushes it.
  *
- * Context: any context, does not sleep; takes the QP lock.
+ * Context: any context, also with IRQs off; does not sleep; takes the QP
+ * lock.
  * Return: 0, -EINVAL for a bad receive or a QP in RESET, -ENOMEM if the
  * RQ is full.
  */
@@ -99,12 +100,13 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 {
 	struct srdma_qp *qp = to_sqp(ibqp);
 	struct srdma_recv_wqe *wqe;
+	bool irqs_off;
 	int err = 0;
 	u32 len;
 
 	if (qp->urq.map)
 		return srdma_post_recv_user(qp, wr, bad_wr);
-	spin_lock_bh(&qp->lock);
+	irqs_off = srdma_qp_lock_post(qp);
 	if (!srdma_qp_rq_postable(qp)) {
 		srdma_dbg_qp(qp, "post_recv in RESET\n");
 		*bad_wr = wr;
@@ -135,7 +137,7 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (qp->state == IB_QPS_ERR)
 		srdma_qp_flush(qp);
 out_unlock:
-	spin_unlock_bh(&qp->lock);
+	srdma_qp_unlock_post(qp, irqs_off);
 	return err;
 }
 

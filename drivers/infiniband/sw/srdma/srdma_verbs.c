@@ -38,7 +38,7 @@ module_param(max_mr, uint, 0444);
 MODULE_PARM_DESC(max_mr, "memory regions per device (default and max 65536)");
 static unsigned int max_ah = SRDMA_MAX_AH;
 module_param(max_ah, uint, 0444);
-MODULE_PARM_DESC(max_ah, "address handles per device (default and max 65536)");
+MODULE_PARM_DESC(max_ah, "user address handles per device (default and max 65536)");
 
 static u32 srdma_limit(unsigned int param, u32 hard)
 {
@@ -75,7 +75,8 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->sys_image_guid = ibdev->node_guid;
 	attr->max_mr_size = SRDMA_MAX_MR_SIZE;
 	attr->page_size_cap = PAGE_SIZE;
-	attr->vendor_id = 0;
+	/* Not an IEEE OUI of any hardware vendor (rdma_rxe's choice too). */
+	attr->vendor_id = SRDMA_VENDOR_ID;
 	attr->vendor_part_id = 0;
 	attr->hw_ver = 0;
 	attr->max_qp = sdev->res_max[SRDMA_RES_QP];
@@ -285,6 +286,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.create_ah = srdma_create_ah,
 	.create_user_ah = srdma_create_ah,
 	.destroy_ah = srdma_destroy_ah,
+	.query_ah = srdma_query_ah,
 	.create_qp = srdma_create_qp,
 	.modify_qp = srdma_modify_qp,
 	.query_qp = srdma_query_qp,
@@ -362,12 +364,11 @@ int srdma_register_device(struct srdma_dev *sdev, const char *name)
 			    sdev->ndev->dev_addr);
 
 	/*
-	 * The netdev's parent (its PCI or virtio device) is the ib_device's
-	 * too, as for a NIC's own RDMA driver: tools find the netdev under
-	 * device/net/ in sysfs. A virtual netdev such as veth has none.
+	 * No parent device, as for rdma_rxe: with the NIC's PCI function as
+	 * its parent, udev's persistent naming (rdma_rename NAME_FALLBACK)
+	 * would rename srdma0 after the slot, and libibverbs could hand the
+	 * device to the NIC's own provider by its modalias.
 	 */
-	ibdev->dev.parent = sdev->ndev->dev.parent;
-
 	err = ib_device_set_netdev(ibdev, sdev->ndev, SRDMA_PORT_NUM);
 	if (err)
 		return err;
