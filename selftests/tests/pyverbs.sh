@@ -1,0 +1,128 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# rdma-core's own test suite (pyverbs, from python3-pyverbs) on srdma0, and
+# the same selection on rdma_rxe for comparison. Each prints one line
+#   # pyverbs DEV: ran N, passed N, failed N, errors N, skipped N in N s
+# srdma0 fails on any failure or error; tests skip where srdma lacks a
+# feature (atomics, MWs, extended QPs and CQs, ...). rdma_rxe never fails:
+# 6.1's has known errors of its own. The two run in separate tests because
+# rdma_rxe holds UDP port 4791 in init_net from its load on (env_reset
+# unloads it in between).
+#
+# Both devices are bound to the veth v0 (10.0.0.1): the single test VM has
+# no NIC, so no eth0. The suite's rdma_cm tests look for the netdev under
+# the ib_device's parent device, which a veth lacks, and would skip;
+# selftests/pyverbs/run.py finds it through the GID table instead, on both
+# devices (so rxe runs them too, unlike the stock runner on rxe).
+# Each device takes one to one and a half minutes under TCG.
+#
+# SRDMA_PYVERBS_TESTS (in the guest's environment): unittest names (test_qp,
+# test_qp.QPTest, test_qp.QPTest.test_query_ud_qp, ...) instead of the
+# default selection, or "all" for the whole suite.
+
+# run.sh shows a test's output only when it fails or skips; the counts are
+# wanted in every run. Keep run.sh's stdout while it sources this file.
+exec {pyverbs_out}>&1
+
+# Must pass on srdma0, not merely skip: rdma_cm (multicast aside: srdma
+# has none yet), completion events, and UD QPs.
+PYVERBS_SRDMA_MUST_PASS=(
+	test_rdmacm.CMTestCase.test_rdmacm_sync_traffic
+	test_rdmacm.CMTestCase.test_rdmacm_async_traffic
+	test_rdmacm.CMTestCase.test_rdmacm_async_reject_traffic
+	test_rdmacm.CMTestCase.test_rdmacm_async_traffic_external_qp
+	test_rdmacm.CMTestCase.test_rdmacm_async_udp_traffic
+	test_rdmacm.CMTestCase.test_rdmacm_async_read
+	test_rdmacm.CMTestCase.test_rdmacm_async_write
+	test_cq_events.CqEventsTestCase.test_cq_events_rc
+	test_cq_events.CqEventsTestCase.test_cq_events_ud
+	test_qp.QPTest.test_create_ud_qp_no_attr
+	test_qp.QPTest.test_create_ud_qp_with_attr
+	test_qp.QPTest.test_query_data_in_order
+	test_relaxed_ordering.RoTestCase.test_ro_ud_traffic
+)
+
+# pyverbs_suite DIR: an unpacked copy of the suite in DIR/tests (the
+# package ships most of it gzipped), next to which go the log and results.
+pyverbs_suite() {
+	rm -rf "$1" && mkdir -p "$1" &&
+		cp -r /usr/share/doc/rdma-core/tests "$1/" && gunzip -f "$1"/tests/*.gz
+}
+
+# The unittest names to run in the suite DIR: by default every module but
+# the vendor ones (mlx5, EFA, CUDA), which skip on any other device.
+pyverbs_names() {
+	local f
+	case ${SRDMA_PYVERBS_TESTS:-} in
+	all) return ;;
+	?*) echo "$SRDMA_PYVERBS_TESTS"; return ;;
+	esac
+	for f in "$1"/tests/test_*.py; do
+		f=$(basename "$f" .py)
+		case $f in
+		test_mlx5_* | test_efa* | test_cuda_*) ;;
+		*) echo "$f" ;;
+		esac
+	done
+}
+
+# pyverbs_run DEV DIR: run the selection on DEV with its RoCEv2 IPv4 GID,
+# print the counts to run.sh's output and unittest's report of each failure
+# and error (with its traceback) here. Returns 0 when nothing failed or
+# errored, 1 when something did, 2 when the suite did not finish.
+pyverbs_run() {
+	local dev=$1 dir=$2 gid rc=0 start summary
+	gid=$(roce2_ipv4_gid "$dev") || { echo "$dev: no RoCEv2 IPv4 GID"; return 2; }
+	start=$SECONDS
+	# shellcheck disable=SC2046
+	(cd "$dir" && timeout 600 /usr/bin/python3 \
+		"$SRDMA_ROOT/selftests/pyverbs/run.py" "$dir/tests" "$dir/results" \
+		--dev "$dev" --gid "$gid" $(pyverbs_names "$dir")) > "$dir/log" 2>&1 ||
+		rc=$?
+	summary=$(grep "^pyverbs $dev: " "$dir/log")
+	if [ -z "$summary" ]; then
+		echo "$dev: the suite did not finish (status $rc):"
+		tail -30 "$dir/log"
+		return 2
+	fi
+	echo "# $summary in $((SECONDS - start)) s" >&"$pyverbs_out"
+	awk '/^=====+$/ { p = 1 } /^Ran [0-9]+ tests? in/ { p = 0 }
+	     p && !/^-----+$/' "$dir/log"
+	[ $rc = 0 ] || return 1
+}
+
+pyverbs_present() {
+	/usr/bin/python3 -c 'import pyverbs' 2>/dev/null &&
+		[ -d /usr/share/doc/rdma-core/tests ]
+}
+
+test_pyverbs_srdma() {
+	local dir=/tmp/pyverbs-srdma t why rc=0
+	pyverbs_present || { echo "no pyverbs (python3-pyverbs)"; exit 4; }
+	pyverbs_suite $dir || fail "unpack the suite"
+	modprobe rdma_ucm || fail "modprobe rdma_ucm"
+	setup_bound_veth || fail "link add"
+	pyverbs_run srdma0 $dir || rc=$?
+	for t in "${PYVERBS_SRDMA_MUST_PASS[@]}"; do
+		why=$(grep "^skip tests\.$t\( \|$\)" $dir/results) &&
+			fail "$t: ${why#"skip tests.$t "}"
+	done
+	[ $rc = 0 ] || fail "pyverbs on srdma0"
+}
+
+# For comparison only: fails only when the suite cannot run.
+test_pyverbs_rxe() {
+	local dir=/tmp/pyverbs-rxe rc=0
+	pyverbs_present || { echo "no pyverbs (python3-pyverbs)"; exit 4; }
+	modprobe rdma_rxe 2>/dev/null || { echo "no rdma_rxe"; exit 4; }
+	pyverbs_suite $dir || fail "unpack the suite"
+	modprobe rdma_ucm || fail "modprobe rdma_ucm"
+	veth_setup || fail "veth"
+	rdma link add rxe0 type rxe netdev v0 || fail "link add"
+	pyverbs_run rxe0 $dir || rc=$?
+	[ $rc != 2 ] || fail "pyverbs on rxe0"
+	# Before env_reset deletes v0: rdma_rxe 6.1 logs "ib_query_port failed"
+	# when its netdev goes away under it.
+	rdma link delete rxe0 || fail "link delete"
+}
