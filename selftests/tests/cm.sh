@@ -61,8 +61,8 @@ test_cm_perftest() {
 	cm_setup || fail "setup"
 	for t in "ib_write_bw -s 65536 -n 50" "ib_read_bw -s 65536 -n 50" \
 		 "ib_send_lat -s 2 -n 100"; do
-		client_server "$t -R -d srdma0 -p 18515" \
-			"$t -R -d srdma0 -p 18515 10.0.0.1" 120 || fail "$t -R"
+		client_server "$t -R -F -d srdma0 -p 18515" \
+			"$t -R -F -d srdma0 -p 18515 10.0.0.1" 120 || fail "$t -R"
 	done
 	wait_for 10 cm_nothing_left || fail "resources left"
 }
@@ -73,8 +73,8 @@ test_ud_perftest() {
 	setup_bound_veth || fail "link add"
 	gidx=$(roce2_ipv4_gid srdma0) || fail "no GID"
 	for t in "ib_send_bw -s 1024 -n 200" "ib_send_lat -s 1024 -n 100"; do
-		client_server "$t -c UD -d srdma0 -x $gidx -p 18516" \
-			"$t -c UD -d srdma0 -x $gidx -p 18516 127.0.0.1" 120 ||
+		client_server "$t -c UD -F -d srdma0 -x $gidx -p 18516" \
+			"$t -c UD -F -d srdma0 -x $gidx -p 18516 127.0.0.1" 120 ||
 			fail "$t -c UD"
 	done
 }

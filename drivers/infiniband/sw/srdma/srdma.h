@@ -37,8 +37,9 @@
 #define SRDMA_DEFAULT_PATH_MTU	256
 #define SRDMA_GID_TBL_LEN	128
 #define SRDMA_PORT_NUM		1	/* the one port of every device */
-/* Firmware version reported as major.minor.subminor (0.1.0). */
+/* query_device's vendor_id: not the IEEE OUI of any hardware vendor. */
 #define SRDMA_VENDOR_ID		0xffffff
+/* Firmware version reported as major.minor.subminor (0.1.0). */
 #define SRDMA_FW_MAJOR		0
 #define SRDMA_FW_MINOR		1
 #define SRDMA_FW_SUBMINOR	0

@@ -75,7 +75,6 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->sys_image_guid = ibdev->node_guid;
 	attr->max_mr_size = SRDMA_MAX_MR_SIZE;
 	attr->page_size_cap = PAGE_SIZE;
-	/* Not an IEEE OUI of any hardware vendor (rdma_rxe's choice too). */
 	attr->vendor_id = SRDMA_VENDOR_ID;
 	attr->vendor_part_id = 0;
 	attr->hw_ver = 0;
