@@ -46,6 +46,8 @@ run_shell() {
 dmesg: $bad"
 	else
 		report pass "$name"
+		# What a passing test measured: its lines that start with "# ".
+		grep '^# ' <<< "$out"
 	fi
 }
 

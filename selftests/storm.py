@@ -7,7 +7,8 @@ usage: storm.py SRC_IP DST_IP COUNT [QPN_LO QPN_HI]
 Raw IPv4 packets (IP_HDRINCL) to UDP port 4791 from a spoofable source:
 random payloads, truncated headers, bad pad and version fields, wrong
 lengths, valid structure with a bad ICRC, and valid ICRC with random
-opcodes, PSNs and keys aimed at QPNs in [QPN_LO, QPN_HI]. Bounded by COUNT.
+opcodes, PSNs and keys aimed at QPNs in [QPN_LO, QPN_HI] (UD SENDs with a
+DETH carry QP1's Q_Key half the time). Bounded by COUNT.
 Prints how many packets of each kind were sent.
 """
 import random
@@ -55,7 +56,10 @@ def ext(op):
                          rnd.choice([0, 1, 4096, 1 << 20, 0xffffffff]))
     if op in (13, 15, 16, 17):                      # AETH
         h += struct.pack(">I", rnd.getrandbits(32))
-    if op in (3, 5, 9, 11):                         # ImmDt
+    if op in (0x64, 0x65):                          # DETH: QP1's Q_Key or any
+        h += struct.pack(">II", rnd.choice([0x80010000, rnd.getrandbits(32)]),
+                         rnd.getrandbits(24))
+    if op in (3, 5, 9, 11, 0x65):                   # ImmDt
         h += struct.pack(">I", rnd.getrandbits(32))
     return h
 
@@ -64,7 +68,7 @@ kinds = {}
 for i in range(count):
     k = rnd.randrange(7)
     qpn = rnd.randint(qlo, qhi)
-    op = rnd.choice(list(range(0, 0x12)) + [0x13, 0x64, 0x81, 0xff])
+    op = rnd.choice(list(range(0, 0x12)) + [0x13, 0x64, 0x65, 0x81, 0xff])
     if k == 0:      # random bytes
         body = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 80)))
         ip, udp = ip_udp(body)

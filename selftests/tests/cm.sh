@@ -144,3 +144,64 @@ test_cm_rping_cycles() {
 	wait_for 10 cm_nothing_left || fail "resources left"
 	rmmod srdma || fail "rmmod with srdma0 bound"
 }
+
+# Malformed and hostile datagrams at QP1 (and QPN 0) while rping connects
+# and runs: wrong Q_Keys and P_Keys, truncated DETHs, garbage MADs with the
+# right Q_Key. The CM keeps working, the drops are counted, no splat.
+test_cm_qp1_storm() {
+	local before after spid
+	cm_netns_setup || fail "setup"
+	wait_for 5 ping -c 1 -W 1 10.0.0.2 || fail "ping"
+	before=$(($(counter rx_qkey_violations) + $(counter rx_bad_header) +
+		  $(counter rx_sock_dropped) + $(counter rx_bad_icrc)))
+	ip netns exec ns1 python3 "$SRDMA_ROOT/selftests/storm.py" \
+		10.0.0.2 10.0.0.1 4000 0 1 > /tmp/storm.log 2>&1 &
+	spid=$!
+	client_server "ip netns exec ns1 rping -s -a 10.0.0.2 -C 20 -V" \
+		"rping -c -a 10.0.0.2 -C 20 -V -v" 300 || fail "rping"
+	wait $spid
+	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 20 ] ||
+		fail "20 pings verified"
+	after=$(($(counter rx_qkey_violations) + $(counter rx_bad_header) +
+		 $(counter rx_sock_dropped) + $(counter rx_bad_icrc)))
+	echo "# $(cat /tmp/storm.log); dropped and counted: $((after - before))"
+	[ $((after - before)) -ge 1000 ] || fail "only $((after - before)) drops"
+	[ "$(counter rx_qkey_violations)" -gt 0 ] || fail "no Q_Key violation"
+	client_server "ip netns exec ns1 rping -s -a 10.0.0.2 -C 5 -V" \
+		"rping -c -a 10.0.0.2 -C 5 -V" 120 || fail "rping after"
+}
+
+# N rping connections (connect, one ping, disconnect) to DEV's own address
+# 10.0.0.1 on v0, against a persistent server: the mean time of one, in
+# microseconds.
+cm_rping_cycles_us() {
+	local n=$1 i t0 t1 spid
+	rping -s -P -a 10.0.0.1 > /tmp/server.log 2>&1 &
+	spid=$!
+	wait_for 30 sh -c "rdma resource show cm_id | grep -q LISTEN" ||
+		{ kill $spid; return 1; }
+	t0=$(date +%s%N)
+	for i in $(seq "$n"); do
+		rping -c -a 10.0.0.1 -C 1 -S 100 > /tmp/client.log 2>&1 ||
+			{ kill $spid; return 1; }
+	done
+	t1=$(date +%s%N)
+	kill $spid
+	wait $spid 2>/dev/null
+	echo $(((t1 - t0) / n / 1000))
+}
+
+# Connection set-up time of rping on srdma against rdma_rxe, same guest,
+# same veth, one after the other. Under TCG only the ratio means anything.
+test_cm_setup_time() {
+	local s r
+	cm_setup || fail "setup"
+	s=$(cm_rping_cycles_us 30) || fail "rping on srdma"
+	rdma link delete srdma0 && rmmod srdma || fail "unload srdma"
+	modprobe rdma_rxe && rdma link add rxe0 type rxe netdev v0 ||
+		fail "rxe"
+	r=$(cm_rping_cycles_us 30) || fail "rping on rxe"
+	rdma link delete rxe0
+	echo "# rping connection set-up: srdma $s us, rxe $r us," \
+		"srdma/rxe $((s * 100 / r))%"
+}

@@ -30,12 +30,14 @@ test_object_limits() {
 	done
 	veth_setup || fail "veth"
 	rdma link add srdma0 type srdma netdev v0 || fail "link add"
+	# The MAD layer's PD, CQ and GSI QP, and nothing else.
 	before=$(res_counts srdma0)
-	[ "$before" = "pd 0 cq 0 qp 0 mr 0" ] ||
+	[ "$before" = "pd 1 cq 1 qp 1 mr 0" ] ||
 		fail "objects before the test: $before"
 	start=$(dmesg | wc -l)
 
-	out=$(SRDMA_LIMIT=8 timeout 300 srdma_limits_test 2>&1)
+	out=$(SRDMA_LIMIT=8 SRDMA_LIMIT_HELD=$before timeout 300 \
+		srdma_limits_test 2>&1)
 	rc=$?
 	echo "$out"
 	[ $rc = 0 ] || fail "srdma_limits_test exited with $rc"

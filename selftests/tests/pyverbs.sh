@@ -21,10 +21,6 @@
 # test_qp.QPTest, test_qp.QPTest.test_query_ud_qp, ...) instead of the
 # default selection, or "all" for the whole suite.
 
-# run.sh shows a test's output only when it fails or skips; the counts are
-# wanted in every run. Keep run.sh's stdout while it sources this file.
-exec {pyverbs_out}>&1
-
 # Must pass on srdma0, not merely skip: rdma_cm (multicast aside: srdma
 # has none yet), completion events, and UD QPs.
 PYVERBS_SRDMA_MUST_PASS=(
@@ -86,7 +82,7 @@ pyverbs_run() {
 		tail -30 "$dir/log"
 		return 2
 	fi
-	echo "# $summary in $((SECONDS - start)) s" >&"$pyverbs_out"
+	echo "# $summary in $((SECONDS - start)) s"
 	awk '/^=====+$/ { p = 1 } /^Ran [0-9]+ tests? in/ { p = 0 }
 	     p && !/^-----+$/' "$dir/log"
 	[ $rc = 0 ] || return 1

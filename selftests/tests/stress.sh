@@ -97,7 +97,10 @@ test_stress_lifetimes() {
 test_stress_link_delete() {
 	local log=/tmp/stress-link-delete.log pid rc
 	stress_pair_setup || fail "setup"
-	srdma_stress -a srdma0 -b srdma1 -t 30 -n 4 -r > "$log" 2>&1 &
+	# -t is only a bound: the process ends once both devices are gone.
+	# It must outlast the deletions, which on the debug kernel under
+	# load took 20 s.
+	srdma_stress -a srdma0 -b srdma1 -t 120 -n 4 -r > "$log" 2>&1 &
 	pid=$!
 	sleep 10
 	kill -0 "$pid" 2>/dev/null || { cat "$log"; fail "srdma_stress ended early"; }

@@ -8,6 +8,7 @@
 #include <linux/skbuff.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
+#include <rdma/ib_mad.h>
 
 #include "srdma.h"
 
@@ -1003,9 +1004,10 @@ static enum ib_wc_status srdma_ud_place(struct srdma_qp *qp,
 
 /*
  * May @qp take UD datagram @pkt at all? Not in a state that receives
- * nothing, with a Q_Key other than the QP's, or with a payload over the
- * port's active MTU (IP reassembly can deliver up to 64 KB). Each is
- * dropped and counted, before the receive queue is looked at.
+ * nothing, with a payload over the port's active MTU (IP reassembly can
+ * deliver up to 64 KB), to the GSI QP with a payload that is not one MAD,
+ * or with a Q_Key other than the QP's. Each is dropped and counted,
+ * before the receive queue is looked at.
  */
 static bool srdma_ud_acceptable(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
@@ -1016,6 +1018,17 @@ static bool srdma_ud_acceptable(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	if (pkt->paylen > srdma_active_mtu(qp->sdev)) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_UD_OVER_MTU);
 		srdma_dbg_qp(qp, "UD SEND of %u bytes from QPN %u over the MTU\n",
+			     pkt->paylen, pkt->sqpn);
+		return false;
+	}
+	/*
+	 * A MAD is always 256 bytes. The MAD layer reuses its receive
+	 * buffers and reads all 256: a shorter datagram would hand it the
+	 * tail of an earlier MAD (and through umad, to user space).
+	 */
+	if (qp->ibqp.qp_type == IB_QPT_GSI && pkt->paylen != IB_MGMT_MAD_SIZE) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+		srdma_dbg_qp(qp, "MAD of %u bytes from QPN %u\n",
 			     pkt->paylen, pkt->sqpn);
 		return false;
 	}
