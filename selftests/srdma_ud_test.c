@@ -849,3 +849,25 @@ TEST_F(ud, many_in_one_doorbell)
 }
 
 TEST_HARNESS_MAIN
+
+/*
+ * QP1, the GSI QP the MAD layer opened on the device: a datagram with a
+ * Q_Key other than 0x80010000 is a Q_Key violation, and one that is not
+ * exactly one MAD (256 bytes) is dropped as a bad header before the MAD
+ * layer could read the tail of an earlier MAD from its reused buffer.
+ */
+TEST_F(ud, qp1_rules)
+{
+	long long bad = ud_counter("rx_bad_header");
+	long long qviol = ud_counter("rx_qkey_violations");
+
+	ASSERT_LE(0, bad);
+	ASSERT_LE(0, qviol);
+	ASSERT_EQ(0, ud_inject(&self->gid, 1, 0x80010000, 100, 0x11))
+		TH_LOG("raw socket: %s", strerror(errno));
+	ASSERT_EQ(0, ud_inject(&self->gid, 1, 0x80010000, 260, 0x11));
+	ASSERT_EQ(0, ud_inject(&self->gid, 1, 0x12345678, 256, 0x11));
+	usleep(300 * 1000);	/* the core caches hw counters for 10 ms */
+	EXPECT_EQ(bad + 2, ud_counter("rx_bad_header"));
+	EXPECT_EQ(qviol + 1, ud_counter("rx_qkey_violations"));
+}

@@ -53,7 +53,15 @@ UP="ibv_ud_pingpong -d $dev -g $gidx"
 # the previous test's server while it is still going away.
 # No ibv_rc_pingpong under loss: its server exits after its last receive,
 # so a lost final ACK leaves the client retrying against a QP that is gone.
+# Under loss, the CM retries the MADs the wire drops: rping and ucmatose
+# only (their set-up is where the MADs are).
+lossy_cm_tests() {
+	CM_TESTS=("${CM_TESTS[0]}" "${CM_TESTS[1]}")
+}
+
 server_side_lossy() {
+	lossy_cm_tests
+	cm_server_side
 	srdma_xfer -d "$dev" -g "$gidx" > /dev/null 2>&1 &
 	xpid=$!
 	barrier wait 18999
@@ -62,6 +70,8 @@ server_side_lossy() {
 
 client_side_lossy() {
 	local tag="$kind-to-$peer_kind.loss$loss"
+	lossy_cm_tests
+	cm_client_side
 	timeout 900 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send -m 65536 \
 		"$peer" > /tmp/client.log 2>&1
 	report $? "$tag.xfer"

@@ -1005,8 +1005,8 @@ static enum ib_wc_status srdma_ud_place(struct srdma_qp *qp,
 /*
  * May @qp take UD datagram @pkt at all? Not in a state that receives
  * nothing, with a payload over the port's active MTU (IP reassembly can
- * deliver up to 64 KB), to the GSI QP with a payload that is not one MAD,
- * or with a Q_Key other than the QP's. Each is dropped and counted,
+ * deliver up to 64 KB), with a Q_Key other than the QP's, or to the GSI
+ * QP with a payload that is not one MAD. Each is dropped and counted,
  * before the receive queue is looked at.
  */
 static bool srdma_ud_acceptable(struct srdma_qp *qp, struct srdma_pkt *pkt)
@@ -1021,6 +1021,12 @@ static bool srdma_ud_acceptable(struct srdma_qp *qp, struct srdma_pkt *pkt)
 			     pkt->paylen, pkt->sqpn);
 		return false;
 	}
+	if (pkt->qkey != qp->attr.qkey) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_QKEY_VIOL);
+		srdma_dbg_qp(qp, "Q_Key %#x from QPN %u, expected %#x\n",
+			     pkt->qkey, pkt->sqpn, qp->attr.qkey);
+		return false;
+	}
 	/*
 	 * A MAD is always 256 bytes. The MAD layer reuses its receive
 	 * buffers and reads all 256: a shorter datagram would hand it the
@@ -1030,12 +1036,6 @@ static bool srdma_ud_acceptable(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
 		srdma_dbg_qp(qp, "MAD of %u bytes from QPN %u\n",
 			     pkt->paylen, pkt->sqpn);
-		return false;
-	}
-	if (pkt->qkey != qp->attr.qkey) {
-		srdma_count(qp->sdev, SRDMA_CNT_RX_QKEY_VIOL);
-		srdma_dbg_qp(qp, "Q_Key %#x from QPN %u, expected %#x\n",
-			     pkt->qkey, pkt->sqpn, qp->attr.qkey);
 		return false;
 	}
 	return true;
