@@ -7,7 +7,7 @@
 
 cm_setup() {
 	modprobe rdma_ucm || return 1
-	modprobe ib_umad 2>/dev/null	# not in the debug kernel (yet)
+	modprobe ib_umad 2>/dev/null	# built in, or absent, on the debug kernel
 	setup_bound_veth
 }
 
