@@ -635,6 +635,7 @@ static int srdma_destroy_qp(struct ibv_qp *ibqp)
 
 static const struct verbs_context_ops srdma_ctx_ops = {
 	.alloc_pd = srdma_alloc_pd,
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = srdma_create_ah,
 	.create_cq = srdma_create_cq,
 	.create_qp = srdma_create_qp,
@@ -643,6 +644,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.destroy_ah = srdma_destroy_ah,
 	.destroy_cq = srdma_destroy_cq,
 	.destroy_qp = srdma_destroy_qp,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srdma_free_context,
 	.modify_qp = srdma_modify_qp,
 	.poll_cq = srdma_poll_cq,

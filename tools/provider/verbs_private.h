@@ -101,7 +101,10 @@ struct verbs_context_ops {
 	void *alloc_td;
 	void (*async_event)(struct ibv_context *context,
 			    struct ibv_async_event *event);
-	void *attach_counters_point_flow, *attach_mcast, *bind_mw, *close_xrcd;
+	void *attach_counters_point_flow;
+	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
+	void *bind_mw, *close_xrcd;
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
 				    struct ibv_ah_attr *attr);
@@ -122,7 +125,9 @@ struct verbs_context_ops {
 	int (*destroy_cq)(struct ibv_cq *cq);
 	void *destroy_flow, *destroy_flow_action;
 	int (*destroy_qp)(struct ibv_qp *qp);
-	void *destroy_rwq_ind_table, *destroy_srq, *destroy_wq, *detach_mcast;
+	void *destroy_rwq_ind_table, *destroy_srq, *destroy_wq;
+	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
 	void *free_dm, *get_srq_num, *import_dm, *import_mr, *import_pd;
 	void *modify_cq, *modify_flow_action_esp;
@@ -161,6 +166,7 @@ static_assert(sizeof(struct verbs_context_ops) == 76 * sizeof(void *),
 	      "verbs_context_ops must have 76 slots (rdma-core 44)");
 SRDMA_OPS_SLOT(alloc_pd, 5);
 SRDMA_OPS_SLOT(async_event, 7);
+SRDMA_OPS_SLOT(attach_mcast, 9);
 SRDMA_OPS_SLOT(cq_event, 12);
 SRDMA_OPS_SLOT(create_ah, 13);
 SRDMA_OPS_SLOT(create_cq, 15);
@@ -170,6 +176,7 @@ SRDMA_OPS_SLOT(dereg_mr, 28);
 SRDMA_OPS_SLOT(destroy_ah, 29);
 SRDMA_OPS_SLOT(destroy_cq, 31);
 SRDMA_OPS_SLOT(destroy_qp, 34);
+SRDMA_OPS_SLOT(detach_mcast, 38);
 SRDMA_OPS_SLOT(free_context, 39);
 SRDMA_OPS_SLOT(modify_qp, 47);
 SRDMA_OPS_SLOT(poll_cq, 53);
@@ -255,6 +262,10 @@ int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size);
 int ibv_cmd_destroy_ah(struct ibv_ah *ah);
+int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
+int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
 int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr);
 int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
