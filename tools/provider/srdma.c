@@ -50,8 +50,16 @@ struct srdma_uring {
 };
 
 struct srdma_cq {
-	struct ibv_cq ibcq;
+	struct verbs_cq vcq;		/* an ibv_cq, or an ibv_cq_ex */
 	struct srdma_uring ring;
+	/*
+	 * ibv_cq_ex polling, from start_poll to end_poll, under ring.lock:
+	 * a copy of the completion the read_* accessors report (the slot is
+	 * read once), the next index to take, and prod as last loaded.
+	 */
+	struct ib_uverbs_wc cur;
+	uint32_t next;
+	uint32_t prod;
 };
 
 struct srdma_qp {
@@ -75,12 +83,23 @@ struct srdma_create_cq_resp_all {
 	struct srdma_create_cq_resp drv;
 };
 
+/* The kernel's create_cq takes the same driver data from both commands. */
+struct srdma_create_cq_ex_resp_all {
+	struct ib_uverbs_ex_create_cq_resp ibv_resp;
+	struct srdma_create_cq_resp drv;
+};
+
 struct srdma_create_qp_resp_all {
 	struct ib_uverbs_create_qp_resp ibv_resp;
 	struct srdma_create_qp_resp drv;
 };
 
 static struct srdma_cq *to_scq(struct ibv_cq *ibcq)
+{
+	return (struct srdma_cq *)ibcq;
+}
+
+static struct srdma_cq *to_scq_ex(struct ibv_cq_ex *ibcq)
 {
 	return (struct srdma_cq *)ibcq;
 }
@@ -244,6 +263,15 @@ static int srdma_dereg_mr(struct verbs_mr *vmr)
 	return ret;
 }
 
+/* Map the ring of a CQ the kernel just made. */
+static int srdma_cq_map(struct ibv_context *ctx, struct srdma_cq *cq,
+			const struct srdma_create_cq_resp *drv)
+{
+	return srdma_uring_map(ctx, &cq->ring, drv->offset, drv->len,
+			       drv->slots, drv->slot_size,
+			       sizeof(struct ib_uverbs_wc));
+}
+
 static struct ibv_cq *srdma_create_cq(struct ibv_context *ctx, int cqe,
 				      struct ibv_comp_channel *channel,
 				      int comp_vector)
@@ -257,20 +285,18 @@ static struct ibv_cq *srdma_create_cq(struct ibv_context *ctx, int cqe,
 	if (!cq)
 		return NULL;
 	memset(&resp, 0, sizeof(resp));
-	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->ibcq,
+	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq,
 				&cmd, sizeof(cmd), &resp.ibv_resp,
 				sizeof(resp));
 	if (ret)
 		goto err_free_cq;
-	ret = srdma_uring_map(ctx, &cq->ring, resp.drv.offset, resp.drv.len,
-			      resp.drv.slots, resp.drv.slot_size,
-			      sizeof(struct ib_uverbs_wc));
+	ret = srdma_cq_map(ctx, cq, &resp.drv);
 	if (ret)
 		goto err_destroy_cq;
-	return &cq->ibcq;
+	return &cq->vcq.cq;
 
 err_destroy_cq:
-	ibv_cmd_destroy_cq(&cq->ibcq);
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
 err_free_cq:
 	free(cq);
 	errno = ret;
@@ -319,6 +345,192 @@ static int srdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 		srdma_store(&r->hdr->cons, cons);
 	pthread_spin_unlock(&r->lock);
 	return n;
+}
+
+/*
+ * The extended CQ (ibv_create_cq_ex): the same ring as srdma_poll_cq()'s,
+ * polled one completion at a time. start_poll takes the ring lock and the
+ * first completion; next_poll takes the next; end_poll hands the slots
+ * taken back to the kernel (cons) and drops the lock. Each completion is
+ * copied out of its slot once, and the read_* accessors report the copy.
+ * The indices are read as srdma_poll_cq() reads them: cons is ours, prod
+ * is loaded with acquire order and every slot index is masked.
+ */
+
+/* Take entry cq->next into cq->cur; ENOENT if the kernel has not made it. */
+static int srdma_cq_take(struct srdma_cq *cq)
+{
+	struct srdma_uring *r = &cq->ring;
+
+	if (cq->next == cq->prod) {
+		cq->prod = srdma_load(&r->hdr->prod);
+		if (cq->next == cq->prod)
+			return ENOENT;
+	}
+	memcpy(&cq->cur, srdma_slot(r, cq->next), sizeof(cq->cur));
+	cq->next++;
+	cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
+	cq->vcq.cq_ex.status = cq->cur.status;
+	return 0;
+}
+
+static int srdma_start_poll(struct ibv_cq_ex *ibcq,
+			    struct ibv_poll_cq_attr *attr)
+{
+	struct srdma_cq *cq = to_scq_ex(ibcq);
+	struct srdma_uring *r = &cq->ring;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&r->lock);
+	cq->next = r->hdr->cons;
+	cq->prod = cq->next;
+	if (srdma_cq_take(cq)) {
+		/* Empty: the caller does not call end_poll. */
+		pthread_spin_unlock(&r->lock);
+		return ENOENT;
+	}
+	return 0;
+}
+
+static int srdma_next_poll(struct ibv_cq_ex *ibcq)
+{
+	return srdma_cq_take(to_scq_ex(ibcq));
+}
+
+static void srdma_end_poll(struct ibv_cq_ex *ibcq)
+{
+	struct srdma_cq *cq = to_scq_ex(ibcq);
+	struct srdma_uring *r = &cq->ring;
+
+	srdma_store(&r->hdr->cons, cq->next);
+	pthread_spin_unlock(&r->lock);
+}
+
+static enum ibv_wc_opcode srdma_wc_read_opcode(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.opcode;
+}
+
+static uint32_t srdma_wc_read_vendor_err(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.vendor_err;
+}
+
+static uint32_t srdma_wc_read_byte_len(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.byte_len;
+}
+
+/* Also the invalidated rkey (ibv_wc_read_invalidated_rkey()): a union. */
+static __be32 srdma_wc_read_imm_data(struct ibv_cq_ex *ibcq)
+{
+	return (__be32)to_scq_ex(ibcq)->cur.ex.imm_data;
+}
+
+static uint32_t srdma_wc_read_qp_num(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.qp_num;
+}
+
+static uint32_t srdma_wc_read_src_qp(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.src_qp;
+}
+
+static unsigned int srdma_wc_read_wc_flags(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.wc_flags;
+}
+
+static uint32_t srdma_wc_read_slid(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.slid;
+}
+
+static uint8_t srdma_wc_read_sl(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.sl;
+}
+
+static uint8_t srdma_wc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.dlid_path_bits;
+}
+
+/*
+ * The completion fields srdma reports: those of struct ibv_wc. No
+ * timestamps (the kernel takes none), no CVLAN, flow tag or tag matching.
+ */
+#define SRDMA_WC_EX_FLAGS	IBV_WC_STANDARD_FLAGS
+
+/*
+ * ibv_create_cq_ex(): libibverbs has already refused wc_flags it does not
+ * know (EOPNOTSUPP), and initialises the ibv_cq part afterwards. Refused
+ * here with EOPNOTSUPP: wc_flags srdma does not report, comp_mask bits but
+ * IBV_CQ_INIT_ATTR_MASK_FLAGS (a parent domain needs parent domains), and
+ * flags but IBV_CREATE_CQ_ATTR_SINGLE_THREADED (a promise srdma does not
+ * need). Only the accessors of the fields asked for are set, as the API
+ * says reading another field is undefined.
+ */
+static struct ibv_cq_ex *srdma_create_cq_ex(struct ibv_context *ctx,
+					    struct ibv_cq_init_attr_ex *attr)
+{
+	struct srdma_create_cq_ex_resp_all resp;
+	struct ibv_create_cq_ex cmd;
+	struct ibv_cq_ex *ex;
+	struct srdma_cq *cq;
+	int ret;
+
+	if ((attr->wc_flags & ~(uint64_t)SRDMA_WC_EX_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	memset(&resp, 0, sizeof(resp));
+	memset(&cmd, 0, sizeof(cmd));
+	ret = ibv_cmd_create_cq_ex(ctx, attr, &cq->vcq, &cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp), 0);
+	if (ret)
+		goto err_free_cq;
+	ret = srdma_cq_map(ctx, cq, &resp.drv);
+	if (ret)
+		goto err_destroy_cq;
+
+	ex = &cq->vcq.cq_ex;
+	ex->start_poll = srdma_start_poll;
+	ex->next_poll = srdma_next_poll;
+	ex->end_poll = srdma_end_poll;
+	ex->read_opcode = srdma_wc_read_opcode;
+	ex->read_vendor_err = srdma_wc_read_vendor_err;
+	ex->read_wc_flags = srdma_wc_read_wc_flags;
+	if (attr->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		ex->read_byte_len = srdma_wc_read_byte_len;
+	if (attr->wc_flags & IBV_WC_EX_WITH_IMM)
+		ex->read_imm_data = srdma_wc_read_imm_data;
+	if (attr->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		ex->read_qp_num = srdma_wc_read_qp_num;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		ex->read_src_qp = srdma_wc_read_src_qp;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SLID)
+		ex->read_slid = srdma_wc_read_slid;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SL)
+		ex->read_sl = srdma_wc_read_sl;
+	if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		ex->read_dlid_path_bits = srdma_wc_read_dlid_path_bits;
+	return ex;
+
+err_destroy_cq:
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
+err_free_cq:
+	free(cq);
+	errno = ret;
+	return NULL;
 }
 
 static struct ibv_qp *srdma_create_qp(struct ibv_pd *pd,
@@ -637,6 +849,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.alloc_pd = srdma_alloc_pd,
 	.create_ah = srdma_create_ah,
 	.create_cq = srdma_create_cq,
+	.create_cq_ex = srdma_create_cq_ex,
 	.create_qp = srdma_create_qp,
 	.dealloc_pd = srdma_dealloc_pd,
 	.dereg_mr = srdma_dereg_mr,
