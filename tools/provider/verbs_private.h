@@ -101,11 +101,33 @@ struct verbs_cq {
 	};
 };
 
+/*
+ * Every QP: ibv_qp_to_qp_ex() (in libibverbs) casts any ibv_qp to this and
+ * reads comp_mask, so a provider's QP must begin with one, comp_mask 0
+ * unless the QP has the ibv_qp_ex posting API.
+ */
+struct verbs_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
+	uint32_t comp_mask;		/* enum srdma_verbs_qp_mask */
+	void *xrcd;			/* struct verbs_xrcd *; srdma has none */
+};
+
+enum srdma_verbs_qp_mask {
+	SRDMA_VERBS_QP_XRCD = 1 << 0,
+	SRDMA_VERBS_QP_EX = 1 << 1,	/* qp_ex is valid */
+};
+
 static_assert(offsetof(struct ibv_cq_ex, async_events_completed) ==
 	      offsetof(struct ibv_cq, async_events_completed) &&
 	      offsetof(struct ibv_cq_ex, comp_mask) == sizeof(struct ibv_cq) &&
 	      sizeof(struct verbs_cq) == sizeof(struct ibv_cq_ex),
 	      "verbs_cq layout");
+static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0 &&
+	      offsetof(struct verbs_qp, comp_mask) ==
+	      sizeof(struct ibv_qp_ex), "verbs_qp layout");
 
 /*
  * verbs_context_ops: 76 slots in rdma-core 44, sorted by name. Slots srdma
@@ -131,7 +153,9 @@ struct verbs_context_ops {
 	void *create_flow, *create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
 				    struct ibv_qp_init_attr *attr);
-	void *create_qp_ex, *create_rwq_ind_table, *create_srq;
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
+				       struct ibv_qp_init_attr_ex *attr);
+	void *create_rwq_ind_table, *create_srq;
 	void *create_srq_ex, *create_wq, *dealloc_mw;
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	void *dealloc_td;
@@ -185,6 +209,7 @@ SRDMA_OPS_SLOT(create_ah, 13);
 SRDMA_OPS_SLOT(create_cq, 15);
 SRDMA_OPS_SLOT(create_cq_ex, 16);
 SRDMA_OPS_SLOT(create_qp, 19);
+SRDMA_OPS_SLOT(create_qp_ex, 20);
 SRDMA_OPS_SLOT(dealloc_pd, 26);
 SRDMA_OPS_SLOT(dereg_mr, 28);
 SRDMA_OPS_SLOT(destroy_ah, 29);
@@ -277,6 +302,11 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		      struct ibv_qp_init_attr *attr, struct ibv_create_qp *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_qp_resp *resp,
 		      size_t resp_size);
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex,
+			 struct ibv_create_qp *cmd, size_t cmd_size,
+			 struct ib_uverbs_create_qp_resp *resp,
+			 size_t resp_size);
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
 		     struct ibv_query_qp *cmd, size_t cmd_size);
