@@ -5,7 +5,7 @@
 # the same selection on rdma_rxe for comparison. Each prints one line
 #   # pyverbs DEV: ran N, passed N, failed N, errors N, skipped N in N s
 # srdma0 fails on any failure or error; tests skip where srdma lacks a
-# feature (atomics, MWs, extended QPs and CQs, ...). rdma_rxe never fails:
+# feature (atomics, MWs, XRC, ...). rdma_rxe never fails:
 # 6.1's has known errors of its own. The two run in separate tests because
 # rdma_rxe holds UDP port 4791 in init_net from its load on (env_reset
 # unloads it in between).
@@ -26,7 +26,9 @@
 exec {pyverbs_out}>&1
 
 # Must pass on srdma0, not merely skip: rdma_cm (multicast included),
-# completion events, and UD QPs.
+# completion events, UD QPs, extended CQs (ibv_create_cq_ex) and extended
+# QPs (ibv_create_qp_ex, also with create flags 0, which the suite picks at
+# random, and the ibv_qp_ex posting API).
 PYVERBS_SRDMA_MUST_PASS=(
 	test_rdmacm.CMTestCase.test_rdmacm_sync_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_async_traffic
@@ -44,6 +46,28 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_qp.QPTest.test_create_ud_qp_with_attr
 	test_qp.QPTest.test_query_data_in_order
 	test_relaxed_ordering.RoTestCase.test_ro_ud_traffic
+	test_cqex.CQEXAPITest.test_create_cq_ex_bad_flow
+	test_cqex.CqExTestCase.test_rc_traffic_cq_ex
+	test_cqex.CqExTestCase.test_ud_traffic_cq_ex
+	test_qp.QPTest.test_create_rc_qp_ex_no_attr
+	test_qp.QPTest.test_create_rc_qp_ex_with_attr
+	test_qp.QPTest.test_create_ud_qp_ex_no_attr
+	test_qp.QPTest.test_create_ud_qp_ex_with_attr
+	test_qp.QPTest.test_modify_ud_qp
+	test_qpex.QpExTestCase.test_qp_ex_rc_send
+	test_qpex.QpExTestCase.test_qp_ex_rc_send_imm
+	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write
+	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_imm
+	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_zero_length
+	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read
+	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read_zero_size
+	test_qpex.QpExTestCase.test_qp_ex_ud_send
+	test_qpex.QpExTestCase.test_qp_ex_ud_send_imm
+	test_qpex.QpExTestCase.test_qp_ex_ud_zero_size
+	test_qpex.QpExTestCase.test_post_receive_qp_state_bad_flow
+	test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow
+	test_qpex.QpExTestCase.test_full_rq_bad_flow
+	test_qpex.QpExTestCase.test_rq_with_larger_sgl_bad_flow
 )
 
 # pyverbs_suite DIR: an unpacked copy of the suite in DIR/tests (the
