@@ -84,8 +84,8 @@
 #define SRDMA_GRH_LEN		40
 
 /*
- * QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). Each
- * device's GSI QP is QPN 1.
+ * QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24 - 1):
+ * 0xFFFFFF is the multicast QPN. Each device's GSI QP is QPN 1.
  */
 #define SRDMA_GSI_QPN		1
 #define SRDMA_MIN_QPN		16

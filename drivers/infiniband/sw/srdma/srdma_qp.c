@@ -18,6 +18,7 @@
 #include <linux/log2.h>
 #include <linux/vmalloc.h>
 #include <net/addrconf.h>
+#include <net/route.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
@@ -551,12 +552,14 @@ static void srdma_qp_to_err(struct srdma_qp *qp)
 /*
  * Resolve the AV of @attr into @av and a route (*@dstp, *@cookie), without
  * touching the QP: the caller publishes all of it at once. A connected
- * QP's peer is one QP, never a multicast group. Process context.
+ * QP's peer is one QP, never a multicast group or an IPv4 broadcast.
+ * Process context.
  */
 static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 			    struct srdma_av *av, struct dst_entry **dstp,
 			    u32 *cookie)
 {
+	struct rtable *rt;
 	int err;
 
 	err = srdma_av_from_attr(qp->sdev, &attr->ah_attr, av);
@@ -569,9 +572,20 @@ static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	}
 	/* The host's routing, not the caller's input: worth an error. */
 	err = srdma_route_lookup(qp->sdev, av, dstp, cookie);
-	if (err)
+	if (err) {
 		srdma_err_qp(qp, "no route to the destination: %d\n", err);
-	return err;
+		return err;
+	}
+	/* Nor a broadcast address, limited or directed. */
+	rt = av->ipv6 ? NULL : container_of(*dstp, struct rtable, dst);
+	if (rt && (ipv4_is_lbcast(av->daddr.v4) ||
+		   rt->rt_type == RTN_BROADCAST)) {
+		srdma_dbg_qp(qp, "modify_qp: a broadcast destination\n");
+		dst_release(*dstp);
+		*dstp = NULL;
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Is each attribute of @mask in its range, whatever the state? */
