@@ -22,6 +22,10 @@
 
 /* QPNs are 24 bits on the wire. */
 #define SRDMA_QPN_MAX		0xffffffU
+/* The kernel's message limits (srdma_msg_len_ok()) and default path MTU. */
+#define SRDMA_MAX_MSG		(1ULL << 31)
+#define SRDMA_MAX_MSG_PKTS	(1ULL << 21)
+#define SRDMA_DEFAULT_MTU	256u
 
 struct srdma_device {
 	struct verbs_device vdev;
@@ -46,6 +50,12 @@ struct srdma_uring {
 	uint32_t slot_size;
 	uint32_t max_wr;
 	uint32_t max_sge;
+	/*
+	 * Longest message an entry may carry. The kernel refuses more than
+	 * 2^31 bytes or 2^21 packets at the QP's path MTU: an SQ's limit
+	 * follows the path MTU (modify_qp, under the lock).
+	 */
+	uint64_t max_len;
 	pthread_spinlock_t lock;	/* one poster or poller at a time */
 };
 
@@ -60,6 +70,7 @@ struct srdma_cq {
 	struct ib_uverbs_wc cur;
 	uint32_t next;
 	uint32_t prod;
+	bool polling;			/* start_poll found one: lock held */
 };
 
 struct srdma_qp {
@@ -112,6 +123,18 @@ static struct srdma_cq *to_scq(struct ibv_cq *ibcq)
 static struct srdma_cq *to_scq_ex(struct ibv_cq_ex *ibcq)
 {
 	return (struct srdma_cq *)ibcq;
+}
+
+/* The casts below and ibv_qp_to_qp_ex() need the verbs objects first. */
+_Static_assert(offsetof(struct srdma_cq, vcq) == 0, "vcq first");
+_Static_assert(offsetof(struct srdma_qp, vqp) == 0, "vqp first");
+
+/* Longest message at path MTU @mtu. */
+static uint64_t srdma_max_msg(uint32_t mtu)
+{
+	uint64_t n = SRDMA_MAX_MSG_PKTS * mtu;
+
+	return n < SRDMA_MAX_MSG ? n : SRDMA_MAX_MSG;
 }
 
 static struct srdma_qp *to_sqp(struct ibv_qp *ibqp)
@@ -401,10 +424,14 @@ static int srdma_start_poll(struct ibv_cq_ex *ibcq,
 	cq->next = r->hdr->cons;
 	cq->prod = cq->next;
 	if (srdma_cq_take(cq)) {
-		/* Empty: the caller does not call end_poll. */
+		/*
+		 * Empty: the caller should not call end_poll, and if it
+		 * does anyway (pyverbs does), end_poll does nothing.
+		 */
 		pthread_spin_unlock(&r->lock);
 		return ENOENT;
 	}
+	cq->polling = true;
 	return 0;
 }
 
@@ -418,6 +445,10 @@ static void srdma_end_poll(struct ibv_cq_ex *ibcq)
 	struct srdma_cq *cq = to_scq_ex(ibcq);
 	struct srdma_uring *r = &cq->ring;
 
+	/* Racy only for a caller that breaks the rules anyway. */
+	if (!__atomic_load_n(&cq->polling, __ATOMIC_RELAXED))
+		return;
+	cq->polling = false;
 	srdma_store(&r->hdr->cons, cq->next);
 	pthread_spin_unlock(&r->lock);
 }
@@ -570,8 +601,10 @@ static int srdma_qp_map(struct ibv_context *ctx, struct srdma_qp *qp,
 	}
 	qp->sq.max_wr = drv->sq.max_wr;
 	qp->sq.max_sge = drv->sq.max_sge;
+	qp->sq.max_len = srdma_max_msg(SRDMA_DEFAULT_MTU);
 	qp->rq.max_wr = drv->rq.max_wr;
 	qp->rq.max_sge = drv->rq.max_sge;
+	qp->rq.max_len = SRDMA_MAX_MSG;
 	return 0;
 }
 
@@ -639,9 +672,12 @@ static int srdma_destroy_ah(struct ibv_ah *ibah)
 	return ret;
 }
 
-/* Copy an SGE list into a ring entry; the lengths must sum to 32 bits. */
+/*
+ * Copy an SGE list into a ring entry; the lengths must sum to at most
+ * @max_len (srdma_uring.max_len).
+ */
 static int srdma_put_sges(struct srdma_usge *dst, const struct ibv_sge *src,
-			  int num_sge)
+			  int num_sge, uint64_t max_len)
 {
 	uint64_t total = 0;
 	int i;
@@ -652,7 +688,7 @@ static int srdma_put_sges(struct srdma_usge *dst, const struct ibv_sge *src,
 		dst[i].length = src[i].length;
 		dst[i].lkey = src[i].lkey;
 	}
-	return total > (1ULL << 31) ? EINVAL : 0;
+	return total > max_len ? EINVAL : 0;
 }
 
 /*
@@ -676,7 +712,7 @@ static void *srdma_ring_fill(struct srdma_uring *r, uint32_t prod,
 	}
 	slot = srdma_slot(r, prod);
 	*err = srdma_put_sges((struct srdma_usge *)(slot + sge_off), sg,
-			      num_sge);
+			      num_sge, r->max_len);
 	return *err ? NULL : slot;
 }
 
@@ -787,25 +823,29 @@ static int srdma_rq_put(struct srdma_uring *r, uint32_t prod,
 /*
  * Hand SQ entries [@first, @prod) to the kernel: store prod, then ring
  * the doorbell, a post_send command without work requests, unless the
- * kernel will look at the ring anyway. 0, or the doorbell's error (wrong
- * state), and then prod is put back: the kernel took none of them.
+ * kernel will look at the ring anyway. 0, or the doorbell's error. For
+ * a QP in a state that cannot post, the kernel took none of them and
+ * prod is put back. A doorbell that moved the QP to the error state
+ * (an entry the kernel refused, which the checks here should make
+ * impossible) may have taken some: prod stays, and what the kernel took
+ * is flushed.
  * SQ lock held.
  */
 static int srdma_sq_post(struct srdma_uring *r, struct ibv_qp *ibqp,
 			 uint32_t first, uint32_t prod)
 {
 	struct ibv_send_wr *dummy;
+	int ret;
 
 	if (prod == first)
 		return 0;
 	srdma_ring_publish(r, prod);
 	if (__atomic_load_n(&r->hdr->no_doorbell, __ATOMIC_RELAXED))
 		return 0;
-	if (ibv_cmd_post_send(ibqp, NULL, &dummy)) {
+	ret = ibv_cmd_post_send(ibqp, NULL, &dummy);
+	if (ret && !(srdma_load(&r->hdr->flags) & SRDMA_RING_F_QP_ERR))
 		srdma_store(&r->hdr->prod, first);
-		return errno ? errno : EINVAL;
-	}
-	return 0;
+	return ret;
 }
 
 /*
@@ -891,7 +931,8 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
  * the rest of the batch ignored: wr_complete then posts nothing and
  * returns it, as wr_abort would. Otherwise wr_complete hands the batch to
  * the kernel as post_send does (srdma_sq_post()). The checks are
- * post_send's, so the kernel never sees an entry it would refuse.
+ * post_send's, the kernel's own (srdma_sq_read_entry()), so the kernel
+ * never sees an entry it would refuse.
  */
 
 static void srdma_wr_fail(struct srdma_qp *qp, int err)
@@ -1032,7 +1073,7 @@ static void srdma_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
 		srdma_wr_fail(qp, EINVAL);
 		return;
 	}
-	ret = srdma_put_sges(u->sge, sg_list, (int)num_sge);
+	ret = srdma_put_sges(u->sge, sg_list, (int)num_sge, qp->sq.max_len);
 	if (ret)
 		srdma_wr_fail(qp, ret);
 	else
@@ -1181,12 +1222,20 @@ static int srdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return ibv_cmd_query_qp(qp, attr, mask, init, &cmd, sizeof(cmd));
 }
 
-static int srdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+static int srdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			   int mask)
 {
+	struct srdma_qp *qp = to_sqp(ibqp);
 	struct ibv_modify_qp cmd;
+	int ret;
 
-	return ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_qp(ibqp, attr, mask, &cmd, sizeof(cmd));
+	if (!ret && (mask & IBV_QP_PATH_MTU) && qp->sq.hdr) {
+		pthread_spin_lock(&qp->sq.lock);
+		qp->sq.max_len = srdma_max_msg(128u << attr->path_mtu);
+		pthread_spin_unlock(&qp->sq.lock);
+	}
+	return ret;
 }
 
 static int srdma_destroy_qp(struct ibv_qp *ibqp)
