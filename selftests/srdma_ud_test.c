@@ -6,12 +6,21 @@
  * small and a datagram over the MTU from a peer (dropped, the QP stays
  * in RTS), a message over the MTU, no receive posted, a UD datagram to an
  * RC QP, and a reply through an AH made from a receive completion.
+ * Multicast: attach and detach rules, datagrams to IPv4 and IPv6 groups
+ * through the IP stack's loopback, receivers' drops, a full group, and a
+ * process that exits attached.
  */
 #include <arpa/inet.h>
 #include <netinet/ip.h>
+#include <netinet/ip6.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
 #include <rdma/ib_user_verbs.h>
 
 #include "kselftest_harness.h"
@@ -846,6 +855,490 @@ TEST_F(ud, many_in_one_doorbell)
 	EXPECT_EQ(0, ibv_dereg_mr(mr));
 	free(seen);
 	free(buf);
+}
+
+/* Multicast: the multicast QPN, and what the limits are. */
+#define MC_QPN		0xffffffU
+#define MC_MAX_QP	32
+
+/* Group @addr (dotted IPv4 or IPv6) as a GID, IPv4 mapped. -1 if bad. */
+static int mc_gid(const char *addr, union ibv_gid *g)
+{
+	struct in_addr a4;
+
+	memset(g, 0, sizeof(*g));
+	if (inet_pton(AF_INET, addr, &a4) == 1) {
+		g->raw[10] = 0xff;
+		g->raw[11] = 0xff;
+		memcpy(g->raw + 12, &a4, 4);
+		return 0;
+	}
+	return inet_pton(AF_INET6, addr, g->raw) == 1 ? 0 : -1;
+}
+
+/* An AH from our GID @gidx to @dgid. */
+static struct ibv_ah *mc_ah(struct ibv_pd *pd, int gidx,
+			    const union ibv_gid *dgid)
+{
+	struct ibv_ah_attr aa = {
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = *dgid, .sgid_index = gidx, .hop_limit = 64 },
+	};
+
+	return ibv_create_ah(pd, &aa);
+}
+
+/* The netdev of the device under test, into @buf. -1 if unknown. */
+static int mc_netdev(char *buf, size_t len)
+{
+	char path[256];
+	FILE *f;
+	int ret = -1;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/0",
+		 srdma_test_devname());
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, len, f)) {
+		buf[strcspn(buf, "\n")] = 0;
+		ret = buf[0] ? 0 : -1;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* Has that netdev joined group @addr at the IP level? 1, 0, or -1. */
+static int mc_joined(const char *addr)
+{
+	char ndev[64], cmd[128], line[256], kind[16], a[64];
+	int found = 0;
+	FILE *f;
+
+	if (mc_netdev(ndev, sizeof(ndev)))
+		return -1;
+	snprintf(cmd, sizeof(cmd), "ip maddr show dev %s", ndev);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " %15s %63s", kind, a) == 2 &&
+		    (!strcmp(kind, "inet") || !strcmp(kind, "inet6")) &&
+		    !strcmp(a, addr))
+			found = 1;
+	return pclose(f) ? -1 : found;
+}
+
+/* mc_joined(@addr) == @want within about 2 s. */
+static int mc_wait_joined(const char *addr, int want)
+{
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		if (mc_joined(addr) == want)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* query_device's multicast limits, as enforced below. */
+TEST_F(ud, mcast_caps)
+{
+	struct ibv_device_attr da;
+
+	ASSERT_EQ(0, ibv_query_device(self->ctx, &da));
+	EXPECT_EQ(1024, da.max_mcast_grp);
+	EXPECT_EQ(MC_MAX_QP, da.max_mcast_qp_attach);
+	EXPECT_EQ(8192, da.max_total_mcast_qp_attach);
+}
+
+/*
+ * Which attaches and detaches fail, and how; the netdev is in the group
+ * while a QP is; an attached QP cannot be destroyed.
+ */
+TEST_F(ud, mcast_attach_rules)
+{
+	union ibv_gid g, bc, uni = self->gid;
+	struct ibv_qp *rc;
+
+	ASSERT_EQ(0, mc_gid("239.1.2.3", &g));
+	EXPECT_EQ(0, mc_joined("239.1.2.3"));
+	EXPECT_EQ(EINVAL, ibv_attach_mcast(self->b, &uni, 0));
+	rc = srdma_test_rc_qp(self->pd, self->cq, 4, 4, 1);
+	ASSERT_NE(NULL, rc);
+	EXPECT_EQ(EINVAL, ibv_attach_mcast(rc, &g, 0));
+	/* nor may an RC QP's peer be a group */
+	ASSERT_EQ(0, srdma_test_qp_init(rc));
+	EXPECT_EQ(EINVAL, srdma_test_qp_rtr(rc, self->gidx, &g, IBV_MTU_1024));
+	/* nor an IPv4 broadcast address */
+	ASSERT_EQ(0, mc_gid("255.255.255.255", &bc));
+	EXPECT_EQ(EINVAL, srdma_test_qp_rtr(rc, self->gidx, &bc, IBV_MTU_1024));
+	EXPECT_EQ(0, ibv_destroy_qp(rc));
+	EXPECT_EQ(EINVAL, ibv_detach_mcast(self->b, &g, 0));
+
+	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
+	EXPECT_EQ(1, mc_joined("239.1.2.3"));
+	/* again: uverbs answers 0 and keeps one attachment */
+	EXPECT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
+	ASSERT_EQ(0, ibv_attach_mcast(self->qp, &g, 0));
+	EXPECT_EQ(EBUSY, ibv_destroy_qp(self->b));
+	EXPECT_EQ(0, ibv_detach_mcast(self->b, &g, 0));
+	EXPECT_EQ(EINVAL, ibv_detach_mcast(self->b, &g, 0));
+	/* self->qp is still in it */
+	EXPECT_EQ(1, mc_joined("239.1.2.3"));
+	EXPECT_EQ(0, ibv_detach_mcast(self->qp, &g, 0));
+	EXPECT_EQ(0, mc_joined("239.1.2.3"));
+}
+
+/*
+ * In a child in a new network namespace: attach @qp to @g with or without
+ * CAP_NET_RAW (dropped from the effective set) and detach again. The exit
+ * status is the attach's errno.
+ */
+static int mc_attach_elsewhere(struct ibv_qp *qp, union ibv_gid *g,
+			       bool net_raw)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+	int status, err;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNET) ||
+		    syscall(SYS_capget, &hdr, data))
+			_exit(100);
+		if (!net_raw)
+			data[0].effective &= ~(1u << CAP_NET_RAW);
+		if (syscall(SYS_capset, &hdr, data))
+			_exit(101);
+		err = ibv_attach_mcast(qp, g, 0);
+		if (!err && ibv_detach_mcast(qp, g, 0))
+			_exit(102);
+		_exit(err);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * A process outside the netdev's namespace may attach (and so make the
+ * netdev join a group) only with CAP_NET_RAW there.
+ */
+TEST_F(ud, mcast_other_netns)
+{
+	union ibv_gid g;
+
+	ASSERT_EQ(0, mc_gid("239.1.2.4", &g));
+	EXPECT_EQ(EPERM, mc_attach_elsewhere(self->b, &g, false));
+	EXPECT_EQ(0, mc_joined("239.1.2.4"));
+	EXPECT_EQ(0, mc_attach_elsewhere(self->b, &g, true));
+	EXPECT_EQ(0, mc_wait_joined("239.1.2.4", 0));
+	/* here, in the netdev's namespace, as before */
+	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
+	EXPECT_EQ(1, mc_joined("239.1.2.4"));
+	EXPECT_EQ(0, ibv_detach_mcast(self->b, &g, 0));
+}
+
+/* Receive completion of a multicast datagram: the one for @qp in @wc. */
+static struct ibv_wc *mc_find_wc(struct ibv_wc *wc, int n, struct ibv_qp *qp)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (wc[i].qp_num == qp->qp_num)
+			return &wc[i];
+	return NULL;
+}
+
+/*
+ * A datagram to an IPv4 group reaches every attached QP of this host
+ * through the IP stack's multicast loopback, intact, with the group as
+ * the GRH's destination; not the unattached sender; no longer a QP that
+ * detached.
+ */
+TEST_F(ud, mcast_ipv4_loopback)
+{
+	uint8_t *rb = (uint8_t *)self->buf + RECV_OFF;
+	const struct iphdr *ip;
+	struct ibv_wc wc[8], *w;
+	struct in_addr grp;
+	union ibv_gid g;
+	struct ibv_qp *c;
+	struct ibv_ah *ah;
+	int i;
+
+	ASSERT_EQ(0, mc_gid("239.1.2.4", &g));
+	inet_pton(AF_INET, "239.1.2.4", &grp);
+	c = ud_qp(self->pd, self->cq);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, ud_qp_up(c, UD_QKEY));
+	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
+	ASSERT_EQ(0, ibv_attach_mcast(c, &g, 0));
+	ah = mc_ah(self->pd, self->gidx, &g);
+	ASSERT_NE(NULL, ah) TH_LOG("create_ah: %s", strerror(errno));
+	for (i = 0; i < 300; i++)
+		self->buf[i] = (char)(i * 11 + 7);
+	memset(rb, 0xee, 3 * 2048);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 91));
+	ASSERT_EQ(0, ud_post_recv(c, self->mr, rb + 2048, 2048, 92));
+	ASSERT_EQ(0, ud_post_recv(self->qp, self->mr, rb + 4096, 2048, 93));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 300, 1, ah,
+				  MC_QPN, UD_QKEY, 1));
+	ASSERT_EQ(3, ud_poll(self->cq, wc, 3, 2000));
+	w = mc_find_wc(wc, 3, self->qp);
+	ASSERT_NE(NULL, w);
+	ud_check_send_wc(_metadata, w, self->qp, 1);
+	w = mc_find_wc(wc, 3, self->b);
+	ASSERT_NE(NULL, w);
+	ud_check_recv_wc(_metadata, w, self->b, 91, 300, self->qp->qp_num, 1);
+	w = mc_find_wc(wc, 3, c);
+	ASSERT_NE(NULL, w);
+	ud_check_recv_wc(_metadata, w, c, 92, 300, self->qp->qp_num, 1);
+	EXPECT_EQ(0, memcmp(rb + GRH, self->buf, 300));
+	EXPECT_EQ(0, memcmp(rb + 2048 + GRH, self->buf, 300));
+	EXPECT_EQ(0xee, rb[GRH + 300]);
+	ip = (const struct iphdr *)(rb + 20);
+	EXPECT_EQ(4, (int)ip->version);
+	EXPECT_EQ(64, ip->ttl);
+	EXPECT_EQ(0, memcmp(&ip->saddr, self->gid.raw + 12, 4));
+	EXPECT_EQ(grp.s_addr, ip->daddr);
+	EXPECT_EQ(0, ud_csum(ip, 20));
+	/* the sender is not attached: its receive stays posted */
+	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 300));
+
+	/* c leaves: only b receives */
+	ASSERT_EQ(0, ibv_detach_mcast(c, &g, 0));
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 94));
+	ASSERT_EQ(0, ud_post_recv(c, self->mr, rb + 2048, 2048, 95));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 16, 2, ah,
+				  MC_QPN, UD_QKEY, 0));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 3, 2000));
+	w = mc_find_wc(wc, 2, self->b);
+	ASSERT_NE(NULL, w);
+	ud_check_recv_wc(_metadata, w, self->b, 94, 16, self->qp->qp_num, 0);
+	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 300));
+
+	/* b leaves too: the netdev leaves the group, nobody receives */
+	ASSERT_EQ(0, ibv_detach_mcast(self->b, &g, 0));
+	EXPECT_EQ(0, mc_joined("239.1.2.4"));
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 96));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 16, 3, ah,
+				  MC_QPN, UD_QKEY, 0));
+	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 500));
+	ud_check_send_wc(_metadata, &wc[0], self->qp, 3);
+	EXPECT_EQ(0, ibv_destroy_ah(ah));
+	EXPECT_EQ(0, ibv_destroy_qp(c));
+}
+
+/*
+ * What receivers drop, and count: a wrong Q_Key (each attached QP), a
+ * group's datagram to another QPN, the multicast QPN to a unicast
+ * address or to a group the host joined but no QP (224.0.0.1). The QP
+ * stays in RTS and takes the next good datagram.
+ */
+TEST_F(ud, mcast_drops)
+{
+	long long qkey = ud_counter("rx_qkey_violations");
+	long long hdr = ud_counter("rx_bad_header");
+	long long nogrp = ud_counter("rx_mcast_no_group");
+	struct ibv_ah *ah, *all;
+	struct ibv_wc wc[4];
+	union ibv_gid g, a;
+
+	ASSERT_LE(0, nogrp);
+	ASSERT_EQ(0, mc_gid("239.1.2.5", &g));
+	ASSERT_EQ(0, mc_gid("224.0.0.1", &a));
+	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
+	ah = mc_ah(self->pd, self->gidx, &g);
+	all = mc_ah(self->pd, self->gidx, &a);
+	ASSERT_NE(NULL, ah);
+	ASSERT_NE(NULL, all);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
+				  2048, 97));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 1, ah,
+				  MC_QPN, 0x1234, 0));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 2, ah,
+				  self->b->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 3, all,
+				  MC_QPN, UD_QKEY, 0));
+	ASSERT_EQ(0, ud_inject(&self->gid, MC_QPN, UD_QKEY, 8, 0x11));
+	ASSERT_EQ(3, ud_poll(self->cq, wc, 4, 2000));
+	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 300));
+	EXPECT_EQ(qkey + 1, ud_counter("rx_qkey_violations"));
+	EXPECT_EQ(hdr + 1, ud_counter("rx_bad_header"));
+	EXPECT_EQ(nogrp + 2, ud_counter("rx_mcast_no_group"));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->b));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 4, ah,
+				  MC_QPN, UD_QKEY, 0));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	EXPECT_NE(NULL, mc_find_wc(wc, 2, self->b));
+	EXPECT_EQ(0, ibv_detach_mcast(self->b, &g, 0));
+	EXPECT_EQ(0, ibv_destroy_ah(all));
+	EXPECT_EQ(0, ibv_destroy_ah(ah));
+}
+
+/*
+ * A group holds max_mcast_qp_attach QPs (ENOMEM for one more), and one
+ * datagram reaches each of them.
+ */
+TEST_F(ud, mcast_group_full)
+{
+	struct ibv_qp *q[MC_MAX_QP + 1];
+	struct ibv_wc wc[MC_MAX_QP + 1];
+	int i, n, got = 0;
+	struct ibv_ah *ah;
+	struct ibv_cq *cq;
+	union ibv_gid g;
+
+	ASSERT_EQ(0, mc_gid("239.1.2.6", &g));
+	cq = ibv_create_cq(self->ctx, 2 * MC_MAX_QP + 8, NULL, NULL, 0);
+	ASSERT_NE(NULL, cq);
+	for (i = 0; i <= MC_MAX_QP; i++) {
+		q[i] = ud_qp(self->pd, cq);
+		ASSERT_NE(NULL, q[i]);
+		ASSERT_EQ(0, ud_qp_up(q[i], UD_QKEY));
+	}
+	for (i = 0; i < MC_MAX_QP; i++) {
+		ASSERT_EQ(0, ibv_attach_mcast(q[i], &g, 0));
+		ASSERT_EQ(0, ud_post_recv(q[i], self->mr,
+					  self->buf + RECV_OFF + i * 256,
+					  256, 100 + i));
+	}
+	EXPECT_EQ(ENOMEM, ibv_attach_mcast(q[MC_MAX_QP], &g, 0));
+	ah = mc_ah(self->pd, self->gidx, &g);
+	ASSERT_NE(NULL, ah);
+	for (i = 0; i < 64; i++)
+		self->buf[i] = (char)(0x40 + i);
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 64, 1, ah,
+				  MC_QPN, UD_QKEY, 0));
+	for (i = 0; i < 20 && got < MC_MAX_QP; i++) {
+		n = ud_poll(cq, wc, MC_MAX_QP - got, 100);
+		ASSERT_LE(0, n);
+		got += n;
+	}
+	EXPECT_EQ(MC_MAX_QP, got);
+	EXPECT_EQ(1, ud_poll(self->cq, wc, 1, 2000));
+	for (i = 0; i < MC_MAX_QP; i++)
+		EXPECT_EQ(0, memcmp(self->buf + RECV_OFF + i * 256 + GRH,
+				    self->buf, 64));
+	for (i = 0; i < MC_MAX_QP; i++)
+		EXPECT_EQ(0, ibv_detach_mcast(q[i], &g, 0));
+	EXPECT_EQ(0, mc_joined("239.1.2.6"));
+	for (i = 0; i <= MC_MAX_QP; i++)
+		EXPECT_EQ(0, ibv_destroy_qp(q[i]));
+	EXPECT_EQ(0, ibv_destroy_ah(ah));
+	EXPECT_EQ(0, ibv_destroy_cq(cq));
+}
+
+/*
+ * A process that exits with an attached QP leaves nothing behind: the
+ * core detaches the QP before it destroys it, and the netdev leaves the
+ * group with the last QP.
+ */
+TEST_F(ud, mcast_exit_detaches)
+{
+	int ready[2], status;
+	union ibv_gid g;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, mc_gid("239.1.2.7", &g));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct ibv_context *ctx = srdma_test_open();
+		struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+		struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 4, NULL, NULL,
+							0) : NULL;
+		struct ibv_qp *qp = cq ? ud_qp(pd, cq) : NULL;
+
+		c = qp && !ibv_attach_mcast(qp, &g, 0) ? 'y' : 'n';
+		if (write(ready[1], &c, 1) != 1)
+			_exit(1);
+		alarm(30);	/* should the parent fail before its kill */
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	EXPECT_EQ('y', c);
+	EXPECT_EQ(1, mc_joined("239.1.2.7"));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, mc_wait_joined("239.1.2.7", 0));
+	close(ready[0]);
+}
+
+/* Our RoCEv2 GID of IPv6 address @addr, waiting up to 10 s; -1 if none. */
+static int mc_gid_index(struct ibv_context *ctx, const union ibv_gid *want)
+{
+	struct ibv_gid_entry ent;
+	int i, t;
+
+	for (t = 0; t < 100; t++) {
+		for (i = 0; i < 128; i++)
+			if (!ibv_query_gid_ex(ctx, 1, i, &ent, 0) &&
+			    ent.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+			    !memcmp(ent.gid.raw, want->raw, 16))
+				return i;
+		usleep(100000);
+	}
+	return -1;
+}
+
+/* The same over IPv6, which rdma_cm cannot do: verbs only. */
+TEST_F(ud, mcast_ipv6_loopback)
+{
+	uint8_t *rb = (uint8_t *)self->buf + RECV_OFF;
+	const struct ip6_hdr *ip6;
+	char ndev[64], cmd[160];
+	union ibv_gid g, src;
+	struct ibv_wc wc[2], *w;
+	struct ibv_ah *ah;
+	int gidx;
+
+	ASSERT_EQ(0, mc_netdev(ndev, sizeof(ndev)));
+	snprintf(cmd, sizeof(cmd),
+		 "ip -6 addr add fd00::5/64 dev %s nodad", ndev);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(0, mc_gid("fd00::5", &src));
+	gidx = mc_gid_index(self->ctx, &src);
+	ASSERT_LE(0, gidx) TH_LOG("no RoCEv2 GID for fd00::5");
+	ASSERT_EQ(0, mc_gid("ff0e::1:5", &g));
+	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
+	EXPECT_EQ(1, mc_joined("ff0e::1:5"));
+	ah = mc_ah(self->pd, gidx, &g);
+	ASSERT_NE(NULL, ah) TH_LOG("create_ah: %s", strerror(errno));
+	memset(rb, 0xee, 2048);
+	memcpy(self->buf, "multicast over IPv6", 20);
+	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 98));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 20, 1, ah,
+				  MC_QPN, UD_QKEY, 0));
+	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	w = mc_find_wc(wc, 2, self->b);
+	ASSERT_NE(NULL, w);
+	ud_check_recv_wc(_metadata, w, self->b, 98, 20, self->qp->qp_num, 0);
+	EXPECT_EQ(0, memcmp(rb + GRH, self->buf, 20));
+	ip6 = (const struct ip6_hdr *)rb;
+	EXPECT_EQ(6, rb[0] >> 4);
+	EXPECT_EQ(IPPROTO_UDP, ip6->ip6_nxt);
+	EXPECT_EQ(64, ip6->ip6_hlim);
+	EXPECT_EQ(0, memcmp(&ip6->ip6_src, src.raw, 16));
+	EXPECT_EQ(0, memcmp(&ip6->ip6_dst, g.raw, 16));
+	EXPECT_EQ(0, ibv_detach_mcast(self->b, &g, 0));
+	EXPECT_EQ(0, mc_joined("ff0e::1:5"));
+	EXPECT_EQ(0, ibv_destroy_ah(ah));
+	snprintf(cmd, sizeof(cmd), "ip -6 addr del fd00::5/64 dev %s", ndev);
+	EXPECT_EQ(0, system(cmd));
 }
 
 TEST_HARNESS_MAIN

@@ -209,3 +209,61 @@ test_cm_setup_time() {
 	echo "# rping connection set-up: srdma $s us, rxe $r us," \
 		"srdma/rxe $((s * 100 / r))%"
 }
+
+# Is NETDEV in namespace NETNS (- for this one) in group 239.1.1.1?
+mckey_joined() {
+	local ns=()
+	[ "$1" = - ] || ns=(-n "$1")
+	ip "${ns[@]}" maddr show dev "$2" | grep -qw 239.1.1.1
+}
+
+# mckey_once RX TX: RX and TX are "NETNS DEV ADDR NETDEV" (NETNS - for
+# this namespace). The receiver joins 239.1.1.1 (rdma_cm joins the group
+# on its netdev, librdmacm attaches the QP) and waits for 20 datagrams;
+# the sender joins too and sends 20 once the receiver's netdev is in the
+# group: no readiness line or rdma_cm listener says so earlier.
+mckey_once() {
+	local rns rdev raddr rnd tns taddr rexec=() texec=() spid rc=0
+	local before after nogrp
+	read -r rns rdev raddr rnd <<< "$1"
+	read -r tns _ taddr _ <<< "$2"
+	[ "$rns" = - ] || rexec=(ip netns exec "$rns")
+	[ "$tns" = - ] || texec=(ip netns exec "$tns")
+	before=$(counter rx_packets "$rdev")
+	nogrp=$(counter rx_mcast_no_group "$rdev")
+	timeout 60 "${rexec[@]}" mckey -m 239.1.1.1 -b "$raddr" -C 20 \
+		> /tmp/server.log 2>&1 &
+	spid=$!
+	if ! wait_for 30 mckey_joined "$rns" "$rnd"; then
+		kill "$spid"; wait "$spid"
+		echo "receiver never joined:"; cat /tmp/server.log
+		return 1
+	fi
+	timeout 60 "${texec[@]}" mckey -m 239.1.1.1 -b "$taddr" -s -C 20 \
+		> /tmp/client.log 2>&1 || rc=$?
+	wait "$spid" || { echo "receiver failed:"; rc=1; }
+	cat /tmp/server.log /tmp/client.log
+	[ $rc = 0 ] || return 1
+	grep -q 'data transfers complete' /tmp/server.log ||
+		{ echo "receiver did not finish"; return 1; }
+	after=$(counter rx_packets "$rdev")
+	[ $((after - before)) = 20 ] ||
+		{ echo "$rdev received $((after - before)) datagrams, not 20"; return 1; }
+	[ "$(counter rx_mcast_no_group "$rdev")" = "$nogrp" ] ||
+		{ echo "$rdev: datagrams to no group"; return 1; }
+}
+
+# mckey between srdma0 here and srdma1 in ns1, both ways, over IPv4:
+# rdma_cm refuses RoCEv2 joins of IPv6 groups (ENOTSUPP in 6.1), so IPv6
+# multicast is tested with verbs only (srdma_ud_test's mcast_ipv6_*).
+test_cm_mckey() {
+	cm_netns_setup || fail "setup"
+	mckey_once "ns1 srdma1 10.0.0.2 v1" "- srdma0 10.0.0.1 v0" ||
+		fail "mckey to ns1"
+	mckey_once "- srdma0 10.0.0.1 v0" "ns1 srdma1 10.0.0.2 v1" ||
+		fail "mckey from ns1"
+	# Both ends detached and left the group on their netdevs.
+	wait_for 10 eval '! mckey_joined - v0' || fail "v0 still in the group"
+	wait_for 10 eval '! mckey_joined ns1 v1' || fail "v1 still in the group"
+	[ -z "$(rdma resource show cm_id)" ] || fail "cm_ids left"
+}

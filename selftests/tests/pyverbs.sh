@@ -5,7 +5,7 @@
 # the same selection on rdma_rxe for comparison. Each prints one line
 #   # pyverbs DEV: ran N, passed N, failed N, errors N, skipped N in N s
 # srdma0 fails on any failure or error; tests skip where srdma lacks a
-# feature (atomics, MWs, extended QPs and CQs, ...). rdma_rxe never fails:
+# feature (atomics, MWs, XRC, ...). rdma_rxe never fails:
 # 6.1's has known errors of its own. The two run in separate tests because
 # rdma_rxe holds UDP port 4791 in init_net from its load on (env_reset
 # unloads it in between).
@@ -21,8 +21,14 @@
 # test_qp.QPTest, test_qp.QPTest.test_query_ud_qp, ...) instead of the
 # default selection, or "all" for the whole suite.
 
-# Must pass on srdma0, not merely skip: rdma_cm (multicast aside: srdma
-# has none yet), completion events, and UD QPs.
+# run.sh shows a test's output only when it fails or skips; the counts are
+# wanted in every run. Keep run.sh's stdout while it sources this file.
+exec {pyverbs_out}>&1
+
+# Must pass on srdma0, not merely skip: rdma_cm (multicast included),
+# completion events, UD QPs, extended CQs (ibv_create_cq_ex) and extended
+# QPs (ibv_create_qp_ex, also with create flags 0, which the suite picks at
+# random, and the ibv_qp_ex posting API).
 PYVERBS_SRDMA_MUST_PASS=(
 	test_rdmacm.CMTestCase.test_rdmacm_sync_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_async_traffic
@@ -31,12 +37,37 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_rdmacm.CMTestCase.test_rdmacm_async_udp_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_async_read
 	test_rdmacm.CMTestCase.test_rdmacm_async_write
+	test_rdmacm.CMTestCase.test_rdmacm_async_multicast_traffic
+	test_rdmacm.CMTestCase.test_rdmacm_async_ex_multicast_traffic
+	test_rdmacm.CMTestCase.test_rdmacm_async_ex_leave_multicast_traffic
 	test_cq_events.CqEventsTestCase.test_cq_events_rc
 	test_cq_events.CqEventsTestCase.test_cq_events_ud
 	test_qp.QPTest.test_create_ud_qp_no_attr
 	test_qp.QPTest.test_create_ud_qp_with_attr
 	test_qp.QPTest.test_query_data_in_order
 	test_relaxed_ordering.RoTestCase.test_ro_ud_traffic
+	test_cqex.CQEXAPITest.test_create_cq_ex_bad_flow
+	test_cqex.CqExTestCase.test_rc_traffic_cq_ex
+	test_cqex.CqExTestCase.test_ud_traffic_cq_ex
+	test_qp.QPTest.test_create_rc_qp_ex_no_attr
+	test_qp.QPTest.test_create_rc_qp_ex_with_attr
+	test_qp.QPTest.test_create_ud_qp_ex_no_attr
+	test_qp.QPTest.test_create_ud_qp_ex_with_attr
+	test_qp.QPTest.test_modify_ud_qp
+	test_qpex.QpExTestCase.test_qp_ex_rc_send
+	test_qpex.QpExTestCase.test_qp_ex_rc_send_imm
+	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write
+	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_imm
+	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_zero_length
+	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read
+	test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read_zero_size
+	test_qpex.QpExTestCase.test_qp_ex_ud_send
+	test_qpex.QpExTestCase.test_qp_ex_ud_send_imm
+	test_qpex.QpExTestCase.test_qp_ex_ud_zero_size
+	test_qpex.QpExTestCase.test_post_receive_qp_state_bad_flow
+	test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow
+	test_qpex.QpExTestCase.test_full_rq_bad_flow
+	test_qpex.QpExTestCase.test_rq_with_larger_sgl_bad_flow
 )
 
 # pyverbs_suite DIR: an unpacked copy of the suite in DIR/tests (the

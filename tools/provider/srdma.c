@@ -22,6 +22,10 @@
 
 /* QPNs are 24 bits on the wire. */
 #define SRDMA_QPN_MAX		0xffffffU
+/* The kernel's message limits (srdma_msg_len_ok()) and default path MTU. */
+#define SRDMA_MAX_MSG		(1ULL << 31)
+#define SRDMA_MAX_MSG_PKTS	(1ULL << 21)
+#define SRDMA_DEFAULT_MTU	256u
 
 struct srdma_device {
 	struct verbs_device vdev;
@@ -46,18 +50,43 @@ struct srdma_uring {
 	uint32_t slot_size;
 	uint32_t max_wr;
 	uint32_t max_sge;
+	/*
+	 * Longest message an entry may carry. The kernel refuses more than
+	 * 2^31 bytes or 2^21 packets at the QP's path MTU: an SQ's limit
+	 * follows the path MTU (modify_qp, under the lock).
+	 */
+	uint64_t max_len;
 	pthread_spinlock_t lock;	/* one poster or poller at a time */
 };
 
 struct srdma_cq {
-	struct ibv_cq ibcq;
+	struct verbs_cq vcq;		/* an ibv_cq, or an ibv_cq_ex */
 	struct srdma_uring ring;
+	/*
+	 * ibv_cq_ex polling, from start_poll to end_poll, under ring.lock:
+	 * a copy of the completion the read_* accessors report (the slot is
+	 * read once), the next index to take, and prod as last loaded.
+	 */
+	struct ib_uverbs_wc cur;
+	uint32_t next;
+	uint32_t prod;
+	bool polling;			/* start_poll found one: lock held */
 };
 
 struct srdma_qp {
-	struct ibv_qp ibqp;
+	struct verbs_qp vqp;		/* first: ibv_qp_to_qp_ex() casts */
 	struct srdma_uring sq;
 	struct srdma_uring rq;
+	/*
+	 * ibv_qp_ex posting, from wr_start to wr_complete or wr_abort, under
+	 * sq.lock. Entries are written from wr_first on; prod is stored only
+	 * by wr_complete, and only if the whole batch is good.
+	 */
+	struct srdma_usend_wqe *wr_cur;	/* the entry being built, or NULL */
+	uint32_t wr_first;		/* the SQ's prod at wr_start */
+	uint32_t wr_prod;		/* the next entry to write */
+	int wr_err;			/* the batch's first error, or 0 */
+	bool wr_need_ah;		/* wr_cur is UD: needs wr_set_ud_addr */
 };
 
 struct srdma_ah {
@@ -75,6 +104,12 @@ struct srdma_create_cq_resp_all {
 	struct srdma_create_cq_resp drv;
 };
 
+/* The kernel's create_cq takes the same driver data from both commands. */
+struct srdma_create_cq_ex_resp_all {
+	struct ib_uverbs_ex_create_cq_resp ibv_resp;
+	struct srdma_create_cq_resp drv;
+};
+
 struct srdma_create_qp_resp_all {
 	struct ib_uverbs_create_qp_resp ibv_resp;
 	struct srdma_create_qp_resp drv;
@@ -85,7 +120,29 @@ static struct srdma_cq *to_scq(struct ibv_cq *ibcq)
 	return (struct srdma_cq *)ibcq;
 }
 
+static struct srdma_cq *to_scq_ex(struct ibv_cq_ex *ibcq)
+{
+	return (struct srdma_cq *)ibcq;
+}
+
+/* The casts below and ibv_qp_to_qp_ex() need the verbs objects first. */
+_Static_assert(offsetof(struct srdma_cq, vcq) == 0, "vcq first");
+_Static_assert(offsetof(struct srdma_qp, vqp) == 0, "vqp first");
+
+/* Longest message at path MTU @mtu. */
+static uint64_t srdma_max_msg(uint32_t mtu)
+{
+	uint64_t n = SRDMA_MAX_MSG_PKTS * mtu;
+
+	return n < SRDMA_MAX_MSG ? n : SRDMA_MAX_MSG;
+}
+
 static struct srdma_qp *to_sqp(struct ibv_qp *ibqp)
+{
+	return (struct srdma_qp *)ibqp;
+}
+
+static struct srdma_qp *to_sqp_ex(struct ibv_qp_ex *ibqp)
 {
 	return (struct srdma_qp *)ibqp;
 }
@@ -244,6 +301,15 @@ static int srdma_dereg_mr(struct verbs_mr *vmr)
 	return ret;
 }
 
+/* Map the ring of a CQ the kernel just made. */
+static int srdma_cq_map(struct ibv_context *ctx, struct srdma_cq *cq,
+			const struct srdma_create_cq_resp *drv)
+{
+	return srdma_uring_map(ctx, &cq->ring, drv->offset, drv->len,
+			       drv->slots, drv->slot_size,
+			       sizeof(struct ib_uverbs_wc));
+}
+
 static struct ibv_cq *srdma_create_cq(struct ibv_context *ctx, int cqe,
 				      struct ibv_comp_channel *channel,
 				      int comp_vector)
@@ -257,20 +323,18 @@ static struct ibv_cq *srdma_create_cq(struct ibv_context *ctx, int cqe,
 	if (!cq)
 		return NULL;
 	memset(&resp, 0, sizeof(resp));
-	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->ibcq,
+	ret = ibv_cmd_create_cq(ctx, cqe, channel, comp_vector, &cq->vcq.cq,
 				&cmd, sizeof(cmd), &resp.ibv_resp,
 				sizeof(resp));
 	if (ret)
 		goto err_free_cq;
-	ret = srdma_uring_map(ctx, &cq->ring, resp.drv.offset, resp.drv.len,
-			      resp.drv.slots, resp.drv.slot_size,
-			      sizeof(struct ib_uverbs_wc));
+	ret = srdma_cq_map(ctx, cq, &resp.drv);
 	if (ret)
 		goto err_destroy_cq;
-	return &cq->ibcq;
+	return &cq->vcq.cq;
 
 err_destroy_cq:
-	ibv_cmd_destroy_cq(&cq->ibcq);
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
 err_free_cq:
 	free(cq);
 	errno = ret;
@@ -321,6 +385,229 @@ static int srdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 	return n;
 }
 
+/*
+ * The extended CQ (ibv_create_cq_ex): the same ring as srdma_poll_cq()'s,
+ * polled one completion at a time. start_poll takes the ring lock and the
+ * first completion; next_poll takes the next; end_poll hands the slots
+ * taken back to the kernel (cons) and drops the lock. Each completion is
+ * copied out of its slot once, and the read_* accessors report the copy.
+ * The indices are read as srdma_poll_cq() reads them: cons is ours, prod
+ * is loaded with acquire order and every slot index is masked.
+ */
+
+/* Take entry cq->next into cq->cur; ENOENT if the kernel has not made it. */
+static int srdma_cq_take(struct srdma_cq *cq)
+{
+	struct srdma_uring *r = &cq->ring;
+
+	if (cq->next == cq->prod) {
+		cq->prod = srdma_load(&r->hdr->prod);
+		if (cq->next == cq->prod)
+			return ENOENT;
+	}
+	memcpy(&cq->cur, srdma_slot(r, cq->next), sizeof(cq->cur));
+	cq->next++;
+	cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
+	cq->vcq.cq_ex.status = cq->cur.status;
+	return 0;
+}
+
+static int srdma_start_poll(struct ibv_cq_ex *ibcq,
+			    struct ibv_poll_cq_attr *attr)
+{
+	struct srdma_cq *cq = to_scq_ex(ibcq);
+	struct srdma_uring *r = &cq->ring;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&r->lock);
+	cq->next = r->hdr->cons;
+	cq->prod = cq->next;
+	if (srdma_cq_take(cq)) {
+		/*
+		 * Empty: the caller should not call end_poll, and if it
+		 * does anyway (pyverbs does), end_poll does nothing.
+		 */
+		pthread_spin_unlock(&r->lock);
+		return ENOENT;
+	}
+	cq->polling = true;
+	return 0;
+}
+
+static int srdma_next_poll(struct ibv_cq_ex *ibcq)
+{
+	return srdma_cq_take(to_scq_ex(ibcq));
+}
+
+static void srdma_end_poll(struct ibv_cq_ex *ibcq)
+{
+	struct srdma_cq *cq = to_scq_ex(ibcq);
+	struct srdma_uring *r = &cq->ring;
+
+	/* Racy only for a caller that breaks the rules anyway. */
+	if (!__atomic_load_n(&cq->polling, __ATOMIC_RELAXED))
+		return;
+	cq->polling = false;
+	srdma_store(&r->hdr->cons, cq->next);
+	pthread_spin_unlock(&r->lock);
+}
+
+static enum ibv_wc_opcode srdma_wc_read_opcode(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.opcode;
+}
+
+static uint32_t srdma_wc_read_vendor_err(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.vendor_err;
+}
+
+static uint32_t srdma_wc_read_byte_len(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.byte_len;
+}
+
+/* Also the invalidated rkey (ibv_wc_read_invalidated_rkey()): a union. */
+static __be32 srdma_wc_read_imm_data(struct ibv_cq_ex *ibcq)
+{
+	return (__be32)to_scq_ex(ibcq)->cur.ex.imm_data;
+}
+
+static uint32_t srdma_wc_read_qp_num(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.qp_num;
+}
+
+static uint32_t srdma_wc_read_src_qp(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.src_qp;
+}
+
+static unsigned int srdma_wc_read_wc_flags(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.wc_flags;
+}
+
+static uint32_t srdma_wc_read_slid(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.slid;
+}
+
+static uint8_t srdma_wc_read_sl(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.sl;
+}
+
+static uint8_t srdma_wc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur.dlid_path_bits;
+}
+
+/*
+ * The completion fields srdma reports: those of struct ibv_wc. No
+ * timestamps (the kernel takes none), no CVLAN, flow tag or tag matching.
+ */
+#define SRDMA_WC_EX_FLAGS	IBV_WC_STANDARD_FLAGS
+
+/*
+ * ibv_create_cq_ex(): libibverbs has already refused wc_flags it does not
+ * know (EOPNOTSUPP), and initialises the ibv_cq part afterwards. Refused
+ * here with EOPNOTSUPP: wc_flags srdma does not report, comp_mask bits but
+ * IBV_CQ_INIT_ATTR_MASK_FLAGS (a parent domain needs parent domains), and
+ * flags but IBV_CREATE_CQ_ATTR_SINGLE_THREADED (a promise srdma does not
+ * need). Only the accessors of the fields asked for are set, as the API
+ * says reading another field is undefined.
+ */
+static struct ibv_cq_ex *srdma_create_cq_ex(struct ibv_context *ctx,
+					    struct ibv_cq_init_attr_ex *attr)
+{
+	struct srdma_create_cq_ex_resp_all resp;
+	struct ibv_create_cq_ex cmd;
+	struct ibv_cq_ex *ex;
+	struct srdma_cq *cq;
+	int ret;
+
+	if ((attr->wc_flags & ~(uint64_t)SRDMA_WC_EX_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	memset(&resp, 0, sizeof(resp));
+	memset(&cmd, 0, sizeof(cmd));
+	ret = ibv_cmd_create_cq_ex(ctx, attr, &cq->vcq, &cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp), 0);
+	if (ret)
+		goto err_free_cq;
+	ret = srdma_cq_map(ctx, cq, &resp.drv);
+	if (ret)
+		goto err_destroy_cq;
+
+	ex = &cq->vcq.cq_ex;
+	ex->start_poll = srdma_start_poll;
+	ex->next_poll = srdma_next_poll;
+	ex->end_poll = srdma_end_poll;
+	ex->read_opcode = srdma_wc_read_opcode;
+	ex->read_vendor_err = srdma_wc_read_vendor_err;
+	ex->read_wc_flags = srdma_wc_read_wc_flags;
+	if (attr->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		ex->read_byte_len = srdma_wc_read_byte_len;
+	if (attr->wc_flags & IBV_WC_EX_WITH_IMM)
+		ex->read_imm_data = srdma_wc_read_imm_data;
+	if (attr->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		ex->read_qp_num = srdma_wc_read_qp_num;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		ex->read_src_qp = srdma_wc_read_src_qp;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SLID)
+		ex->read_slid = srdma_wc_read_slid;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SL)
+		ex->read_sl = srdma_wc_read_sl;
+	if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		ex->read_dlid_path_bits = srdma_wc_read_dlid_path_bits;
+	return ex;
+
+err_destroy_cq:
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
+err_free_cq:
+	free(cq);
+	errno = ret;
+	return NULL;
+}
+
+/* Map the rings of a QP the kernel just made. */
+static int srdma_qp_map(struct ibv_context *ctx, struct srdma_qp *qp,
+			const struct srdma_create_qp_resp *drv)
+{
+	int ret;
+
+	ret = srdma_uring_map(ctx, &qp->sq, drv->sq.offset, drv->sq.len,
+			      drv->sq.slots, drv->sq.slot_size,
+			      sizeof(struct srdma_usend_wqe) +
+			      drv->sq.max_sge * sizeof(struct srdma_usge));
+	if (ret)
+		return ret;
+	ret = srdma_uring_map(ctx, &qp->rq, drv->rq.offset, drv->rq.len,
+			      drv->rq.slots, drv->rq.slot_size,
+			      sizeof(struct srdma_urecv_wqe) +
+			      drv->rq.max_sge * sizeof(struct srdma_usge));
+	if (ret) {
+		srdma_uring_unmap(&qp->sq);
+		return ret;
+	}
+	qp->sq.max_wr = drv->sq.max_wr;
+	qp->sq.max_sge = drv->sq.max_sge;
+	qp->sq.max_len = srdma_max_msg(SRDMA_DEFAULT_MTU);
+	qp->rq.max_wr = drv->rq.max_wr;
+	qp->rq.max_sge = drv->rq.max_sge;
+	qp->rq.max_len = SRDMA_MAX_MSG;
+	return 0;
+}
+
 static struct ibv_qp *srdma_create_qp(struct ibv_pd *pd,
 				      struct ibv_qp_init_attr *attr)
 {
@@ -333,34 +620,17 @@ static struct ibv_qp *srdma_create_qp(struct ibv_pd *pd,
 	if (!qp)
 		return NULL;
 	memset(&resp, 0, sizeof(resp));
-	ret = ibv_cmd_create_qp(pd, &qp->ibqp, attr, &cmd, sizeof(cmd),
+	ret = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free_qp;
-	ret = srdma_uring_map(pd->context, &qp->sq, resp.drv.sq.offset,
-			      resp.drv.sq.len, resp.drv.sq.slots,
-			      resp.drv.sq.slot_size,
-			      sizeof(struct srdma_usend_wqe) +
-			      resp.drv.sq.max_sge * sizeof(struct srdma_usge));
+	ret = srdma_qp_map(pd->context, qp, &resp.drv);
 	if (ret)
 		goto err_destroy_qp;
-	ret = srdma_uring_map(pd->context, &qp->rq, resp.drv.rq.offset,
-			      resp.drv.rq.len, resp.drv.rq.slots,
-			      resp.drv.rq.slot_size,
-			      sizeof(struct srdma_urecv_wqe) +
-			      resp.drv.rq.max_sge * sizeof(struct srdma_usge));
-	if (ret)
-		goto err_unmap_sq;
-	qp->sq.max_wr = resp.drv.sq.max_wr;
-	qp->sq.max_sge = resp.drv.sq.max_sge;
-	qp->rq.max_wr = resp.drv.rq.max_wr;
-	qp->rq.max_sge = resp.drv.rq.max_sge;
-	return &qp->ibqp;
+	return &qp->vqp.qp;
 
-err_unmap_sq:
-	srdma_uring_unmap(&qp->sq);
 err_destroy_qp:
-	ibv_cmd_destroy_qp(&qp->ibqp);
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
 err_free_qp:
 	free(qp);
 	errno = ret;
@@ -402,9 +672,12 @@ static int srdma_destroy_ah(struct ibv_ah *ibah)
 	return ret;
 }
 
-/* Copy an SGE list into a ring entry; the lengths must sum to 32 bits. */
+/*
+ * Copy an SGE list into a ring entry; the lengths must sum to at most
+ * @max_len (srdma_uring.max_len).
+ */
 static int srdma_put_sges(struct srdma_usge *dst, const struct ibv_sge *src,
-			  int num_sge)
+			  int num_sge, uint64_t max_len)
 {
 	uint64_t total = 0;
 	int i;
@@ -415,7 +688,7 @@ static int srdma_put_sges(struct srdma_usge *dst, const struct ibv_sge *src,
 		dst[i].length = src[i].length;
 		dst[i].lkey = src[i].lkey;
 	}
-	return total > (1ULL << 31) ? EINVAL : 0;
+	return total > max_len ? EINVAL : 0;
 }
 
 /*
@@ -439,7 +712,7 @@ static void *srdma_ring_fill(struct srdma_uring *r, uint32_t prod,
 	}
 	slot = srdma_slot(r, prod);
 	*err = srdma_put_sges((struct srdma_usge *)(slot + sge_off), sg,
-			      num_sge);
+			      num_sge, r->max_len);
 	return *err ? NULL : slot;
 }
 
@@ -456,6 +729,17 @@ static void srdma_ring_publish(struct srdma_uring *r, uint32_t prod)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+/* The send flags the kernel takes: no inline data, no checksum offload. */
+#define SRDMA_SEND_FLAGS	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | \
+				 IBV_SEND_SOLICITED)
+
+/* Does a UD send to @ah and @remote_qpn on @qp name a valid destination? */
+static bool srdma_ud_dest_ok(const struct ibv_qp *qp, const struct ibv_ah *ah,
+			     uint32_t remote_qpn)
+{
+	return ah && ah->pd == qp->pd && remote_qpn <= SRDMA_QPN_MAX;
+}
+
 /*
  * Can the kernel take @wr on @qp? EINVAL for an opcode or flag it does
  * not do, or a UD send without an AH of the QP's PD or with a remote QPN
@@ -467,8 +751,7 @@ static int srdma_send_wr_check(const struct ibv_qp *qp,
 {
 	if (qp->qp_type == IBV_QPT_UD &&
 	    ((wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) ||
-	     !wr->wr.ud.ah || wr->wr.ud.ah->pd != qp->pd ||
-	     wr->wr.ud.remote_qpn > SRDMA_QPN_MAX))
+	     !srdma_ud_dest_ok(qp, wr->wr.ud.ah, wr->wr.ud.remote_qpn)))
 		return EINVAL;
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
@@ -480,8 +763,7 @@ static int srdma_send_wr_check(const struct ibv_qp *qp,
 	default:
 		return EINVAL;
 	}
-	if (wr->send_flags & ~(IBV_SEND_FENCE | IBV_SEND_SIGNALED |
-			       IBV_SEND_SOLICITED))
+	if (wr->send_flags & ~SRDMA_SEND_FLAGS)
 		return EINVAL;
 	return 0;
 }
@@ -538,14 +820,57 @@ static int srdma_rq_put(struct srdma_uring *r, uint32_t prod,
 	return 0;
 }
 
+/*
+ * Hand SQ entries [@first, @prod) to the kernel: store prod, then ring
+ * the doorbell, a post_send command without work requests, unless the
+ * kernel will look at the ring anyway. 0, or the doorbell's error. For
+ * a QP in a state that cannot post, the kernel took none of them and
+ * prod is put back. A doorbell that moved the QP to the error state
+ * (an entry the kernel refused, which the checks here should make
+ * impossible) may have taken some: prod stays, and what the kernel took
+ * is flushed.
+ * SQ lock held.
+ */
+static int srdma_sq_post(struct srdma_uring *r, struct ibv_qp *ibqp,
+			 uint32_t first, uint32_t prod)
+{
+	struct ibv_send_wr *dummy;
+	int ret;
+
+	if (prod == first)
+		return 0;
+	srdma_ring_publish(r, prod);
+	if (__atomic_load_n(&r->hdr->no_doorbell, __ATOMIC_RELAXED))
+		return 0;
+	ret = ibv_cmd_post_send(ibqp, NULL, &dummy);
+	if (ret && !(srdma_load(&r->hdr->flags) & SRDMA_RING_F_QP_ERR))
+		srdma_store(&r->hdr->prod, first);
+	return ret;
+}
+
+/*
+ * A QP in RESET takes no work requests, not even receives (IBTA vol. 1
+ * C10-97.2.1): refused at once with EINVAL. libibverbs keeps ibqp->state
+ * from the caller's own modify_qp; the kernel never moves a QP to RESET
+ * by itself.
+ */
+static bool srdma_qp_in_reset(const struct ibv_qp *ibqp)
+{
+	return ibqp->state == IBV_QPS_RESET;
+}
+
 static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr)
 {
 	struct srdma_uring *r = &to_sqp(ibqp)->sq;
-	struct ibv_send_wr *dummy, *head = wr;
+	struct ibv_send_wr *head = wr;
 	uint32_t prod, first;
-	int ret = 0;
+	int ret = 0, err;
 
+	if (srdma_qp_in_reset(ibqp)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&r->lock);
 	first = prod = r->hdr->prod;
 	for (; wr; wr = wr->next) {
@@ -556,22 +881,11 @@ static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		}
 		prod++;
 	}
-	if (prod != first) {
-		/*
-		 * The doorbell, a post_send command without work requests, is
-		 * needed unless the kernel will look at the ring anyway.
-		 */
-		srdma_ring_publish(r, prod);
-		if (__atomic_load_n(&r->hdr->no_doorbell, __ATOMIC_RELAXED))
-			goto out_unlock;
-		if (ibv_cmd_post_send(ibqp, NULL, &dummy)) {
-			/* Wrong state: the kernel took none of them. */
-			srdma_store(&r->hdr->prod, first);
-			ret = errno ? errno : EINVAL;
-			*bad_wr = head;
-		}
+	err = srdma_sq_post(r, ibqp, first, prod);
+	if (err) {
+		ret = err;
+		*bad_wr = head;
 	}
-out_unlock:
 	pthread_spin_unlock(&r->lock);
 	return ret;
 }
@@ -584,6 +898,10 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t prod, first;
 	int ret = 0;
 
+	if (srdma_qp_in_reset(ibqp)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&r->lock);
 	first = prod = r->hdr->prod;
 	for (; wr; wr = wr->next) {
@@ -604,6 +922,298 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	return ret;
 }
 
+/*
+ * The ibv_qp_ex posting API on the mapped SQ. wr_start takes the SQ lock;
+ * each operation (wr_send, wr_rdma_write, ...) begins a new entry in the
+ * ring past prod, from the caller's qp_ex->wr_id and wr_flags; the
+ * setters (wr_set_sge, wr_set_sge_list, wr_set_ud_addr) fill in the entry
+ * begun last. These calls return nothing, so the first error is kept and
+ * the rest of the batch ignored: wr_complete then posts nothing and
+ * returns it, as wr_abort would. Otherwise wr_complete hands the batch to
+ * the kernel as post_send does (srdma_sq_post()). The checks are
+ * post_send's, the kernel's own (srdma_sq_read_entry()), so the kernel
+ * never sees an entry it would refuse.
+ */
+
+static void srdma_wr_fail(struct srdma_qp *qp, int err)
+{
+	if (!qp->wr_err)
+		qp->wr_err = err;
+}
+
+/* Begin entry wr_prod as @opcode; NULL if the batch has failed. */
+static struct srdma_usend_wqe *srdma_wr_begin(struct ibv_qp_ex *ibqp,
+					      uint32_t opcode)
+{
+	struct srdma_qp *qp = to_sqp_ex(ibqp);
+	struct srdma_uring *r = &qp->sq;
+	struct srdma_usend_wqe *u;
+
+	if (qp->wr_need_ah)		/* the last UD entry has no AH */
+		srdma_wr_fail(qp, EINVAL);
+	if (ibqp->wr_flags & ~SRDMA_SEND_FLAGS)
+		srdma_wr_fail(qp, EINVAL);
+	else if (qp->wr_prod - srdma_load(&r->hdr->cons) >= r->max_wr)
+		srdma_wr_fail(qp, ENOMEM);
+	if (qp->wr_err) {
+		qp->wr_cur = NULL;
+		return NULL;
+	}
+	u = srdma_slot(r, qp->wr_prod++);
+	memset(u, 0, sizeof(*u));
+	u->wr_id = ibqp->wr_id;
+	u->opcode = opcode;
+	u->send_flags = ibqp->wr_flags;
+	qp->wr_cur = u;
+	qp->wr_need_ah = qp->vqp.qp.qp_type == IBV_QPT_UD;
+	return u;
+}
+
+static void srdma_wr_start(struct ibv_qp_ex *ibqp)
+{
+	struct srdma_qp *qp = to_sqp_ex(ibqp);
+
+	pthread_spin_lock(&qp->sq.lock);
+	qp->wr_first = qp->wr_prod = qp->sq.hdr->prod;
+	qp->wr_cur = NULL;
+	qp->wr_need_ah = false;
+	qp->wr_err = srdma_qp_in_reset(&qp->vqp.qp) ? EINVAL : 0;
+}
+
+static int srdma_wr_complete(struct ibv_qp_ex *ibqp)
+{
+	struct srdma_qp *qp = to_sqp_ex(ibqp);
+	int ret;
+
+	if (qp->wr_need_ah)
+		srdma_wr_fail(qp, EINVAL);
+	ret = qp->wr_err;
+	if (!ret)
+		ret = srdma_sq_post(&qp->sq, &qp->vqp.qp, qp->wr_first,
+				    qp->wr_prod);
+	pthread_spin_unlock(&qp->sq.lock);
+	return ret;
+}
+
+/* Nothing was stored to prod: the entries written are simply dropped. */
+static void srdma_wr_abort(struct ibv_qp_ex *ibqp)
+{
+	pthread_spin_unlock(&to_sqp_ex(ibqp)->sq.lock);
+}
+
+static void srdma_wr_send(struct ibv_qp_ex *ibqp)
+{
+	srdma_wr_begin(ibqp, IBV_WR_SEND);
+}
+
+static void srdma_wr_send_imm(struct ibv_qp_ex *ibqp, __be32 imm_data)
+{
+	struct srdma_usend_wqe *u = srdma_wr_begin(ibqp, IBV_WR_SEND_WITH_IMM);
+
+	if (u)
+		u->imm_data = (uint32_t)imm_data;
+}
+
+static void srdma_wr_rdma(struct ibv_qp_ex *ibqp, uint32_t opcode,
+			  uint32_t rkey, uint64_t remote_addr, __be32 imm_data)
+{
+	struct srdma_usend_wqe *u = srdma_wr_begin(ibqp, opcode);
+
+	if (!u)
+		return;
+	u->remote_addr = remote_addr;
+	u->rkey = rkey;
+	u->imm_data = (uint32_t)imm_data;
+}
+
+static void srdma_wr_rdma_write(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				uint64_t remote_addr)
+{
+	srdma_wr_rdma(ibqp, IBV_WR_RDMA_WRITE, rkey, remote_addr, 0);
+}
+
+static void srdma_wr_rdma_write_imm(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				    uint64_t remote_addr, __be32 imm_data)
+{
+	srdma_wr_rdma(ibqp, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr,
+		      imm_data);
+}
+
+static void srdma_wr_rdma_read(struct ibv_qp_ex *ibqp, uint32_t rkey,
+			       uint64_t remote_addr)
+{
+	srdma_wr_rdma(ibqp, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
+}
+
+static void srdma_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
+				 uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct srdma_qp *qp = to_sqp_ex(ibqp);
+	struct srdma_usend_wqe *u = qp->wr_cur;
+
+	if (!u || qp->vqp.qp.qp_type != IBV_QPT_UD ||
+	    !srdma_ud_dest_ok(&qp->vqp.qp, ah, remote_qpn)) {
+		srdma_wr_fail(qp, EINVAL);
+		return;
+	}
+	u->ud.ah = to_sah(ah)->ah_num;
+	u->ud.remote_qpn = remote_qpn;
+	u->remote_qkey = remote_qkey;
+	qp->wr_need_ah = false;
+}
+
+static void srdma_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
+				  const struct ibv_sge *sg_list)
+{
+	struct srdma_qp *qp = to_sqp_ex(ibqp);
+	struct srdma_usend_wqe *u = qp->wr_cur;
+	int ret;
+
+	if (!u || num_sge > qp->sq.max_sge) {
+		srdma_wr_fail(qp, EINVAL);
+		return;
+	}
+	ret = srdma_put_sges(u->sge, sg_list, (int)num_sge, qp->sq.max_len);
+	if (ret)
+		srdma_wr_fail(qp, ret);
+	else
+		u->num_sge = num_sge;
+}
+
+static void srdma_wr_set_sge(struct ibv_qp_ex *ibqp, uint32_t lkey,
+			     uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	srdma_wr_set_sge_list(ibqp, 1, &sge);
+}
+
+/* No inline data (max_inline_data is 0): the batch fails. */
+static void srdma_wr_set_inline_data(struct ibv_qp_ex *ibqp, void *addr,
+				     size_t length)
+{
+	(void)addr;
+	(void)length;
+	srdma_wr_fail(to_sqp_ex(ibqp), EINVAL);
+}
+
+static void srdma_wr_set_inline_data_list(struct ibv_qp_ex *ibqp,
+					  size_t num_buf,
+					  const struct ibv_data_buf *buf_list)
+{
+	(void)num_buf;
+	(void)buf_list;
+	srdma_wr_fail(to_sqp_ex(ibqp), EINVAL);
+}
+
+/* The operations each QP type can post, as IBV_QP_EX_WITH_* bits. */
+static uint64_t srdma_send_ops(enum ibv_qp_type type)
+{
+	const uint64_t send = IBV_QP_EX_WITH_SEND |
+			      IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+	switch (type) {
+	case IBV_QPT_RC:
+		return send | IBV_QP_EX_WITH_RDMA_WRITE |
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		       IBV_QP_EX_WITH_RDMA_READ;
+	case IBV_QPT_UD:
+		return send;
+	default:
+		return 0;
+	}
+}
+
+/* Fill in @qp's ibv_qp_ex for the operations in @ops. */
+static void srdma_qp_ex_init(struct srdma_qp *qp, uint64_t ops)
+{
+	struct ibv_qp_ex *ex = &qp->vqp.qp_ex;
+
+	qp->vqp.comp_mask |= SRDMA_VERBS_QP_EX;
+	ex->wr_start = srdma_wr_start;
+	ex->wr_complete = srdma_wr_complete;
+	ex->wr_abort = srdma_wr_abort;
+	ex->wr_set_ud_addr = srdma_wr_set_ud_addr;
+	ex->wr_set_sge = srdma_wr_set_sge;
+	ex->wr_set_sge_list = srdma_wr_set_sge_list;
+	ex->wr_set_inline_data = srdma_wr_set_inline_data;
+	ex->wr_set_inline_data_list = srdma_wr_set_inline_data_list;
+	if (ops & IBV_QP_EX_WITH_SEND)
+		ex->wr_send = srdma_wr_send;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM)
+		ex->wr_send_imm = srdma_wr_send_imm;
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE)
+		ex->wr_rdma_write = srdma_wr_rdma_write;
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		ex->wr_rdma_write_imm = srdma_wr_rdma_write_imm;
+	if (ops & IBV_QP_EX_WITH_RDMA_READ)
+		ex->wr_rdma_read = srdma_wr_rdma_read;
+}
+
+/* The comp_mask bits create_qp_ex takes, see srdma_create_qp_ex(). */
+#define SRDMA_QP_INIT_ATTR_MASK	(IBV_QP_INIT_ATTR_PD |			\
+				 IBV_QP_INIT_ATTR_CREATE_FLAGS |	\
+				 IBV_QP_INIT_ATTR_MAX_TSO_HEADER |	\
+				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+
+/*
+ * ibv_create_qp_ex(). libibverbs calls create_qp itself when comp_mask is
+ * just IBV_QP_INIT_ATTR_PD. Taken here: a PD (required: no XRC), create
+ * flags and a TSO header size if they are 0 (srdma has no such feature
+ * to turn on), and send_ops_flags naming operations of srdma_send_ops()
+ * for the QP type, which get the ibv_qp_ex posting API. Anything else is
+ * EOPNOTSUPP, a missing PD EINVAL.
+ */
+static struct ibv_qp *srdma_create_qp_ex(struct ibv_context *ctx,
+					 struct ibv_qp_init_attr_ex *attr)
+{
+	struct srdma_create_qp_resp_all resp;
+	struct ibv_qp_init_attr_ex a;
+	struct ibv_create_qp cmd;
+	struct srdma_qp *qp;
+	uint32_t mask = attr->comp_mask;
+	int ret;
+
+	if (!(mask & IBV_QP_INIT_ATTR_PD)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((mask & ~(uint32_t)SRDMA_QP_INIT_ATTR_MASK) ||
+	    ((mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
+	    ((mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) &&
+	     attr->max_tso_header) ||
+	    ((mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     (attr->send_ops_flags & ~srdma_send_ops(attr->qp_type)))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	/* What is left for the kernel: a PD and the QP's caps. */
+	a = *attr;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	memset(&resp, 0, sizeof(resp));
+	ret = ibv_cmd_create_qp_ex(ctx, &qp->vqp, &a, &cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free_qp;
+	ret = srdma_qp_map(ctx, qp, &resp.drv);
+	if (ret)
+		goto err_destroy_qp;
+	attr->cap = a.cap;
+	if (mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		srdma_qp_ex_init(qp, attr->send_ops_flags);
+	return &qp->vqp.qp;
+
+err_destroy_qp:
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+err_free_qp:
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
 static int srdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			  int mask, struct ibv_qp_init_attr *init)
 {
@@ -612,12 +1222,20 @@ static int srdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return ibv_cmd_query_qp(qp, attr, mask, init, &cmd, sizeof(cmd));
 }
 
-static int srdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+static int srdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			   int mask)
 {
+	struct srdma_qp *qp = to_sqp(ibqp);
 	struct ibv_modify_qp cmd;
+	int ret;
 
-	return ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_qp(ibqp, attr, mask, &cmd, sizeof(cmd));
+	if (!ret && (mask & IBV_QP_PATH_MTU) && qp->sq.hdr) {
+		pthread_spin_lock(&qp->sq.lock);
+		qp->sq.max_len = srdma_max_msg(128u << attr->path_mtu);
+		pthread_spin_unlock(&qp->sq.lock);
+	}
+	return ret;
 }
 
 static int srdma_destroy_qp(struct ibv_qp *ibqp)
@@ -635,14 +1253,18 @@ static int srdma_destroy_qp(struct ibv_qp *ibqp)
 
 static const struct verbs_context_ops srdma_ctx_ops = {
 	.alloc_pd = srdma_alloc_pd,
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = srdma_create_ah,
 	.create_cq = srdma_create_cq,
+	.create_cq_ex = srdma_create_cq_ex,
 	.create_qp = srdma_create_qp,
+	.create_qp_ex = srdma_create_qp_ex,
 	.dealloc_pd = srdma_dealloc_pd,
 	.dereg_mr = srdma_dereg_mr,
 	.destroy_ah = srdma_destroy_ah,
 	.destroy_cq = srdma_destroy_cq,
 	.destroy_qp = srdma_destroy_qp,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srdma_free_context,
 	.modify_qp = srdma_modify_qp,
 	.poll_cq = srdma_poll_cq,

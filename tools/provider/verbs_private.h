@@ -91,6 +91,45 @@ struct verbs_mr {
 };
 
 /*
+ * A CQ made by create_cq_ex: ibv_cq_ex begins with the fields of ibv_cq,
+ * so one object serves both APIs (ibv_cq_ex_to_cq() is a cast).
+ */
+struct verbs_cq {
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	};
+};
+
+/*
+ * Every QP: ibv_qp_to_qp_ex() (in libibverbs) casts any ibv_qp to this and
+ * reads comp_mask, so a provider's QP must begin with one, comp_mask 0
+ * unless the QP has the ibv_qp_ex posting API.
+ */
+struct verbs_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
+	uint32_t comp_mask;		/* enum srdma_verbs_qp_mask */
+	void *xrcd;			/* struct verbs_xrcd *; srdma has none */
+};
+
+enum srdma_verbs_qp_mask {
+	SRDMA_VERBS_QP_XRCD = 1 << 0,
+	SRDMA_VERBS_QP_EX = 1 << 1,	/* qp_ex is valid */
+};
+
+static_assert(offsetof(struct ibv_cq_ex, async_events_completed) ==
+	      offsetof(struct ibv_cq, async_events_completed) &&
+	      offsetof(struct ibv_cq_ex, comp_mask) == sizeof(struct ibv_cq) &&
+	      sizeof(struct verbs_cq) == sizeof(struct ibv_cq_ex),
+	      "verbs_cq layout");
+static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0 &&
+	      offsetof(struct verbs_qp, comp_mask) ==
+	      sizeof(struct ibv_qp_ex), "verbs_qp layout");
+
+/*
  * verbs_context_ops: 76 slots in rdma-core 44, sorted by name. Slots srdma
  * fills are typed; the others are placeholders of the same size.
  */
@@ -101,7 +140,10 @@ struct verbs_context_ops {
 	void *alloc_td;
 	void (*async_event)(struct ibv_context *context,
 			    struct ibv_async_event *event);
-	void *attach_counters_point_flow, *attach_mcast, *bind_mw, *close_xrcd;
+	void *attach_counters_point_flow;
+	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
+	void *bind_mw, *close_xrcd;
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
 				    struct ibv_ah_attr *attr);
@@ -109,10 +151,14 @@ struct verbs_context_ops {
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
 				    int comp_vector);
-	void *create_cq_ex, *create_flow, *create_flow_action_esp;
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
+					  struct ibv_cq_init_attr_ex *attr);
+	void *create_flow, *create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
 				    struct ibv_qp_init_attr *attr);
-	void *create_qp_ex, *create_rwq_ind_table, *create_srq;
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
+				       struct ibv_qp_init_attr_ex *attr);
+	void *create_rwq_ind_table, *create_srq;
 	void *create_srq_ex, *create_wq, *dealloc_mw;
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	void *dealloc_td;
@@ -122,7 +168,9 @@ struct verbs_context_ops {
 	int (*destroy_cq)(struct ibv_cq *cq);
 	void *destroy_flow, *destroy_flow_action;
 	int (*destroy_qp)(struct ibv_qp *qp);
-	void *destroy_rwq_ind_table, *destroy_srq, *destroy_wq, *detach_mcast;
+	void *destroy_rwq_ind_table, *destroy_srq, *destroy_wq;
+	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
 	void *free_dm, *get_srq_num, *import_dm, *import_mr, *import_pd;
 	void *modify_cq, *modify_flow_action_esp;
@@ -161,15 +209,19 @@ static_assert(sizeof(struct verbs_context_ops) == 76 * sizeof(void *),
 	      "verbs_context_ops must have 76 slots (rdma-core 44)");
 SRDMA_OPS_SLOT(alloc_pd, 5);
 SRDMA_OPS_SLOT(async_event, 7);
+SRDMA_OPS_SLOT(attach_mcast, 9);
 SRDMA_OPS_SLOT(cq_event, 12);
 SRDMA_OPS_SLOT(create_ah, 13);
 SRDMA_OPS_SLOT(create_cq, 15);
+SRDMA_OPS_SLOT(create_cq_ex, 16);
 SRDMA_OPS_SLOT(create_qp, 19);
+SRDMA_OPS_SLOT(create_qp_ex, 20);
 SRDMA_OPS_SLOT(dealloc_pd, 26);
 SRDMA_OPS_SLOT(dereg_mr, 28);
 SRDMA_OPS_SLOT(destroy_ah, 29);
 SRDMA_OPS_SLOT(destroy_cq, 31);
 SRDMA_OPS_SLOT(destroy_qp, 34);
+SRDMA_OPS_SLOT(detach_mcast, 38);
 SRDMA_OPS_SLOT(free_context, 39);
 SRDMA_OPS_SLOT(modify_qp, 47);
 SRDMA_OPS_SLOT(poll_cq, 53);
@@ -222,6 +274,13 @@ SRDMA_DECLARE_CMD(ibv_create_qp, ib_uverbs_create_qp);
 SRDMA_DECLARE_CMD(ibv_modify_qp, ib_uverbs_modify_qp);
 SRDMA_DECLARE_CMD(ibv_query_qp, ib_uverbs_query_qp);
 
+/* An extended command: both headers, then the kernel's struct. */
+struct ibv_create_cq_ex {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	struct ib_uverbs_ex_create_cq core_payload;
+};
+
 /* Exported by libibverbs.so.1 under IBVERBS_PRIVATE_34. */
 int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
 		     struct ibv_alloc_pd *cmd, size_t cmd_size,
@@ -237,6 +296,12 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
 		      size_t resp_size);
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+			 size_t cmd_size,
+			 struct ib_uverbs_ex_create_cq_resp *resp,
+			 size_t resp_size, uint32_t cmd_flags);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
 int ibv_cmd_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
@@ -244,6 +309,11 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		      struct ibv_qp_init_attr *attr, struct ibv_create_qp *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_qp_resp *resp,
 		      size_t resp_size);
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex,
+			 struct ibv_create_qp *cmd, size_t cmd_size,
+			 struct ib_uverbs_create_qp_resp *resp,
+			 size_t resp_size);
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
 		     struct ibv_query_qp *cmd, size_t cmd_size);
@@ -255,6 +325,10 @@ int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size);
 int ibv_cmd_destroy_ah(struct ibv_ah *ah);
+int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
+int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
 int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr);
 int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,

@@ -56,6 +56,16 @@
 #define SRDMA_MAX_PD		4096
 #define SRDMA_MAX_AH		65536
 #define SRDMA_MAX_RD_ATOM	128
+/*
+ * Multicast, per device: groups, QPs attached to one group, and
+ * attachments in all. A datagram to a group is copied into each of its
+ * QPs from the softirq that received it, so the QPs of one group bound
+ * the work one packet costs: SRDMA_MAX_MCAST_QP_ATTACH copies of at most
+ * the MTU, each under its own QP lock.
+ */
+#define SRDMA_MAX_MCAST_GRP	1024
+#define SRDMA_MAX_MCAST_QP_ATTACH 32
+#define SRDMA_MAX_MCAST_ATTACH	8192
 #define SRDMA_MAX_MR_SIZE	BIT_ULL(40)
 #define SRDMA_MAX_MSG_SIZE	BIT(31)
 /*
@@ -74,8 +84,8 @@
 #define SRDMA_GRH_LEN		40
 
 /*
- * QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). Each
- * device's GSI QP is QPN 1.
+ * QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24 - 1):
+ * 0xFFFFFF is the multicast QPN. Each device's GSI QP is QPN 1.
  */
 #define SRDMA_GSI_QPN		1
 #define SRDMA_MIN_QPN		16
@@ -108,6 +118,8 @@ struct srdma_sockset {
 	struct socket *sk4;		/* NULL once the namespace is gone */
 	struct socket __rcu *sk6;	/* NULL if IPv6 is unavailable */
 	atomic64_t rx_dropped;		/* packets the stub receive dropped */
+	/* Datagrams to the multicast QPN that reached no group. */
+	atomic64_t rx_mcast_dropped;
 };
 
 /* Objects whose number per device is limited (query_device's max_*). */
@@ -143,6 +155,7 @@ enum srdma_counter {
 	SRDMA_CNT_TX_UD_TOO_LONG,	/* UD: over the MTU, not sent */
 	SRDMA_CNT_RX_UD_OVER_MTU,	/* UD: over the MTU, dropped */
 	SRDMA_CNT_RX_UD_SHORT_BUF,	/* UD: receive too small, dropped */
+	SRDMA_CNT_RX_MCAST_NO_GROUP,	/* read from the socket set */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -171,6 +184,9 @@ struct srdma_dev {
 	bool ndev_gone;
 	bool registered;		/* ib_register_device() succeeded */
 	struct srdma_qp *gsi;		/* QP1, under srdma_qp.c's gsi mutex */
+	/* Multicast groups and attachments, under srdma_mcast_mutex. */
+	u32 mcg_count;
+	u32 mca_count;
 };
 
 struct srdma_ucontext {
@@ -435,6 +451,8 @@ struct srdma_qp {
 	struct work_struct send_work;
 	/* GSI: on srdma_gsi_list (RCU readers; srdma_gsi_mutex writers). */
 	struct list_head gsi_node;
+	/* UD: its srdma_mca attachments, under srdma_mcast_mutex. */
+	struct list_head mcast_list;
 };
 
 /* The QP states in which each part of the data path works. */
@@ -683,6 +701,14 @@ extern struct workqueue_struct *srdma_wq;
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
 void srdma_rcv_local(struct sk_buff *skb, u64 net_cookie);
+
+/* srdma_mcast.c */
+void srdma_mcast_init(void);
+int srdma_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid);
+int srdma_detach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid);
+void srdma_mcast_qp_destroy(struct srdma_qp *qp);
+int srdma_mcast_get(const struct net_device *ndev, u64 net_cookie,
+		    const union ib_gid *mgid, struct srdma_qp **qps);
 
 /* srdma_ah.c */
 int srdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,

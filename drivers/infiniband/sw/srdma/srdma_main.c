@@ -55,6 +55,8 @@ void srdma_dealloc_driver(struct ib_device *ibdev)
 	list_del_init(&sdev->list);
 	mutex_unlock(&srdma_dev_mutex);
 
+	/* Destroying the QPs detached them from every group. */
+	WARN_ON_ONCE(sdev->mcg_count || sdev->mca_count);
 	if (sdev->sockset)
 		srdma_sockset_put(sdev->sockset);
 	if (sdev->ndev)
@@ -305,6 +307,7 @@ static int __init srdma_init(void)
 		return -ENOMEM;
 	srdma_loop_init();
 	srdma_icrc_init();
+	srdma_mcast_init();
 
 	err = srdma_net_init();
 	if (err)

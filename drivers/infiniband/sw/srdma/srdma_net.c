@@ -116,6 +116,7 @@ struct srdma_sockset *srdma_sockset_get(struct net *net)
 	refcount_set(&ss->refcnt, 1);
 	ss->net = net;
 	atomic64_set(&ss->rx_dropped, 0);
+	atomic64_set(&ss->rx_mcast_dropped, 0);
 
 	ss->sk4 = srdma_udp_open(net, ss, false, &err);
 	if (!ss->sk4) {

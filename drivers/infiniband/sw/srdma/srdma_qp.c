@@ -18,6 +18,7 @@
 #include <linux/log2.h>
 #include <linux/vmalloc.h>
 #include <net/addrconf.h>
+#include <net/route.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
@@ -239,6 +240,7 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	timer_setup(&qp->retrans_timer, srdma_retrans_timer, 0);
 	INIT_WORK(&qp->read_work, srdma_read_work);
 	INIT_WORK(&qp->send_work, srdma_send_work);
+	INIT_LIST_HEAD(&qp->mcast_list);
 	qp->state = IB_QPS_RESET;
 	qp->mtu = SRDMA_DEFAULT_PATH_MTU;	/* until RTR sets one */
 	qp->resp_opcode = SRDMA_OP_ACK;	/* no message in progress */
@@ -265,7 +267,8 @@ static int srdma_qp_alloc_rings(struct srdma_qp *qp, struct ib_qp_cap *cap)
 
 /*
  * Reserve a QPN (not yet published) and derive the UDP source port. A
- * device has one GSI QP: -EBUSY for a second.
+ * device has one GSI QP: -EBUSY for a second. The last QPN is every
+ * multicast packet's, never a QP's.
  */
 static int srdma_qp_alloc_qpn(struct srdma_qp *qp)
 {
@@ -281,7 +284,8 @@ static int srdma_qp_alloc_qpn(struct srdma_qp *qp)
 		mutex_unlock(&srdma_gsi_mutex);
 	} else {
 		err = xa_alloc_cyclic(&srdma_qp_xa, &qpn, NULL,
-				      XA_LIMIT(SRDMA_MIN_QPN, SRDMA_QPN_MASK),
+				      XA_LIMIT(SRDMA_MIN_QPN,
+					       SRDMA_MCAST_QPN - 1),
 				      &srdma_qp_next, GFP_KERNEL);
 	}
 	if (err < 0)
@@ -547,22 +551,41 @@ static void srdma_qp_to_err(struct srdma_qp *qp)
 
 /*
  * Resolve the AV of @attr into @av and a route (*@dstp, *@cookie), without
- * touching the QP: the caller publishes all of it at once. Process context.
+ * touching the QP: the caller publishes all of it at once. A connected
+ * QP's peer is one QP, never a multicast group or an IPv4 broadcast.
+ * Process context.
  */
 static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 			    struct srdma_av *av, struct dst_entry **dstp,
 			    u32 *cookie)
 {
+	struct rtable *rt;
 	int err;
 
 	err = srdma_av_from_attr(qp->sdev, &attr->ah_attr, av);
 	if (err)
 		return err;
+	if (rdma_is_multicast_addr((struct in6_addr *)
+				   rdma_ah_read_grh(&attr->ah_attr)->dgid.raw)) {
+		srdma_dbg_qp(qp, "modify_qp: a multicast destination\n");
+		return -EINVAL;
+	}
 	/* The host's routing, not the caller's input: worth an error. */
 	err = srdma_route_lookup(qp->sdev, av, dstp, cookie);
-	if (err)
+	if (err) {
 		srdma_err_qp(qp, "no route to the destination: %d\n", err);
-	return err;
+		return err;
+	}
+	/* Nor a broadcast address, limited or directed. */
+	rt = av->ipv6 ? NULL : container_of(*dstp, struct rtable, dst);
+	if (rt && (ipv4_is_lbcast(av->daddr.v4) ||
+		   rt->rt_type == RTN_BROADCAST)) {
+		srdma_dbg_qp(qp, "modify_qp: a broadcast destination\n");
+		dst_release(*dstp);
+		*dstp = NULL;
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Is each attribute of @mask in its range, whatever the state? */
@@ -925,8 +948,9 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
  * @ibqp: the QP
  * @udata: the provider's command, unused
  *
- * Unpublishes the QPN, stops the requester, the responder, the timer, the
- * read work and the UD send work, and waits for every reference to go before freeing.
+ * Unpublishes the QPN, detaches the QP from its multicast groups, stops
+ * the requester, the responder, the timer, the read work and the UD send
+ * work, and waits for every reference to go before freeing.
  *
  * Context: Process context; sleeps.
  * Return: 0.
@@ -936,6 +960,7 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct srdma_qp *qp = to_sqp(ibqp);
 
 	srdma_qp_free_qpn(qp, true);
+	srdma_mcast_qp_destroy(qp);
 	synchronize_rcu();		/* no lookup finds it from here on */
 
 	spin_lock_bh(&qp->lock);

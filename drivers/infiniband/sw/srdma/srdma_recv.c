@@ -89,6 +89,34 @@ static bool srdma_rcv_deliver(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	return true;
 }
 
+/* The packet's destination address as a RoCEv2 GID. */
+static void srdma_rcv_dgid(struct sk_buff *skb, bool ipv6, union ib_gid *dgid)
+{
+	if (ipv6)
+		memcpy(dgid->raw, &ipv6_hdr(skb)->daddr, sizeof(dgid->raw));
+	else
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->daddr,
+				       (struct in6_addr *)dgid->raw);
+}
+
+/*
+ * Is @skb addressed to more than one host: a multicast group, or an IPv4
+ * broadcast (limited, or directed as the route that took it in says)?
+ */
+static bool srdma_rcv_to_mcast(struct sk_buff *skb, bool ipv6)
+{
+	struct rtable *rt;
+	__be32 daddr;
+
+	if (ipv6)
+		return ipv6_addr_is_multicast(&ipv6_hdr(skb)->daddr);
+	daddr = ip_hdr(skb)->daddr;
+	if (ipv4_is_multicast(daddr) || ipv4_is_lbcast(daddr))
+		return true;
+	rt = skb_rtable(skb);
+	return rt && (rt->rt_flags & RTCF_BROADCAST);
+}
+
 /*
  * The QP @pkt is for, with a reference. QPN 1 names the GSI QP of the
  * device that owns the packet's destination address; every other QPN is
@@ -102,22 +130,68 @@ static struct srdma_qp *srdma_rcv_qp(struct sk_buff *skb, bool ipv6,
 
 	if (pkt->dqpn != SRDMA_GSI_QPN)
 		return srdma_qp_get(pkt->dqpn);
-	if (ipv6)
-		memcpy(dgid.raw, &ipv6_hdr(skb)->daddr, sizeof(dgid.raw));
-	else
-		ipv6_addr_set_v4mapped(ip_hdr(skb)->daddr,
-				       (struct in6_addr *)dgid.raw);
+	srdma_rcv_dgid(skb, ipv6, &dgid);
 	return srdma_gsi_get(net_cookie, &dgid);
+}
+
+/* What became of a datagram: the socket set counts the early drops. */
+enum srdma_rcv_result {
+	SRDMA_RCV_TAKEN,		/* handed to a QP, or counted there */
+	SRDMA_RCV_NO_QP,		/* malformed, or no such QP */
+	SRDMA_RCV_NO_GROUP,		/* multicast QPN, no group took it */
+};
+
+/*
+ * A UD datagram to the multicast QPN, to a multicast address: every QP
+ * that the device of the netdev it arrived on attached to that group
+ * gets it, each under its own lock; the group's list is walked under RCU
+ * only, and never more than SRDMA_MAX_MCAST_QP_ATTACH QPs. The ICRC and
+ * the headers are checked once, counted on that device.
+ */
+static enum srdma_rcv_result srdma_rcv_mcast(struct sk_buff *skb,
+					     struct srdma_pkt *pkt,
+					     int payoff, u32 udp_paylen,
+					     bool ipv6, u64 net_cookie)
+{
+	struct srdma_qp *qps[SRDMA_MAX_MCAST_QP_ATTACH];
+	struct srdma_dev *sdev;
+	union ib_gid mgid;
+	bool ok = false;
+	int i, n;
+
+	if (!skb->dev || !srdma_rcv_to_mcast(skb, ipv6))
+		return SRDMA_RCV_NO_GROUP;
+	srdma_rcv_dgid(skb, ipv6, &mgid);
+	n = srdma_mcast_get(skb->dev, net_cookie, &mgid, qps);
+	if (!n)
+		return SRDMA_RCV_NO_GROUP;
+	sdev = qps[0]->sdev;
+	srdma_count(sdev, SRDMA_CNT_RX_PKTS);
+	if (!srdma_icrc_check(skb, payoff, udp_paylen, ipv6))
+		srdma_count(sdev, SRDMA_CNT_RX_BAD_ICRC);
+	else if (!(pkt->flags & SRDMA_F_UD) ||
+		 !srdma_pkey_is_default(pkt->pkey))
+		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
+	else
+		ok = true;
+	for (i = 0; i < n; i++) {
+		if (ok)
+			srdma_rcv_deliver(qps[i], pkt, skb, payoff, ipv6);
+		srdma_qp_put(qps[i]);
+	}
+	return SRDMA_RCV_TAKEN;
 }
 
 /*
  * Validate a RoCEv2 datagram (IP header at the network header, UDP at the
  * transport header) received in namespace @net_cookie and hand it to its
- * QP. @local: delivered by srdma_loop, never on a wire, no ICRC to check.
- * Consumes @skb; returns false if it was dropped before a QP was found.
+ * QP, or its QPs for the multicast QPN. @local: delivered by srdma_loop,
+ * never on a wire (and never multicast), no ICRC to check. Consumes @skb.
  */
-static bool srdma_rcv(struct sk_buff *skb, u64 net_cookie, bool local)
+static enum srdma_rcv_result srdma_rcv(struct sk_buff *skb, u64 net_cookie,
+				       bool local)
 {
+	enum srdma_rcv_result res = SRDMA_RCV_NO_QP;
 	bool ipv6 = skb->protocol == htons(ETH_P_IPV6);
 	struct srdma_pkt pkt;
 	struct srdma_dev *sdev;
@@ -127,36 +201,45 @@ static bool srdma_rcv(struct sk_buff *skb, u64 net_cookie, bool local)
 
 	if (!srdma_rcv_parse(skb, ipv6, &payoff, &udp_paylen, &pkt))
 		goto drop;
+	if (pkt.dqpn == SRDMA_MCAST_QPN) {
+		res = local ? SRDMA_RCV_NO_GROUP :
+		      srdma_rcv_mcast(skb, &pkt, payoff, udp_paylen, ipv6,
+				      net_cookie);
+		if (res != SRDMA_RCV_TAKEN)
+			goto drop;
+		consume_skb(skb);
+		return res;
+	}
 	qp = srdma_rcv_qp(skb, ipv6, &pkt, net_cookie);
 	if (!qp)
 		goto drop;
+	res = SRDMA_RCV_TAKEN;
 	sdev = qp->sdev;
 	srdma_count(sdev, SRDMA_CNT_RX_PKTS);
 	if (!local && !srdma_icrc_check(skb, payoff, udp_paylen, ipv6)) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_ICRC);
 		goto drop_put;
 	}
-	/* QPNs are module-wide: the QP must live where the packet arrived. */
+	/*
+	 * QPNs are module-wide: the QP must live where the packet arrived.
+	 * Only the multicast QPN takes datagrams to a multicast address.
+	 */
 	if (!srdma_pkey_is_default(pkt.pkey) ||
-	    dev_net(sdev->ndev)->net_cookie != net_cookie) {
-		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
-		goto drop_put;
-	}
-	if (!srdma_rcv_deliver(qp, &pkt, skb, payoff, ipv6)) {
+	    dev_net(sdev->ndev)->net_cookie != net_cookie ||
+	    srdma_rcv_to_mcast(skb, ipv6) ||
+	    !srdma_rcv_deliver(qp, &pkt, skb, payoff, ipv6)) {
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
 		goto drop_put;
 	}
 	srdma_qp_put(qp);
 	consume_skb(skb);
-	return true;
+	return res;
 
 drop_put:
 	srdma_qp_put(qp);
-	kfree_skb(skb);
-	return true;
 drop:
 	kfree_skb(skb);
-	return false;
+	return res;
 }
 
 /**
@@ -171,8 +254,18 @@ int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
 	struct srdma_sockset *ss = rcu_dereference_sk_user_data(sk);
 
-	if (!srdma_rcv(skb, sock_net(sk)->net_cookie, false) && ss)
-		atomic64_inc(&ss->rx_dropped);
+	switch (srdma_rcv(skb, sock_net(sk)->net_cookie, false)) {
+	case SRDMA_RCV_NO_QP:
+		if (ss)
+			atomic64_inc(&ss->rx_dropped);
+		break;
+	case SRDMA_RCV_NO_GROUP:
+		if (ss)
+			atomic64_inc(&ss->rx_mcast_dropped);
+		break;
+	default:
+		break;
+	}
 	return 0;
 }
 

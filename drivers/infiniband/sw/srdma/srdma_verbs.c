@@ -95,6 +95,9 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_res_rd_atom = SRDMA_MAX_RD_ATOM * attr->max_qp;
 	attr->atomic_cap = IB_ATOMIC_NONE;
 	attr->max_pkeys = SRDMA_PKEY_TBL_LEN;
+	attr->max_mcast_grp = SRDMA_MAX_MCAST_GRP;
+	attr->max_mcast_qp_attach = SRDMA_MAX_MCAST_QP_ATTACH;
+	attr->max_total_mcast_qp_attach = SRDMA_MAX_MCAST_ATTACH;
 	attr->local_ca_ack_delay = SRDMA_LOCAL_ACK_DELAY;
 	return 0;
 }
@@ -232,6 +235,7 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_TX_UD_TOO_LONG].name = "tx_ud_too_long",
 	[SRDMA_CNT_RX_UD_OVER_MTU].name = "rx_ud_over_mtu",
 	[SRDMA_CNT_RX_UD_SHORT_BUF].name = "rx_ud_short_buffer",
+	[SRDMA_CNT_RX_MCAST_NO_GROUP].name = "rx_mcast_no_group",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -253,6 +257,8 @@ static int srdma_get_hw_stats(struct ib_device *ibdev,
 	/* Drops before a QP was found are counted per socket set. */
 	stats->value[SRDMA_CNT_RX_SOCK_DROPPED] =
 		atomic64_read(&sdev->sockset->rx_dropped);
+	stats->value[SRDMA_CNT_RX_MCAST_NO_GROUP] =
+		atomic64_read(&sdev->sockset->rx_mcast_dropped);
 	return SRDMA_NUM_COUNTERS;
 }
 
@@ -290,6 +296,8 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.modify_qp = srdma_modify_qp,
 	.query_qp = srdma_query_qp,
 	.destroy_qp = srdma_destroy_qp,
+	.attach_mcast = srdma_attach_mcast,
+	.detach_mcast = srdma_detach_mcast,
 	.post_send = srdma_post_send,
 	.post_recv = srdma_post_recv,
 	.alloc_hw_port_stats = srdma_alloc_hw_port_stats,

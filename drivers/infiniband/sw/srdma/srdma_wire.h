@@ -28,6 +28,8 @@
 
 #define SRDMA_PSN_MASK		0xffffffU
 #define SRDMA_QPN_MASK		0xffffffU
+/* The destination QPN of every multicast packet (IBTA vol. 1 ch. 9). */
+#define SRDMA_MCAST_QPN		0xffffffU
 #define SRDMA_MSN_MASK		0xffffffU
 #define SRDMA_DEFAULT_PKEY	0xffffU
 /*
