@@ -93,7 +93,12 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_qp_rd_atom = SRDMA_MAX_RD_ATOM;
 	attr->max_qp_init_rd_atom = SRDMA_MAX_RD_ATOM;
 	attr->max_res_rd_atom = SRDMA_MAX_RD_ATOM * attr->max_qp;
-	attr->atomic_cap = IB_ATOMIC_NONE;
+	/*
+	 * Atomics are locked cmpxchg on the target's pinned page (see
+	 * srdma_mr_atomic()): atomic with respect to every srdma device's
+	 * atomics and to the CPUs' atomic instructions.
+	 */
+	attr->atomic_cap = IB_ATOMIC_GLOB;
 	attr->max_pkeys = SRDMA_PKEY_TBL_LEN;
 	attr->max_mcast_grp = SRDMA_MAX_MCAST_GRP;
 	attr->max_mcast_qp_attach = SRDMA_MAX_MCAST_QP_ATTACH;
