@@ -156,6 +156,8 @@ enum srdma_counter {
 	SRDMA_CNT_RX_UD_OVER_MTU,	/* UD: over the MTU, dropped */
 	SRDMA_CNT_RX_UD_SHORT_BUF,	/* UD: receive too small, dropped */
 	SRDMA_CNT_RX_MCAST_NO_GROUP,	/* read from the socket set */
+	SRDMA_CNT_ATOMIC_REPLAYS,	/* duplicate atomics answered again */
+	SRDMA_CNT_ATOMIC_REPLAY_MISS,	/* duplicate atomics not in the cache */
 	SRDMA_NUM_COUNTERS
 };
 

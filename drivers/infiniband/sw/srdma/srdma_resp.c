@@ -892,12 +892,14 @@ static void srdma_resp_atomic_dup(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		    h->rkey != pkt->rkey || h->va != pkt->va)
 			continue;
 		job = *h;
+		srdma_count(qp->sdev, SRDMA_CNT_ATOMIC_REPLAYS);
 		srdma_rd_drop_stale(qp, pkt);
 		if (srdma_atomic_reply(qp, &job, qp->msn))
 			srdma_dbg_qp(qp, "atomic psn %u: replay waits\n",
 				     pkt->psn);
 		return;
 	}
+	srdma_count(qp->sdev, SRDMA_CNT_ATOMIC_REPLAY_MISS);
 	srdma_dbg_qp(qp, "atomic psn %u not in the replay cache\n", pkt->psn);
 }
 

@@ -241,6 +241,8 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_RX_UD_OVER_MTU].name = "rx_ud_over_mtu",
 	[SRDMA_CNT_RX_UD_SHORT_BUF].name = "rx_ud_short_buffer",
 	[SRDMA_CNT_RX_MCAST_NO_GROUP].name = "rx_mcast_no_group",
+	[SRDMA_CNT_ATOMIC_REPLAYS].name = "atomic_replays",
+	[SRDMA_CNT_ATOMIC_REPLAY_MISS].name = "atomic_replay_misses",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
