@@ -23,7 +23,7 @@
 #include "kselftest_harness.h"
 #include "srdma_test.h"
 
-#define BUF_SIZE	4096
+#define BUF_SIZE	4096		/* 512 words; the tests use words 3 to 500 */
 #define DEPTH		4		/* atomics in flight per QP */
 #define NQP		2
 #define PSN0		0x123
@@ -634,7 +634,7 @@ static void expect_fail(struct __test_metadata *_metadata,
 TEST_F(atomic, misaligned)
 {
 	struct ibv_sge s = sge_of(self->req.mr, self->req.buf, 8);
-	uint64_t *w = &self->tgt.buf[600];
+	uint64_t *w = &self->tgt.buf[440];
 
 	SELECTED();
 	*w = 77;
@@ -652,7 +652,7 @@ TEST_F(atomic, misaligned)
 		EXPECT_EQ(self->req.qp[0]->qp_num, wc.qp_num);
 	}
 	EXPECT_EQ(77ULL, *w);
-	EXPECT_EQ(0ULL, self->tgt.buf[601]);
+	EXPECT_EQ(0ULL, self->tgt.buf[441]);
 	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->req.qp[0]));
 	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->tgt.qp[0]));
 }
@@ -661,7 +661,7 @@ TEST_F(atomic, misaligned)
 TEST_F(atomic, mr_no_access)
 {
 	struct ibv_sge s = sge_of(self->req.mr, self->req.buf, 8);
-	uint64_t *w = &self->tgt.buf[700];
+	uint64_t *w = &self->tgt.buf[448];
 	struct ibv_mr *mr;
 
 	SELECTED();
@@ -679,7 +679,7 @@ TEST_F(atomic, bad_rkey)
 	struct ibv_sge s = sge_of(self->req.mr, self->req.buf, 8);
 
 	SELECTED();
-	expect_fail(_metadata, self, &s, &self->tgt.buf[710],
+	expect_fail(_metadata, self, &s, &self->tgt.buf[456],
 		    self->tgt.mr->rkey ^ 0x80, IBV_WC_REM_ACCESS_ERR, true);
 }
 
@@ -697,7 +697,7 @@ TEST_F(atomic, qp_no_access)
 
 	SELECTED();
 	ASSERT_EQ(0, ibv_modify_qp(self->tgt.qp[0], &a, IBV_QP_ACCESS_FLAGS));
-	expect_fail(_metadata, self, &s, &self->tgt.buf[720],
+	expect_fail(_metadata, self, &s, &self->tgt.buf[464],
 		    self->tgt.mr->rkey, self->tgt_rxe ?
 		    IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_ACCESS_ERR, true);
 }
@@ -715,7 +715,7 @@ TEST_F(atomic, bad_lkey)
 	if (!self->req_srdma)
 		SKIP(return, "the requester is not srdma");
 	s.lkey ^= 0x80;
-	expect_fail(_metadata, self, &s, &self->tgt.buf[730],
+	expect_fail(_metadata, self, &s, &self->tgt.buf[472],
 		    self->tgt.mr->rkey, IBV_WC_LOC_PROT_ERR, false);
 }
 
@@ -731,7 +731,7 @@ TEST_F(atomic, readonly_result)
 	ro = ibv_reg_mr(self->req.pd, self->req.buf + 256, 64, 0);
 	ASSERT_NE(NULL, ro);
 	s = sge_of(ro, self->req.buf + 256, 8);
-	expect_fail(_metadata, self, &s, &self->tgt.buf[740],
+	expect_fail(_metadata, self, &s, &self->tgt.buf[480],
 		    self->tgt.mr->rkey, IBV_WC_LOC_PROT_ERR, false);
 	ibv_dereg_mr(ro);
 }
