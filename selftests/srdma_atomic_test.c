@@ -630,18 +630,25 @@ static void expect_fail(struct __test_metadata *_metadata,
 	EXPECT_EQ(78ULL, *w);
 }
 
-/* An address not 8-byte aligned: NAK invalid request. */
+/*
+ * An address not 8-byte aligned: the srdma requester sends it and the
+ * responder NAKs it as an invalid request. (rdma_rxe's requester refuses
+ * it in post_send with EINVAL instead.)
+ */
 TEST_F(atomic, misaligned)
 {
 	struct ibv_sge s = sge_of(self->req.mr, self->req.buf, 8);
 	uint64_t *w = &self->tgt.buf[440];
+	int ret;
 
 	SELECTED();
 	*w = 77;
-	ASSERT_EQ(0, post_atomic(self->req.qp[0], 90,
-				 IBV_WR_ATOMIC_FETCH_AND_ADD, &s, 1,
-				 (uintptr_t)w + 4, self->tgt.mr->rkey, 1, 0,
-				 IBV_SEND_SIGNALED));
+	ret = post_atomic(self->req.qp[0], 90, IBV_WR_ATOMIC_FETCH_AND_ADD, &s,
+			  1, (uintptr_t)w + 4, self->tgt.mr->rkey, 1, 0,
+			  IBV_SEND_SIGNALED);
+	if (!self->req_srdma && ret == EINVAL)
+		SKIP(return, "the rxe requester refuses it in post_send");
+	ASSERT_EQ(0, ret);
 	{
 		struct ibv_wc wc;
 
