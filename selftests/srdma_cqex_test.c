@@ -568,7 +568,8 @@ TEST_F(cqex, create_cq_ex_refuses)
 /*
  * create_qp_ex: IBV_QP_INIT_ATTR_CREATE_FLAGS with no flag makes a QP
  * (the caps written back); a flag, XRC, RSS, a TSO header, send ops the
- * QP type cannot do are EOPNOTSUPP; no PD is EINVAL.
+ * QP type cannot do (ATOMIC WRITE, MW binding; RDMA and atomics on UD)
+ * are EOPNOTSUPP; no PD is EINVAL.
  */
 TEST_F(cqex, create_qp_ex_flags)
 {
@@ -627,7 +628,7 @@ TEST_F(cqex, create_qp_ex_flags)
 
 	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	a.send_ops_flags = IBV_QP_EX_WITH_SEND |
-			   IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+			   IBV_QP_EX_WITH_ATOMIC_WRITE;
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_create_qp_ex(self->ctx, &a));
 	EXPECT_EQ(EOPNOTSUPP, errno);
@@ -637,6 +638,11 @@ TEST_F(cqex, create_qp_ex_flags)
 	EXPECT_EQ(EOPNOTSUPP, errno);
 	a.qp_type = IBV_QPT_UD;
 	a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_create_qp_ex(self->ctx, &a));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND |
+			   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_create_qp_ex(self->ctx, &a));
 	EXPECT_EQ(EOPNOTSUPP, errno);

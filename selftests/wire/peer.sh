@@ -95,6 +95,10 @@ server_side() {
 		p=$((p + 1))
 		timeout 120 $t $PF -p $p -s 2 -n 100 > /dev/null 2>&1
 	done
+	for t in $ATOMIC_PERF; do
+		p=$((p + 1))
+		timeout 120 ${t//:/ } $PF -p $p -n 200 > /dev/null 2>&1
+	done
 	cm_server_side
 	qperf_server_side
 	mckey_server_side
@@ -103,6 +107,10 @@ server_side() {
 	barrier wait 18999
 	kill $xpid
 }
+
+# perftest's atomics, both kinds; ":" stands for a space.
+ATOMIC_PERF="ib_atomic_bw:-A:CMP_AND_SWAP ib_atomic_bw:-A:FETCH_AND_ADD
+	ib_atomic_lat:-A:CMP_AND_SWAP ib_atomic_lat:-A:FETCH_AND_ADD"
 
 # rdma_cm (CM MADs on QP1) and perftest over UD.
 me_ip=$(ip -4 -o addr show eth0 | awk '{ sub("/.*", "", $4); print $4 }')
@@ -238,6 +246,13 @@ client_side() {
 		p=$((p + 1))
 		retry timeout 120 $t $PF -p $p -s 2 -n 100 "$peer"; report $? "$tag.$t"
 		grep -E '^ *2 ' /tmp/client.log | sed "s/^/# $t: /"
+	done
+	for t in $ATOMIC_PERF; do
+		p=$((p + 1))
+		# shellcheck disable=SC2086
+		retry timeout 120 ${t//:/ } $PF -p $p -n 200 "$peer"
+		report $? "$tag.${t%%:*}.${t##*:}"
+		grep -E '^ *8 ' /tmp/client.log | sed "s/^/# ${t//:/ }: /"
 	done
 	cm_client_side
 	qperf_client_side

@@ -733,6 +733,19 @@ static void srdma_ring_publish(struct srdma_uring *r, uint32_t prod)
 #define SRDMA_SEND_FLAGS	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | \
 				 IBV_SEND_SOLICITED)
 
+/* The two atomic operations: compare and swap, fetch and add. */
+static bool srdma_wr_is_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* An atomic's result goes to exactly one SGE of 8 bytes. */
+static bool srdma_atomic_sges_ok(const struct ibv_sge *sg, int num_sge)
+{
+	return num_sge == 1 && sg[0].length == sizeof(uint64_t);
+}
+
 /* Does a UD send to @ah and @remote_qpn on @qp name a valid destination? */
 static bool srdma_ud_dest_ok(const struct ibv_qp *qp, const struct ibv_ah *ah,
 			     uint32_t remote_qpn)
@@ -742,9 +755,9 @@ static bool srdma_ud_dest_ok(const struct ibv_qp *qp, const struct ibv_ah *ah,
 
 /*
  * Can the kernel take @wr on @qp? EINVAL for an opcode or flag it does
- * not do, or a UD send without an AH of the QP's PD or with a remote QPN
- * over 24 bits: the kernel would refuse the ring entry and move the QP
- * to ERR.
+ * not do, a UD send without an AH of the QP's PD or with a remote QPN
+ * over 24 bits, or an atomic without one 8-byte SGE: the kernel would
+ * refuse the ring entry and move the QP to ERR.
  */
 static int srdma_send_wr_check(const struct ibv_qp *qp,
 			       const struct ibv_send_wr *wr)
@@ -759,6 +772,11 @@ static int srdma_send_wr_check(const struct ibv_qp *qp,
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		if (!srdma_atomic_sges_ok(wr->sg_list, wr->num_sge))
+			return EINVAL;
 		break;
 	default:
 		return EINVAL;
@@ -792,10 +810,17 @@ static int srdma_sq_put(struct srdma_uring *r, const struct ibv_qp *qp,
 	u->imm_data = wr->imm_data;
 	u->num_sge = wr->num_sge;
 	u->reserved = 0;
+	u->compare_add = 0;
+	u->swap = 0;
 	if (qp->qp_type == IBV_QPT_UD) {
 		u->ud.ah = to_sah(wr->wr.ud.ah)->ah_num;
 		u->ud.remote_qpn = wr->wr.ud.remote_qpn;
 		u->remote_qkey = wr->wr.ud.remote_qkey;
+	} else if (srdma_wr_is_atomic(wr->opcode)) {
+		u->remote_addr = wr->wr.atomic.remote_addr;
+		u->rkey = wr->wr.atomic.rkey;
+		u->compare_add = wr->wr.atomic.compare_add;
+		u->swap = wr->wr.atomic.swap;
 	} else {
 		u->remote_addr = wr->wr.rdma.remote_addr;
 		u->rkey = wr->wr.rdma.rkey;
@@ -941,6 +966,16 @@ static void srdma_wr_fail(struct srdma_qp *qp, int err)
 		qp->wr_err = err;
 }
 
+/* The entry built last, if atomic, must have its one 8-byte SGE. */
+static void srdma_wr_check_atomic(struct srdma_qp *qp)
+{
+	const struct srdma_usend_wqe *u = qp->wr_cur;
+
+	if (u && srdma_wr_is_atomic(u->opcode) &&
+	    (u->num_sge != 1 || u->sge[0].length != sizeof(uint64_t)))
+		srdma_wr_fail(qp, EINVAL);
+}
+
 /* Begin entry wr_prod as @opcode; NULL if the batch has failed. */
 static struct srdma_usend_wqe *srdma_wr_begin(struct ibv_qp_ex *ibqp,
 					      uint32_t opcode)
@@ -949,6 +984,7 @@ static struct srdma_usend_wqe *srdma_wr_begin(struct ibv_qp_ex *ibqp,
 	struct srdma_uring *r = &qp->sq;
 	struct srdma_usend_wqe *u;
 
+	srdma_wr_check_atomic(qp);
 	if (qp->wr_need_ah)		/* the last UD entry has no AH */
 		srdma_wr_fail(qp, EINVAL);
 	if (ibqp->wr_flags & ~SRDMA_SEND_FLAGS)
@@ -985,6 +1021,7 @@ static int srdma_wr_complete(struct ibv_qp_ex *ibqp)
 	struct srdma_qp *qp = to_sqp_ex(ibqp);
 	int ret;
 
+	srdma_wr_check_atomic(qp);
 	if (qp->wr_need_ah)
 		srdma_wr_fail(qp, EINVAL);
 	ret = qp->wr_err;
@@ -1043,6 +1080,35 @@ static void srdma_wr_rdma_read(struct ibv_qp_ex *ibqp, uint32_t rkey,
 			       uint64_t remote_addr)
 {
 	srdma_wr_rdma(ibqp, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
+}
+
+static void srdma_wr_atomic(struct ibv_qp_ex *ibqp, uint32_t opcode,
+			    uint32_t rkey, uint64_t remote_addr,
+			    uint64_t compare_add, uint64_t swap)
+{
+	struct srdma_usend_wqe *u = srdma_wr_begin(ibqp, opcode);
+
+	if (!u)
+		return;
+	u->remote_addr = remote_addr;
+	u->rkey = rkey;
+	u->compare_add = compare_add;
+	u->swap = swap;
+}
+
+static void srdma_wr_atomic_cmp_swp(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				    uint64_t remote_addr, uint64_t compare,
+				    uint64_t swap)
+{
+	srdma_wr_atomic(ibqp, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr,
+			compare, swap);
+}
+
+static void srdma_wr_atomic_fetch_add(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				      uint64_t remote_addr, uint64_t add)
+{
+	srdma_wr_atomic(ibqp, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr,
+			add, 0);
 }
 
 static void srdma_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
@@ -1116,7 +1182,9 @@ static uint64_t srdma_send_ops(enum ibv_qp_type type)
 	case IBV_QPT_RC:
 		return send | IBV_QP_EX_WITH_RDMA_WRITE |
 		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-		       IBV_QP_EX_WITH_RDMA_READ;
+		       IBV_QP_EX_WITH_RDMA_READ |
+		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	case IBV_QPT_UD:
 		return send;
 	default:
@@ -1148,6 +1216,10 @@ static void srdma_qp_ex_init(struct srdma_qp *qp, uint64_t ops)
 		ex->wr_rdma_write_imm = srdma_wr_rdma_write_imm;
 	if (ops & IBV_QP_EX_WITH_RDMA_READ)
 		ex->wr_rdma_read = srdma_wr_rdma_read;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		ex->wr_atomic_cmp_swp = srdma_wr_atomic_cmp_swp;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		ex->wr_atomic_fetch_add = srdma_wr_atomic_fetch_add;
 }
 
 /* The comp_mask bits create_qp_ex takes, see srdma_create_qp_ex(). */

@@ -12,7 +12,7 @@
 #include <linux/types.h>
 
 /* uverbs driver ABI version, reported in sysfs and matched by the provider */
-#define SRDMA_UVERBS_ABI_VERSION	2
+#define SRDMA_UVERBS_ABI_VERSION	3
 
 /*
  * node_desc of every srdma ib_device. An srdma device may have any name and
@@ -86,7 +86,10 @@ struct srdma_usge {
  * SQ slot: fixed part, then num_sge (at most the SQ's max_sge) SGEs. On a
  * UD QP the remote address and key name the destination instead: the AH
  * number from srdma_create_ah_resp, the remote QPN and the Q_Key (bit 31
- * set: the QP's own Q_Key).
+ * set: the QP's own Q_Key). An atomic (IB_UVERBS_WR_ATOMIC_CMP_AND_SWP,
+ * _FETCH_AND_ADD) has its target in remote_addr and rkey, its operands in
+ * compare_add (the compare value, or what is added) and swap, and exactly
+ * one SGE of 8 bytes for the result.
  */
 struct srdma_usend_wqe {
 	__aligned_u64 wr_id;
@@ -106,6 +109,8 @@ struct srdma_usend_wqe {
 	__u32 imm_data;		/* network order */
 	__u32 num_sge;
 	__u32 reserved;
+	__aligned_u64 compare_add;	/* atomics */
+	__aligned_u64 swap;		/* compare and swap */
 	struct srdma_usge sge[];
 };
 

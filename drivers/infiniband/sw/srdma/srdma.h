@@ -156,6 +156,8 @@ enum srdma_counter {
 	SRDMA_CNT_RX_UD_OVER_MTU,	/* UD: over the MTU, dropped */
 	SRDMA_CNT_RX_UD_SHORT_BUF,	/* UD: receive too small, dropped */
 	SRDMA_CNT_RX_MCAST_NO_GROUP,	/* read from the socket set */
+	SRDMA_CNT_ATOMIC_REPLAYS,	/* duplicate atomics answered again */
+	SRDMA_CNT_ATOMIC_REPLAY_MISS,	/* duplicate atomics not in the cache */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -314,6 +316,8 @@ struct srdma_send_wqe {
 	bool done;			/* READ: all responses placed */
 	u32 rd_next_psn;		/* READ: next response expected */
 	u32 rd_sent_off;		/* READ: requests sent up to here */
+	u64 compare_add;		/* atomics: compare or add operand */
+	u64 swap;			/* compare and swap: the new value */
 	struct srdma_ud_dest ud;	/* UD QPs only */
 	struct srdma_sge sge[];
 };
@@ -335,15 +339,38 @@ struct srdma_ring {
 	u32 cons;			/* free-running: retired */
 };
 
-/* A READ request accepted by the responder, answered by a work item. */
+/*
+ * A READ request accepted by the responder, answered by a work item; or
+ * an atomic request carried out, whose ATOMIC ACKNOWLEDGE waits behind
+ * READ responses. In the history, atomics are the replay cache.
+ */
 struct srdma_read_job {
 	u64 va;
 	u32 rkey;
-	u32 len;
+	u32 len;			/* atomics: 8 */
 	u32 psn;			/* PSN of the first response */
 	u32 mtu;			/* path MTU when it was accepted */
 	u64 serial;			/* the MR checked then; 0: no payload */
+	u64 orig;			/* atomics: the value found */
+	u8 atomic_op;			/* SRDMA_OP_COMPARE_SWAP, _FETCH_ADD; 0 */
 };
+
+/* The two atomic work requests. */
+static inline bool srdma_wr_is_atomic(u32 opcode)
+{
+	return opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/*
+ * Work requests that wait for a response with data (READ responses, an
+ * ATOMIC ACKNOWLEDGE) and count against the initiator depth
+ * (max_rd_atomic).
+ */
+static inline bool srdma_wr_is_rd_atomic(u32 opcode)
+{
+	return opcode == IB_WR_RDMA_READ || srdma_wr_is_atomic(opcode);
+}
 
 struct srdma_qp {
 	struct ib_qp ibqp;
@@ -736,6 +763,8 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len);
 int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		    u32 len);
+int srdma_mr_atomic(struct srdma_mr *mr, u64 iova, u8 op, u64 swap_add,
+		    u64 compare, u64 *orig);
 int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
 		       int num_sge, u32 *total);
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,

@@ -614,10 +614,6 @@ static int srdma_qp_check_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
 	    attr->max_dest_rd_atomic > SRDMA_MAX_RD_ATOM)
 		return -EINVAL;
-	/*
-	 * REMOTE_ATOMIC is accepted, as the IB CM sets it with any responder
-	 * resources; srdma drops atomic requests either way (for now).
-	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
 	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
 				       IB_ACCESS_REMOTE_READ |

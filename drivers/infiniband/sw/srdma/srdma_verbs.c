@@ -93,7 +93,12 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_qp_rd_atom = SRDMA_MAX_RD_ATOM;
 	attr->max_qp_init_rd_atom = SRDMA_MAX_RD_ATOM;
 	attr->max_res_rd_atom = SRDMA_MAX_RD_ATOM * attr->max_qp;
-	attr->atomic_cap = IB_ATOMIC_NONE;
+	/*
+	 * Atomics are locked cmpxchg on the target's pinned page (see
+	 * srdma_mr_atomic()): atomic with respect to every srdma device's
+	 * atomics and to the CPUs' atomic instructions.
+	 */
+	attr->atomic_cap = IB_ATOMIC_GLOB;
 	attr->max_pkeys = SRDMA_PKEY_TBL_LEN;
 	attr->max_mcast_grp = SRDMA_MAX_MCAST_GRP;
 	attr->max_mcast_qp_attach = SRDMA_MAX_MCAST_QP_ATTACH;
@@ -236,6 +241,8 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_RX_UD_OVER_MTU].name = "rx_ud_over_mtu",
 	[SRDMA_CNT_RX_UD_SHORT_BUF].name = "rx_ud_short_buffer",
 	[SRDMA_CNT_RX_MCAST_NO_GROUP].name = "rx_mcast_no_group",
+	[SRDMA_CNT_ATOMIC_REPLAYS].name = "atomic_replays",
+	[SRDMA_CNT_ATOMIC_REPLAY_MISS].name = "atomic_replay_misses",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
