@@ -343,7 +343,9 @@ static void srdma_qp_free_qpn(struct srdma_qp *qp, bool published)
  * @init: the attributes asked for; the caps are updated to what was made
  * @udata: the provider's command and response, NULL for a kernel QP
  *
- * A user QP also gets its SQ and RQ mapped into the process.
+ * A user QP also gets its SQ and RQ mapped into the process. An RC or UD
+ * QP may take its receives from an SRQ (@init->srq): it then gets an RQ
+ * of one receive of the SRQ's size, and none mapped.
  *
  * Context: Process context; sleeps.
  * Return: 0; -EOPNOTSUPP for a type or feature srdma lacks; -EINVAL for
