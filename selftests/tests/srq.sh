@@ -70,3 +70,45 @@ test_srq_pingpong_srdma_server() {
 	srq_pp_check /tmp/server.log || fail "srdma server report"
 	rdma link delete rxe0
 }
+
+# A kernel consumer (selftests/kmod/srdma_srq_ktest.ko): the SRQ verbs,
+# completions, limit event, RNR and Last WQE Reached, posted from kernel
+# space (also with IRQs off). The module checks at load time and fails
+# the load on any failure, logging each.
+test_srq_kernel() {
+	local ko=$SRDMA_ROOT/selftests/kmod/srdma_srq_ktest.ko start
+	[ -f "$ko" ] || fail "no $ko (run make)"
+	setup_bound_veth || fail "link add"
+	roce2_ipv4_gid srdma0 > /dev/null || fail "no IPv4 GID"
+	start=$(dmesg | wc -l)
+	insmod "$ko" dev=srdma0 ||
+		fail "srdma_srq_ktest: $(dmesg | tail -n +$((start + 1)) | grep srdma_srq_ktest)"
+	rmmod srdma_srq_ktest || fail "rmmod srdma_srq_ktest"
+	dmesg | tail -n +$((start + 1)) | grep -q 'srdma_srq_ktest: PASS' ||
+		fail "no PASS line"
+}
+
+# The device goes away (rdma link delete, then rmmod) under processes
+# with SRQs: one waiting for its peer, two exchanging messages.
+test_srq_device_removal() {
+	local g p1 p2 p3
+	setup_bound_veth || fail "link add"
+	g=$(roce2_ipv4_gid srdma0) || fail "no IPv4 GID"
+	ibv_srq_pingpong -d srdma0 -g "$g" -p 18600 -q 4 > /tmp/idle.log 2>&1 &
+	p1=$!
+	ibv_srq_pingpong -d srdma0 -g "$g" -n 1000000 -q 4 > /tmp/server.log 2>&1 &
+	p2=$!
+	wait_for 30 sh -c "ss -Hltn | grep -q ':18515 '" || fail "no listener"
+	ibv_srq_pingpong -d srdma0 -g "$g" -n 1000000 -q 4 127.0.0.1 \
+		> /tmp/client.log 2>&1 &
+	p3=$!
+	sleep 3
+	kill -0 $p2 && kill -0 $p3 || fail "pingpong ended early: $(cat /tmp/client.log)"
+	[ "$(rdma resource show srq 2>/dev/null | grep -c srdma0)" -ge 3 ] ||
+		echo "# rdma resource show srq: $(rdma resource show srq 2>&1 | head -3)"
+	rdma link delete srdma0 || fail "link delete with SRQs in use"
+	wait_for 10 dev_absent srdma0 || fail "srdma0 still present"
+	kill $p1 $p2 $p3 2>/dev/null
+	wait $p1 $p2 $p3 2>/dev/null
+	rmmod srdma || fail "rmmod after the device went"
+}
