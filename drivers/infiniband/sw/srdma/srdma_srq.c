@@ -372,7 +372,9 @@ static int srdma_usrq_take(struct srdma_srq *srq, struct srdma_recv_wqe *wqe,
  * A take that leaves fewer receives than the armed limit raises
  * IB_EVENT_SRQ_LIMIT_REACHED and disarms it; a user ring found bad raises
  * IB_EVENT_SRQ_ERR, once. Both are raised after the SRQ lock is dropped,
- * so a kernel consumer may re-arm or post from its handler.
+ * so a kernel consumer may re-arm or post to the SRQ from its handler;
+ * the taking QP's lock is still held, as for every QP event, so the
+ * handler must not post to that QP.
  *
  * Context: softirq or process context, the QP's lock held (BHs off).
  * Return: 0 if a receive was taken, -EAGAIN if the SRQ is empty, -EIO if
