@@ -339,6 +339,22 @@ TEST_F(srq, caps_and_query)
 	EXPECT_EQ(NULL, ibv_create_srq(self->pd, &ia));
 	EXPECT_EQ(EINVAL, errno);
 
+	/* An SRQ of another PD: EINVAL. */
+	{
+		struct ibv_pd *pd2 = ibv_alloc_pd(self->ctx);
+		struct ibv_qp_init_attr init = {
+			.qp_type = IBV_QPT_RC, .send_cq = self->scq,
+			.recv_cq = self->rcq, .srq = self->srq,
+			.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		};
+
+		ASSERT_NE(NULL, pd2);
+		errno = 0;
+		EXPECT_EQ(NULL, ibv_create_qp(pd2, &init));
+		EXPECT_EQ(EINVAL, errno);
+		EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+	}
+
 	/* A QP on the SRQ has no RQ of its own. */
 	ASSERT_EQ(0, make_pairs(self, self->srq, 1, 7));
 	ASSERT_EQ(0, ibv_query_qp(self->rcv[0], &qa, IBV_QP_CAP, &qi));

@@ -349,9 +349,9 @@ static void srdma_qp_free_qpn(struct srdma_qp *qp, bool published)
  *
  * Context: Process context; sleeps.
  * Return: 0; -EOPNOTSUPP for a type or feature srdma lacks; -EINVAL for
- * caps over the limits or a short response buffer; -ENOMEM, also when the
- * device has its limit of QPs; -EBUSY when no QPN is free or the device has a GSI QP
- * already.
+ * caps over the limits, an SRQ of another PD or a short response buffer;
+ * -ENOMEM, also when the device has its limit of QPs; -EBUSY when no QPN
+ * is free or the device has a GSI QP already.
  */
 int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
@@ -361,6 +361,14 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct ib_qp_cap *cap = &init->cap;
 	int err;
 
+	/*
+	 * The lkeys of a receive are checked against the QP's PD: an SRQ of
+	 * another PD would have its receives judged by the wrong one.
+	 */
+	if (init->srq && init->srq->pd != ibqp->pd) {
+		srdma_dbg(sdev, "create_qp: an SRQ of another PD\n");
+		return -EINVAL;
+	}
 	if (init->srq) {
 		/*
 		 * Receives come from the SRQ, one at a time, into an RQ of
