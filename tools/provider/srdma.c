@@ -6,8 +6,8 @@
  * and opens a verbs context through the uverbs commands. The data path runs
  * on rings shared with the kernel (layout in srdma-abi.h): poll_cq never
  * enters the kernel, post_recv only while the QP is in the error state,
- * and post_send writes its work requests and rings at most one doorbell
- * per call.
+ * post_srq_recv never, and post_send writes its work requests and rings
+ * at most one doorbell per call.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -89,6 +89,17 @@ struct srdma_qp {
 	bool wr_need_ah;		/* wr_cur is UD: needs wr_set_ud_addr */
 };
 
+/* An SRQ: its mapped ring, which the kernel takes receives from. */
+struct srdma_srq {
+	struct ibv_srq ibsrq;
+	struct srdma_uring rq;
+};
+
+struct srdma_create_srq_resp_all {
+	struct ib_uverbs_create_srq_resp ibv_resp;
+	struct srdma_create_srq_resp drv;
+};
+
 struct srdma_ah {
 	struct ibv_ah ibah;
 	uint32_t ah_num;		/* what UD send entries name */
@@ -145,6 +156,11 @@ static struct srdma_qp *to_sqp(struct ibv_qp *ibqp)
 static struct srdma_qp *to_sqp_ex(struct ibv_qp_ex *ibqp)
 {
 	return (struct srdma_qp *)ibqp;
+}
+
+static struct srdma_srq *to_ssrq(struct ibv_srq *ibsrq)
+{
+	return (struct srdma_srq *)ibsrq;
 }
 
 static struct srdma_ah *to_sah(struct ibv_ah *ibah)
@@ -579,9 +595,13 @@ err_free_cq:
 	return NULL;
 }
 
-/* Map the rings of a QP the kernel just made. */
+/*
+ * Map the rings of a QP the kernel just made: the SQ, and the RQ unless
+ * the QP takes its receives from an SRQ (@has_srq), which the kernel
+ * tells with an RQ of no slots.
+ */
 static int srdma_qp_map(struct ibv_context *ctx, struct srdma_qp *qp,
-			const struct srdma_create_qp_resp *drv)
+			const struct srdma_create_qp_resp *drv, bool has_srq)
 {
 	int ret;
 
@@ -591,6 +611,15 @@ static int srdma_qp_map(struct ibv_context *ctx, struct srdma_qp *qp,
 			      drv->sq.max_sge * sizeof(struct srdma_usge));
 	if (ret)
 		return ret;
+	qp->sq.max_wr = drv->sq.max_wr;
+	qp->sq.max_sge = drv->sq.max_sge;
+	qp->sq.max_len = srdma_max_msg(SRDMA_DEFAULT_MTU);
+	if (has_srq) {
+		if (!drv->rq.slots)
+			return 0;
+		srdma_uring_unmap(&qp->sq);
+		return EPROTO;
+	}
 	ret = srdma_uring_map(ctx, &qp->rq, drv->rq.offset, drv->rq.len,
 			      drv->rq.slots, drv->rq.slot_size,
 			      sizeof(struct srdma_urecv_wqe) +
@@ -599,9 +628,6 @@ static int srdma_qp_map(struct ibv_context *ctx, struct srdma_qp *qp,
 		srdma_uring_unmap(&qp->sq);
 		return ret;
 	}
-	qp->sq.max_wr = drv->sq.max_wr;
-	qp->sq.max_sge = drv->sq.max_sge;
-	qp->sq.max_len = srdma_max_msg(SRDMA_DEFAULT_MTU);
 	qp->rq.max_wr = drv->rq.max_wr;
 	qp->rq.max_sge = drv->rq.max_sge;
 	qp->rq.max_len = SRDMA_MAX_MSG;
@@ -624,7 +650,7 @@ static struct ibv_qp *srdma_create_qp(struct ibv_pd *pd,
 				&resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free_qp;
-	ret = srdma_qp_map(pd->context, qp, &resp.drv);
+	ret = srdma_qp_map(pd->context, qp, &resp.drv, attr->srq != NULL);
 	if (ret)
 		goto err_destroy_qp;
 	return &qp->vqp.qp;
@@ -923,7 +949,8 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t prod, first;
 	int ret = 0;
 
-	if (srdma_qp_in_reset(ibqp)) {
+	/* A QP with an SRQ has no RQ: receives go to the SRQ. */
+	if (srdma_qp_in_reset(ibqp) || ibqp->srq) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -1270,7 +1297,7 @@ static struct ibv_qp *srdma_create_qp_ex(struct ibv_context *ctx,
 				   &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free_qp;
-	ret = srdma_qp_map(ctx, qp, &resp.drv);
+	ret = srdma_qp_map(ctx, qp, &resp.drv, a.srq != NULL);
 	if (ret)
 		goto err_destroy_qp;
 	attr->cap = a.cap;
@@ -1323,6 +1350,153 @@ static int srdma_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
+/*
+ * SRQs. The kernel maps the SRQ's ring (slots as the RQ's); post_srq_recv
+ * writes entries and stores prod, and the kernel takes them when a message
+ * needs a receive, without a doorbell. Basic SRQs only: XRC and tag
+ * matching are EOPNOTSUPP, and so is resizing (modify_srq with
+ * IBV_SRQ_MAX_WR), which the kernel refuses.
+ */
+static struct ibv_srq *srdma_create_srq(struct ibv_pd *pd,
+					struct ibv_srq_init_attr *attr)
+{
+	struct srdma_create_srq_resp_all resp;
+	struct ibv_create_srq cmd;
+	struct srdma_srq *srq;
+	struct srdma_uqueue *q;
+	int ret;
+
+	if (!(to_sctx(pd->context)->caps & SRDMA_CAP_SRQ)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	memset(&resp, 0, sizeof(resp));
+	ret = ibv_cmd_create_srq(pd, &srq->ibsrq, attr, &cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free_srq;
+	q = &resp.drv.rq;
+	/* The ring never holds more than max_wr: one slot stays free. */
+	ret = q->max_wr && q->max_wr < q->slots ? 0 : EPROTO;
+	if (!ret)
+		ret = srdma_uring_map(pd->context, &srq->rq, q->offset, q->len,
+				      q->slots, q->slot_size,
+				      sizeof(struct srdma_urecv_wqe) +
+				      q->max_sge * sizeof(struct srdma_usge));
+	if (ret)
+		goto err_destroy_srq;
+	srq->rq.max_wr = q->max_wr;
+	srq->rq.max_sge = q->max_sge;
+	srq->rq.max_len = SRDMA_MAX_MSG;
+	return &srq->ibsrq;
+
+err_destroy_srq:
+	ibv_cmd_destroy_srq(&srq->ibsrq);
+err_free_srq:
+	free(srq);
+	errno = ret;
+	return NULL;
+}
+
+/*
+ * ibv_create_srq_ex(): libibverbs calls create_srq itself for a basic SRQ
+ * with nothing but a PD and the type, so this sees the rest: XRC and tag
+ * matching SRQs, or other comp_mask bits, all EOPNOTSUPP; a basic SRQ
+ * that merely comes this way is made as create_srq makes it.
+ */
+static struct ibv_srq *srdma_create_srq_ex(struct ibv_context *ctx,
+					   struct ibv_srq_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
+	struct ibv_srq_init_attr init;
+	struct ibv_srq *srq;
+
+	if ((attr->comp_mask & ~known) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	     attr->srq_type != IBV_SRQT_BASIC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
+	    attr->pd->context != ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&init, 0, sizeof(init));
+	init.srq_context = attr->srq_context;
+	init.attr = attr->attr;
+	srq = srdma_create_srq(attr->pd, &init);
+	if (!srq)
+		return NULL;
+	/* What libibverbs does after create_srq, and not after this. */
+	srq->srq_context = attr->srq_context;
+	srq->events_completed = 0;
+	attr->attr = init.attr;
+	return srq;
+}
+
+static int srdma_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			    int mask)
+{
+	struct ibv_modify_srq cmd;
+
+	memset(&cmd, 0, sizeof(cmd));
+	return ibv_cmd_modify_srq(srq, attr, mask, &cmd, sizeof(cmd));
+}
+
+static int srdma_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd;
+
+	memset(&cmd, 0, sizeof(cmd));
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
+}
+
+/* EBUSY (from the kernel) while a QP still uses it. */
+static int srdma_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct srdma_srq *srq = to_ssrq(ibsrq);
+	int ret = ibv_cmd_destroy_srq(ibsrq);
+
+	if (ret)
+		return ret;
+	srdma_uring_unmap(&srq->rq);
+	free(srq);
+	return 0;
+}
+
+/*
+ * Write the receives into the SRQ's ring and store prod; the receives up
+ * to the first bad one are posted. No doorbell: the kernel reads the ring
+ * whenever a message to one of the SRQ's QPs needs a receive, and an RC
+ * sender that met an empty SRQ (RNR NAK) tries again by itself.
+ */
+static int srdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad_wr)
+{
+	struct srdma_uring *r = &to_ssrq(ibsrq)->rq;
+	uint32_t prod, first;
+	int ret = 0;
+
+	pthread_spin_lock(&r->lock);
+	first = prod = r->hdr->prod;
+	for (; wr; wr = wr->next) {
+		ret = srdma_rq_put(r, prod, wr);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+		prod++;
+	}
+	if (prod != first)
+		srdma_store(&r->hdr->prod, prod);
+	pthread_spin_unlock(&r->lock);
+	return ret;
+}
+
 static const struct verbs_context_ops srdma_ctx_ops = {
 	.alloc_pd = srdma_alloc_pd,
 	.attach_mcast = ibv_cmd_attach_mcast,
@@ -1331,20 +1505,26 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.create_cq_ex = srdma_create_cq_ex,
 	.create_qp = srdma_create_qp,
 	.create_qp_ex = srdma_create_qp_ex,
+	.create_srq = srdma_create_srq,
+	.create_srq_ex = srdma_create_srq_ex,
 	.dealloc_pd = srdma_dealloc_pd,
 	.dereg_mr = srdma_dereg_mr,
 	.destroy_ah = srdma_destroy_ah,
 	.destroy_cq = srdma_destroy_cq,
 	.destroy_qp = srdma_destroy_qp,
+	.destroy_srq = srdma_destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srdma_free_context,
 	.modify_qp = srdma_modify_qp,
+	.modify_srq = srdma_modify_srq,
 	.poll_cq = srdma_poll_cq,
 	.post_recv = srdma_post_recv,
 	.post_send = srdma_post_send,
+	.post_srq_recv = srdma_post_srq_recv,
 	.query_device_ex = srdma_query_device_ex,
 	.query_port = srdma_query_port,
 	.query_qp = srdma_query_qp,
+	.query_srq = srdma_query_srq,
 	.reg_mr = srdma_reg_mr,
 	.req_notify_cq = ibv_cmd_req_notify_cq,
 };

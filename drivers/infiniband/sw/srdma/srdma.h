@@ -55,6 +55,7 @@
 #define SRDMA_MAX_MR		65536
 #define SRDMA_MAX_PD		4096
 #define SRDMA_MAX_AH		65536
+#define SRDMA_MAX_SRQ		4096
 #define SRDMA_MAX_RD_ATOM	128
 /*
  * Multicast, per device: groups, QPs attached to one group, and
@@ -129,6 +130,7 @@ enum srdma_res {
 	SRDMA_RES_QP,
 	SRDMA_RES_MR,
 	SRDMA_RES_AH,
+	SRDMA_RES_SRQ,
 	SRDMA_NUM_RES
 };
 
@@ -158,6 +160,7 @@ enum srdma_counter {
 	SRDMA_CNT_RX_MCAST_NO_GROUP,	/* read from the socket set */
 	SRDMA_CNT_ATOMIC_REPLAYS,	/* duplicate atomics answered again */
 	SRDMA_CNT_ATOMIC_REPLAY_MISS,	/* duplicate atomics not in the cache */
+	SRDMA_CNT_RX_SRQ_EMPTY,		/* SRQ empty: RNR NAK (RC), drop (UD) */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -337,6 +340,33 @@ struct srdma_ring {
 	u32 max_sge;
 	u32 prod;			/* free-running: posted */
 	u32 cons;			/* free-running: retired */
+};
+
+/*
+ * A shared receive queue. QPs created with it take their receives from it,
+ * one at a time, when a message needs one (srdma_srq_take()): the receive
+ * is copied into the QP's own one-slot RQ, and completes, or is flushed,
+ * through that QP like any other.
+ */
+struct srdma_srq {
+	struct ib_srq ibsrq;
+	struct srdma_dev *sdev;
+	/*
+	 * The consumer side: rq's indices, limit and error. QPs on any CPU
+	 * take receives under it from softirq or process context, inside
+	 * their QP lock; post_srq_recv, modify_srq and query_srq take it in
+	 * any context, also with IRQs off: irqsave. Nothing is taken inside.
+	 */
+	spinlock_t lock;
+	/*
+	 * Kernel SRQs: the receives, rq.prod posted, rq.cons taken. User
+	 * SRQs: no buffer; rq.cons is how far the kernel took from urq, and
+	 * rq.max_wr and rq.max_sge its geometry.
+	 */
+	struct srdma_ring rq;
+	struct srdma_uring urq;		/* user SRQs: the mapped ring */
+	u32 limit;			/* armed srq_limit, 0: not armed */
+	bool error;			/* urq held garbage: takes nothing */
 };
 
 /*
@@ -547,6 +577,17 @@ static inline struct srdma_ah *to_sah(struct ib_ah *ibah)
 	return container_of(ibah, struct srdma_ah, ibah);
 }
 
+static inline struct srdma_srq *to_ssrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct srdma_srq, ibsrq);
+}
+
+/* The SRQ a QP takes its receives from, or NULL if it has its own RQ. */
+static inline struct srdma_srq *srdma_qp_srq(const struct srdma_qp *qp)
+{
+	return qp->ibqp.srq ? to_ssrq(qp->ibqp.srq) : NULL;
+}
+
 /*
  * The QP lock for post_send and post_recv of a kernel QP. Kernel consumers
  * may post with hard IRQs off: the MAD layer and the IB CM do, under their
@@ -674,7 +715,8 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
  * Context: Any context.
  * Return: 0, or -ENOMEM if the device already has its limit of @res; that
  * is logged at warning level (rate-limited), since the administrator set
- * the limit (module parameters max_pd, max_cq, max_qp, max_mr, max_ah).
+ * the limit (module parameters max_pd, max_cq, max_qp, max_mr, max_ah,
+ * max_srq).
  */
 static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 {
@@ -684,6 +726,7 @@ static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 		[SRDMA_RES_QP] = "QP",
 		[SRDMA_RES_MR] = "MR",
 		[SRDMA_RES_AH] = "AH",
+		[SRDMA_RES_SRQ] = "SRQ",
 	};
 
 	if (atomic_inc_return(&sdev->res_used[res]) <= sdev->res_max[res])
@@ -705,6 +748,17 @@ static inline void srdma_res_put(struct srdma_dev *sdev, enum srdma_res res)
 {
 	atomic_dec(&sdev->res_used[res]);
 }
+
+/* srdma_srq.c */
+int srdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int srdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int srdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int srdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int srdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+int srdma_srq_take(struct srdma_srq *srq, struct srdma_recv_wqe *wqe);
 
 /* srdma_net.c */
 int srdma_net_init(void);

@@ -51,13 +51,41 @@ int srdma_rq_pull(struct srdma_qp *qp)
 }
 
 /*
+ * Take one receive from the QP's SRQ into its one-slot RQ, where it stays
+ * until a message completes it or the QP is flushed. An empty SRQ is
+ * counted; one in error gives nothing, and the QP that needed a receive
+ * goes to ERR, as with a bad mapped RQ. QP lock held.
+ */
+static void srdma_rq_from_srq(struct srdma_qp *qp, struct srdma_srq *srq)
+{
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	err = srdma_srq_take(srq, srdma_ring_slot(&qp->rq, qp->rq.prod));
+	if (!err) {
+		qp->rq.prod++;
+	} else if (err == -EAGAIN) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_SRQ_EMPTY);
+	} else {
+		srdma_dbg_qp(qp, "its SRQ is in error\n");
+		srdma_qp_error(qp);
+	}
+}
+
+/*
  * Is a receive posted? For a user QP this takes what was written to the
- * mapped RQ; a bad entry there moves the QP to ERR. QP lock held.
+ * mapped RQ; a bad entry there moves the QP to ERR. A QP with an SRQ takes
+ * one from the SRQ. QP lock held.
  */
 static bool srdma_rq_ready(struct srdma_qp *qp)
 {
+	struct srdma_srq *srq = srdma_qp_srq(qp);
+
 	lockdep_assert_held(&qp->lock);
-	if (qp->rq.cons == qp->rq.prod && qp->urq.map && srdma_rq_pull(qp))
+	if (qp->rq.cons == qp->rq.prod && srq)
+		srdma_rq_from_srq(qp, srq);
+	else if (qp->rq.cons == qp->rq.prod && qp->urq.map &&
+		 srdma_rq_pull(qp))
 		srdma_qp_error(qp);
 	return (s32)(qp->rq.prod - qp->rq.cons) > 0;
 }
@@ -95,8 +123,8 @@ static int srdma_post_recv_user(struct srdma_qp *qp,
  *
  * Context: any context, also with IRQs off; does not sleep; takes the QP
  * lock.
- * Return: 0, -EINVAL for a bad receive or a QP in RESET, -ENOMEM if the
- * RQ is full.
+ * Return: 0, -EINVAL for a bad receive, a QP in RESET or a QP with an
+ * SRQ, -ENOMEM if the RQ is full.
  */
 int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
@@ -107,6 +135,12 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	int err = 0;
 	u32 len;
 
+	if (srdma_qp_srq(qp)) {
+		/* Its receives are posted to the SRQ; a doorbell is moot. */
+		srdma_dbg_qp(qp, "post_recv on a QP with an SRQ\n");
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	if (qp->urq.map)
 		return srdma_post_recv_user(qp, wr, bad_wr);
 	irqs_off = srdma_qp_lock_post(qp);
