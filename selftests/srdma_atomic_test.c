@@ -393,6 +393,90 @@ TEST_F(atomic, faa)
 }
 
 /*
+ * READs and an atomic through one responder queue: a 16 KiB READ (queued
+ * for the read work), a FETCH ADD whose reply waits behind it, then 30
+ * more 16 KiB READs, more than the queue's slots, so READs reuse the slot
+ * the atomic's reply used. Every READ completes with the remote bytes (a
+ * READ that inherited the atomic's reply got an ATOMIC ACKNOWLEDGE and no
+ * data), the FETCH ADD with the word's old value.
+ */
+TEST_F(atomic, reads_around_atomic)
+{
+	const uint32_t rlen = 16384, nread = 31, lbufs = 4;
+	uint64_t *w = &self->tgt.buf[300], *res = self->req.buf;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_qp *qp = self->req.qp[0];
+	struct ibv_mr *rmr, *lmr;
+	unsigned char *rbuf, *lbuf;
+	struct ibv_wc wc[32];
+	struct ibv_sge s;
+	uint32_t i, j;
+	int n;
+
+	SELECTED();
+	rbuf = malloc(rlen);
+	lbuf = calloc(lbufs, rlen);
+	ASSERT_NE(NULL, rbuf);
+	ASSERT_NE(NULL, lbuf);
+	for (i = 0; i < rlen; i++)
+		rbuf[i] = (unsigned char)(i * 7 + 3);
+	rmr = ibv_reg_mr(self->tgt.pd, rbuf, rlen, ACCESS_ALL);
+	lmr = ibv_reg_mr(self->req.pd, lbuf, lbufs * rlen,
+			 IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, rmr);
+	ASSERT_NE(NULL, lmr);
+	*w = 41;
+	for (i = 0; i <= nread; i++) {
+		if (i == 1) {
+			s = sge_of(self->req.mr, &res[7], 8);
+			ASSERT_EQ(0, post_atomic(qp, 1000,
+						 IBV_WR_ATOMIC_FETCH_AND_ADD,
+						 &s, 1, (uintptr_t)w,
+						 self->tgt.mr->rkey, 1, 0,
+						 IBV_SEND_SIGNALED));
+			continue;
+		}
+		s = sge_of(lmr, lbuf + (i % lbufs) * rlen, rlen);
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = i;
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = (uintptr_t)rbuf;
+		wr.wr.rdma.rkey = rmr->rkey;
+		ASSERT_EQ(0, ibv_post_send(qp, &wr, &bad));
+	}
+	n = poll_n(self->req.cq, wc, nread + 1);
+	ASSERT_EQ((int)nread + 1, n);
+	for (j = 0; j < nread + 1; j++) {
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[j].status)
+			TH_LOG("wr %llu: %s", (unsigned long long)wc[j].wr_id,
+			       ibv_wc_status_str(wc[j].status));
+		EXPECT_EQ(qp->qp_num, wc[j].qp_num);
+		EXPECT_EQ(0U, wc[j].wc_flags);
+		EXPECT_EQ(0U, wc[j].vendor_err);
+		if (j == 1) {
+			check_wc(_metadata, &wc[j], 1000, IBV_WC_FETCH_ADD,
+				 qp);
+			continue;
+		}
+		/* completions come in the order posted */
+		EXPECT_EQ(j, wc[j].wr_id);
+		EXPECT_EQ(IBV_WC_RDMA_READ, wc[j].opcode);
+		EXPECT_EQ(rlen, wc[j].byte_len);
+	}
+	EXPECT_EQ(41ULL, res[7]);
+	EXPECT_EQ(42ULL, *w);
+	for (i = 0; i < lbufs; i++)
+		EXPECT_EQ(0, memcmp(lbuf + i * rlen, rbuf, rlen));
+	EXPECT_EQ(0, ibv_dereg_mr(lmr));
+	EXPECT_EQ(0, ibv_dereg_mr(rmr));
+	free(lbuf);
+	free(rbuf);
+}
+
+/*
  * Two QPs fetch-and-add 1 to one word, DEPTH at a time each: it ends at
  * exactly twice the iterations, and every value from 0 up was handed out
  * exactly once.

@@ -791,13 +791,19 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 				 IB_WC_REM_INV_REQ_ERR);
 		return -EBUSY;
 	}
+	/*
+	 * Every field: the slot may have held an atomic reply (atomic_op,
+	 * orig), which a READ must not inherit.
+	 */
 	job = &qp->rd_jobs[qp->rd_prod & qp->rd_mask];
-	job->va = pkt->va;
-	job->rkey = pkt->rkey;
-	job->len = pkt->dmalen;
-	job->psn = pkt->psn;
-	job->mtu = qp->mtu;
-	job->serial = serial;
+	*job = (struct srdma_read_job){
+		.va = pkt->va,
+		.rkey = pkt->rkey,
+		.len = pkt->dmalen,
+		.psn = pkt->psn,
+		.mtu = qp->mtu,
+		.serial = serial,
+	};
 	if (!dup)
 		srdma_rd_remember(qp, job);
 	if (!srdma_rd_queued(qp) &&
@@ -920,8 +926,9 @@ static void srdma_resp_atomic_dup(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	u32 i;
 
 	lockdep_assert_held(&qp->lock);
-	for (i = 0; qp->rd_hist && i <= qp->rd_hist_mask; i++) {
-		h = &qp->rd_hist[i];
+	/* Newest first: an older entry of the same PSN is from before a wrap. */
+	for (i = 1; qp->rd_hist && i <= qp->rd_hist_mask + 1; i++) {
+		h = &qp->rd_hist[(qp->rd_hist_next - i) & qp->rd_hist_mask];
 		if (h->atomic_op != pkt->opcode || h->psn != pkt->psn ||
 		    h->rkey != pkt->rkey || h->va != pkt->va)
 			continue;
