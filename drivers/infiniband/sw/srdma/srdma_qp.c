@@ -337,6 +337,27 @@ static void srdma_qp_free_qpn(struct srdma_qp *qp, bool published)
 	mutex_unlock(&srdma_gsi_mutex);
 }
 
+/*
+ * A QP on an SRQ: receives come from the SRQ, one at a time, into an RQ
+ * of one receive as large as the SRQ's; the caps asked for the RQ are
+ * ignored, and reported as 0. The lkeys of a receive are checked against
+ * the QP's PD: an SRQ of another PD would have its receives judged by the
+ * wrong one.
+ */
+static int srdma_qp_srq_caps(struct srdma_dev *sdev, struct ib_qp *ibqp,
+			     struct ib_qp_init_attr *init)
+{
+	if (!init->srq)
+		return 0;
+	if (init->srq->pd != ibqp->pd) {
+		srdma_dbg(sdev, "create_qp: an SRQ of another PD\n");
+		return -EINVAL;
+	}
+	init->cap.max_recv_wr = 1;
+	init->cap.max_recv_sge = to_ssrq(init->srq)->rq.max_sge;
+	return 0;
+}
+
 /**
  * srdma_create_qp() - ib_device_ops.create_qp: make an RC, UD or GSI QP in
  * RESET.
@@ -362,24 +383,8 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct ib_qp_cap *cap = &init->cap;
 	int err;
 
-	/*
-	 * The lkeys of a receive are checked against the QP's PD: an SRQ of
-	 * another PD would have its receives judged by the wrong one.
-	 */
-	if (init->srq && init->srq->pd != ibqp->pd) {
-		srdma_dbg(sdev, "create_qp: an SRQ of another PD\n");
-		return -EINVAL;
-	}
-	if (init->srq) {
-		/*
-		 * Receives come from the SRQ, one at a time, into an RQ of
-		 * one receive as large as the SRQ's; the caps asked for the
-		 * RQ are ignored, and reported as 0.
-		 */
-		cap->max_recv_wr = 1;
-		cap->max_recv_sge = to_ssrq(init->srq)->rq.max_sge;
-	}
-	err = srdma_qp_check_init(sdev, init, !!udata);
+	err = srdma_qp_srq_caps(sdev, ibqp, init) ?:
+	      srdma_qp_check_init(sdev, init, !!udata);
 	if (err)
 		return err;
 	err = srdma_res_get(sdev, SRDMA_RES_QP);

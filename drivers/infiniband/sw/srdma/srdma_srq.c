@@ -55,9 +55,9 @@ static int srdma_srq_check_init(struct srdma_dev *sdev,
 		return -EOPNOTSUPP;
 	}
 	if (!a->max_wr || a->max_wr > SRDMA_MAX_QP_WR ||
-	    a->max_sge > SRDMA_MAX_SGE || a->srq_limit > a->max_wr) {
-		srdma_dbg(sdev, "create_srq: max_wr %u max_sge %u limit %u out of range\n",
-			  a->max_wr, a->max_sge, a->srq_limit);
+	    a->max_sge > SRDMA_MAX_SGE) {
+		srdma_dbg(sdev, "create_srq: max_wr %u max_sge %u out of range\n",
+			  a->max_wr, a->max_sge);
 		return -EINVAL;
 	}
 	return 0;
@@ -134,7 +134,12 @@ int srdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	srq->rq.slot_size = sizeof(struct srdma_recv_wqe) +
 			    srq->rq.max_sge * sizeof(struct srdma_sge);
 	srq->rq.mask = roundup_pow_of_two(srq->rq.max_wr + 1) - 1;
-	srq->limit = init->attr.srq_limit;
+	/*
+	 * ibv_create_srq(3) calls the limit irrelevant at creation: armed
+	 * as rxe does if it makes sense, else ignored, never an error.
+	 */
+	srq->limit = init->attr.srq_limit <= init->attr.max_wr ?
+		     init->attr.srq_limit : 0;
 	err = udata ? srdma_usrq_create(srq, udata) : srdma_ksrq_alloc(srq);
 	if (err)
 		goto err_put_res;
