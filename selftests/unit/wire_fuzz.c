@@ -41,6 +41,14 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	     (pkt.flags & SRDMA_F_ONLY) != SRDMA_F_ONLY))
 		abort();
 
+	/* UC: SEND and WRITE of RC, never UD, never an ACK or READ. */
+	if ((pkt.flags & SRDMA_F_UC) &&
+	    ((pkt.flags & (SRDMA_F_UD | SRDMA_F_DETH | SRDMA_F_AETH |
+			   SRDMA_F_READ | SRDMA_F_RRESP)) ||
+	     !(pkt.flags & (SRDMA_F_SEND | SRDMA_F_WRITE)) ||
+	     (pkt.opcode & SRDMA_OP_TRANSPORT_MASK) != SRDMA_OP_UC))
+		abort();
+
 	/* The ICRC over the packet must be computable without overruns. */
 	memcpy(iphdrs + SRDMA_IPV4_HDR_LEN + SRDMA_UDP_HDR_LEN, data,
 	       SRDMA_BTH_LEN);

@@ -295,7 +295,9 @@ TEST(parse_rejects_malformed)
 	/* unknown and unsupported opcodes (UC, atomics, CNP) */
 	buf[0] = 0x13;
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
-	buf[0] = 0x24;
+	buf[0] = 0x2c;	/* UC has no READ */
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
+	buf[0] = 0x31;	/* nor ACK, nor anything past WRITE ONLY with ImmDt */
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
 	buf[0] = 0x81;
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
@@ -326,6 +328,79 @@ TEST(parse_rejects_malformed)
 	in.opcode = SRDMA_OP_ACK;
 	hl = srdma_build_hdr(buf, &in);
 	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, hl - 1, hl - 1, &out));
+}
+
+/*
+ * UC (IBTA 9.2.1, table 38): transport 001b, the twelve SEND and WRITE
+ * opcodes of RC, with the same headers and flags plus SRDMA_F_UC.
+ */
+TEST(uc_opcodes)
+{
+	u8 buf[SRDMA_MAX_HDR_LEN + 64 + SRDMA_ICRC_LEN];
+	struct srdma_pkt in, out;
+	u32 op, rc, f, hl, pay;
+
+	for (op = 0x20; op <= 0x3f; op++) {
+		rc = op & 0x1f;
+		f = srdma_op_flags(op);
+		if (rc > SRDMA_OP_WRITE_ONLY_IMM) {
+			EXPECT_EQ(0U, f);
+			continue;
+		}
+		EXPECT_EQ(srdma_op_flags(rc) | SRDMA_F_UC, f);
+		EXPECT_FALSE(f & (SRDMA_F_UD | SRDMA_F_DETH | SRDMA_F_AETH));
+		EXPECT_EQ(srdma_hdr_len(rc), srdma_hdr_len(op));
+		memset(&in, 0, sizeof(in));
+		in.opcode = op;
+		in.pkey = 0xffff;
+		in.dqpn = 0x123456;
+		in.psn = 0xfffffe;
+		in.va = 0x0102030405060708ULL;
+		in.rkey = 0x55aa55aa;
+		in.dmalen = 300;
+		in.imm = 0xa1b2c3d4;
+		pay = f & SRDMA_F_PAYLOAD ? 64 : 0;
+		hl = srdma_build_hdr(buf, &in);
+		EXPECT_EQ(op, buf[0]);
+		ASSERT_EQ(0, srdma_parse(buf, hl, hl + pay + SRDMA_ICRC_LEN,
+					 &out));
+		EXPECT_EQ(op, out.opcode);
+		EXPECT_EQ(f, out.flags);
+		EXPECT_EQ(0x123456U, out.dqpn);
+		EXPECT_EQ(0xfffffeU, out.psn);
+		if (f & SRDMA_F_RETH) {
+			EXPECT_EQ(in.va, out.va);
+			EXPECT_EQ(in.rkey, out.rkey);
+			EXPECT_EQ(300U, out.dmalen);
+		}
+		if (f & SRDMA_F_IMM)
+			EXPECT_EQ(in.imm, out.imm);
+	}
+	/* UC SEND ONLY with ImmDt, written out by hand: 0x25 */
+	{
+		static const u8 p[] = {
+			0x25, 0x10, 0xff, 0xff, 0x00, 0x00, 0x00, 0x42,
+			0x00, 0x00, 0x00, 0x09,
+			0xca, 0xfe, 0xba, 0xbe,			/* ImmDt */
+			1, 2, 3, 0,				/* data, pad */
+			0, 0, 0, 0,				/* ICRC */
+		};
+
+		ASSERT_EQ(0, srdma_parse(p, 16, sizeof(p), &out));
+		EXPECT_EQ(SRDMA_F_UC | SRDMA_F_SEND | SRDMA_F_ONLY |
+			  SRDMA_F_IMM | SRDMA_F_PAYLOAD, out.flags);
+		EXPECT_EQ(3U, out.paylen);
+		EXPECT_EQ(1, out.pad);
+		EXPECT_EQ(9U, out.psn);
+		EXPECT_EQ(0, memcmp(&out.imm, p + 12, 4));
+	}
+	/* a UC WRITE FIRST cut inside its RETH */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse((const u8[]){ 0x26, 0, 0xff, 0xff,
+			0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0 }, 16, 16 + 4,
+			&out));
+	/* pad on a UC SEND MIDDLE */
+	EXPECT_EQ(-EPROTO, srdma_parse((const u8[]){ 0x21, 0x10, 0xff, 0xff,
+			0, 0, 0, 1, 0, 0, 0, 1 }, 12, 12 + 8 + 4, &out));
 }
 
 TEST(psn_arithmetic)

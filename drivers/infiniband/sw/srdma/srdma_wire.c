@@ -80,6 +80,11 @@ static const u16 srdma_opflags_tbl[SRDMA_OP_ACK + 1] = {
  */
 u32 srdma_op_flags(u8 opcode)
 {
+	/* UC: the SEND and WRITE opcodes of RC, in the UC group. */
+	if ((opcode & SRDMA_OP_TRANSPORT_MASK) == SRDMA_OP_UC)
+		return opcode <= SRDMA_OP_UC_WRITE_ONLY_IMM ?
+		       srdma_opflags_tbl[opcode & SRDMA_OP_CODE_MASK] |
+		       SRDMA_F_UC : 0;
 	if (opcode == SRDMA_OP_UD_SEND_ONLY)
 		return SRDMA_F_UD_SEND;
 	if (opcode == SRDMA_OP_UD_SEND_ONLY_IMM)

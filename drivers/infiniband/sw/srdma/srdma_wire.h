@@ -26,6 +26,10 @@
 #define SRDMA_ICRC_LEN		4
 #define SRDMA_MAX_HDR_LEN	(SRDMA_BTH_LEN + SRDMA_RETH_LEN + SRDMA_IMM_LEN)
 
+/* The transport bits of a BTH opcode: 000b RC, 001b UC, 011b UD. */
+#define SRDMA_OP_TRANSPORT_MASK	0xe0
+#define SRDMA_OP_CODE_MASK	0x1f
+
 #define SRDMA_PSN_MASK		0xffffffU
 #define SRDMA_QPN_MASK		0xffffffU
 /* The destination QPN of every multicast packet (IBTA vol. 1 ch. 9). */
@@ -49,7 +53,8 @@
 
 /*
  * RC opcodes (transport 000b) and the UD ones (transport 011b) used by
- * srdma.
+ * srdma. UC (transport 001b) has the RC SEND and WRITE opcodes, with the
+ * transport bits set: SRDMA_OP_UC | the RC opcode (IBTA 9.2.1, table 38).
  */
 enum srdma_opcode {
 	SRDMA_OP_SEND_FIRST		= 0x00,
@@ -70,6 +75,8 @@ enum srdma_opcode {
 	SRDMA_OP_READ_RESP_LAST		= 0x0f,
 	SRDMA_OP_READ_RESP_ONLY		= 0x10,
 	SRDMA_OP_ACK			= 0x11,
+	SRDMA_OP_UC			= 0x20,	/* the UC group */
+	SRDMA_OP_UC_WRITE_ONLY_IMM	= 0x2b,	/* the last UC opcode */
 	SRDMA_OP_UD_SEND_ONLY		= 0x64,
 	SRDMA_OP_UD_SEND_ONLY_IMM	= 0x65,
 };
@@ -90,6 +97,7 @@ enum srdma_opflags {
 	SRDMA_F_ACK	= 1 << 11,
 	SRDMA_F_DETH	= 1 << 12,
 	SRDMA_F_UD	= 1 << 13,	/* an Unreliable Datagram opcode */
+	SRDMA_F_UC	= 1 << 15,	/* an Unreliable Connected opcode */
 	SRDMA_F_REQ	= SRDMA_F_SEND | SRDMA_F_WRITE | SRDMA_F_READ,
 	SRDMA_F_ONLY	= SRDMA_F_FIRST | SRDMA_F_LAST,
 };
