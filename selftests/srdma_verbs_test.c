@@ -194,12 +194,13 @@ TEST_F(qp, create_limits)
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
 	EXPECT_EQ(EINVAL, errno);
 	init.cap.max_recv_sge = 1;
-	init.cap.max_inline_data = 64;
+	/* over SRDMA_MAX_INLINE_DATA (1024), see srdma_inline_test */
+	init.cap.max_inline_data = 1025;
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
 	EXPECT_EQ(EINVAL, errno);
 	init.cap.max_inline_data = 0;
-	/* UD is supported (srdma_ud_test); UC is not yet. */
-	init.qp_type = IBV_QPT_UC;
+	/* RC, UC and UD are supported (srdma_ud_test, srdma_uc_test). */
+	init.qp_type = IBV_QPT_RAW_PACKET;
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
 	EXPECT_EQ(EOPNOTSUPP, errno);
 }

@@ -12,7 +12,7 @@
 #include <linux/types.h>
 
 /* uverbs driver ABI version, reported in sysfs and matched by the provider */
-#define SRDMA_UVERBS_ABI_VERSION	2
+#define SRDMA_UVERBS_ABI_VERSION	3
 
 /*
  * node_desc of every srdma ib_device. An srdma device may have any name and
@@ -87,6 +87,12 @@ struct srdma_usge {
  * UD QP the remote address and key name the destination instead: the AH
  * number from srdma_create_ah_resp, the remote QPN and the Q_Key (bit 31
  * set: the QP's own Q_Key).
+ *
+ * Inline data (IB_UVERBS_SEND_INLINE in send_flags): the inline_len bytes
+ * of data take the place of the SGEs, from offsetof(sge) on; num_sge is
+ * ignored. inline_len is at most the QP's max_inline_data as create_qp
+ * reported it; the slot has room for max(max_sge SGEs, max_inline_data
+ * bytes) after the fixed part. Without the flag inline_len is ignored.
  */
 struct srdma_usend_wqe {
 	__aligned_u64 wr_id;
@@ -105,7 +111,7 @@ struct srdma_usend_wqe {
 	__u32 send_flags;	/* enum ib_uverbs_send_flags */
 	__u32 imm_data;		/* network order */
 	__u32 num_sge;
-	__u32 reserved;
+	__u32 inline_len;	/* bytes of inline data, see above */
 	struct srdma_usge sge[];
 };
 

@@ -50,6 +50,12 @@
 #define SRDMA_MAX_QP		4096
 #define SRDMA_MAX_QP_WR		16384
 #define SRDMA_MAX_SGE		32
+/*
+ * Inline data a send work request may carry, at most. It is kept in the
+ * SQ entry in place of the SGEs (and in the mapped SQ slot of a user QP),
+ * so an SQ entry has room for max(max_send_sge SGEs, max_inline_data).
+ */
+#define SRDMA_MAX_INLINE_DATA	1024
 #define SRDMA_MAX_CQ		8192
 #define SRDMA_MAX_CQE		65536
 #define SRDMA_MAX_MR		65536
@@ -156,6 +162,7 @@ enum srdma_counter {
 	SRDMA_CNT_RX_UD_OVER_MTU,	/* UD: over the MTU, dropped */
 	SRDMA_CNT_RX_UD_SHORT_BUF,	/* UD: receive too small, dropped */
 	SRDMA_CNT_RX_MCAST_NO_GROUP,	/* read from the socket set */
+	SRDMA_CNT_RX_UC_MSG_DROPPED,	/* UC: a message dropped, see resp */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -259,6 +266,8 @@ struct srdma_payload_src {
 	struct srdma_sge *sge;		/* a local SGE list, lkeys unchecked */
 	u32 num_sge;
 	u32 off;			/* byte offset in the SGE list */
+	/* Inline data in the WQE (then no @mr, no @sge), from @off on. */
+	const u8 *inline_data;
 	/*
 	 * Copy, never attach the pages: the work request completes before
 	 * the packet is freed (UD), and its buffer may change after that.
@@ -305,7 +314,7 @@ struct srdma_send_wqe {
 	u32 send_flags;
 	__be32 imm;
 	u32 length;			/* sum of the SGE lengths */
-	u32 num_sge;
+	u32 num_sge;			/* 0 with IB_SEND_INLINE */
 	/* Transport progress, guarded by the QP lock. */
 	u32 first_psn;
 	u32 last_psn;
@@ -315,6 +324,7 @@ struct srdma_send_wqe {
 	u32 rd_next_psn;		/* READ: next response expected */
 	u32 rd_sent_off;		/* READ: requests sent up to here */
 	struct srdma_ud_dest ud;	/* UD QPs only */
+	/* The SGEs, or with IB_SEND_INLINE @length bytes of data. */
 	struct srdma_sge sge[];
 };
 
@@ -363,6 +373,7 @@ struct srdma_qp {
 	u32 mtu;			/* path MTU in bytes */
 	bool is_user;
 	bool sig_all;			/* IB_SIGNAL_ALL_WR */
+	u32 max_inline;			/* max_inline_data, fixed at creation */
 
 	/*
 	 * Path, set at RTR: written under both the QP lock and dst_lock,
@@ -429,6 +440,7 @@ struct srdma_qp {
 	u32 write_rkey;
 	u32 write_left;
 	u32 write_len;
+	bool uc_dropping;		/* UC: the message in progress is dropped */
 	struct srdma_read_job *rd_jobs;	/* ring of max_dest_rd_atomic + 1 */
 	u32 rd_mask;
 	/*
@@ -547,6 +559,17 @@ static inline void srdma_qp_unlock_post(struct srdma_qp *qp, bool irqs_off)
 		spin_unlock(&qp->lock);
 	else
 		spin_unlock_bh(&qp->lock);
+}
+
+static inline bool srdma_qp_is_uc(const struct srdma_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UC;
+}
+
+/* The inline data of send WQE @wqe, or NULL if it has SGEs. */
+static inline const u8 *srdma_wqe_inline(const struct srdma_send_wqe *wqe)
+{
+	return wqe->send_flags & IB_SEND_INLINE ? (const u8 *)wqe->sge : NULL;
 }
 
 /* UD and the GSI QP, which is a UD QP numbered 1 with Q_Key 0x80010000. */

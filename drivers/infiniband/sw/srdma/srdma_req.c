@@ -467,6 +467,10 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 {
 	if (!len)
 		return 0;	/* a READ of nothing has no MR */
+	if (src->inline_data) {	/* always copied: @buf */
+		memcpy(buf, src->inline_data + src->off, len);
+		return 0;
+	}
 	if (!src->mr)
 		return srdma_sge_copy(qp, src->sge, src->num_sge, src->off,
 				      buf, skb, 0, len, false);
@@ -584,6 +588,8 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 		.sge = wqe->sge,
 		.num_sge = wqe->num_sge,
 		.off = off,
+		.inline_data = srdma_wqe_inline(wqe),
+		.copy = !!srdma_wqe_inline(wqe),
 	};
 	struct sk_buff *skb;
 	bool last;
@@ -792,6 +798,7 @@ static int srdma_ud_send(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	const struct srdma_payload_src src = {
 		.sge = wqe->sge,
 		.num_sge = wqe->num_sge,
+		.inline_data = srdma_wqe_inline(wqe),
 		.copy = true,
 	};
 	struct sk_buff *skb;
@@ -851,6 +858,114 @@ static void srdma_ud_run(struct srdma_qp *qp)
 	qp->sq_next = qp->sq.cons;
 }
 
+/*
+ * Packets one run of the UC requester sends under the QP lock; the rest
+ * goes out from send_work, a budget at a time, as for UD.
+ */
+#define SRDMA_UC_BUDGET		64
+
+/*
+ * Send the next packet of UC work request @wqe, from qp->sq_next_off on,
+ * as PSN qp->next_psn: the SEND and WRITE opcodes of RC in the UC group.
+ * The payload is always copied: the work request completes once its last
+ * packet is sent, and its buffer may change after that. A packet the
+ * network stack does not take (no memory, no route) is lost like one a
+ * link drops: its PSN is used up all the same, so that the responder sees
+ * the gap and drops the message rather than place the rest of it at the
+ * wrong offset. 0, or -EACCES and -EINVAL for bad local SGEs.
+ */
+static int srdma_uc_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	u32 off = qp->sq_next_off;
+	const struct srdma_payload_src src = {
+		.sge = wqe->sge,
+		.num_sge = wqe->num_sge,
+		.off = off,
+		.inline_data = srdma_wqe_inline(wqe),
+		.copy = true,
+	};
+	struct srdma_pkt pkt = {
+		.pkey = SRDMA_DEFAULT_PKEY,
+		.dqpn = qp->attr.dest_qp_num,
+		.psn = qp->next_psn,
+		.imm = (__force u32)wqe->imm,
+	};
+	struct sk_buff *skb;
+	bool last;
+	u8 op;
+
+	pkt.paylen = min(qp->mtu, wqe->length - off);
+	last = off + pkt.paylen >= wqe->length;
+	op = srdma_req_opcode(wqe, off == 0, last);
+	if (op == SRDMA_OP_WRITE_FIRST || op == SRDMA_OP_WRITE_ONLY ||
+	    op == SRDMA_OP_WRITE_ONLY_IMM) {
+		pkt.va = wqe->remote_addr;
+		pkt.rkey = wqe->rkey;
+		pkt.dmalen = wqe->length;
+	}
+	pkt.opcode = SRDMA_OP_UC | op;
+	pkt.se = last && (wqe->send_flags & IB_SEND_SOLICITED);
+	skb = srdma_data_pkt(qp, &pkt, &src);
+	if (IS_ERR(skb) && PTR_ERR(skb) != -ENOMEM)
+		return PTR_ERR(skb);
+	qp->next_psn = srdma_psn_add(qp->next_psn, 1);
+	qp->sq_next_off = off + pkt.paylen;
+	if (IS_ERR(skb)) {
+		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
+		return 0;
+	}
+	srdma_xmit(qp, skb);	/* counts its failures */
+	return 0;
+}
+
+/*
+ * The requester of a UC QP: the messages in order, each packet sent once
+ * and the work request completed when its last packet is sent; no ACK, no
+ * window, no retransmission (IBTA 9.8). In SQD the message in progress is
+ * finished and no other is started.
+ */
+static void srdma_uc_run(struct srdma_qp *qp)
+{
+	u32 budget = SRDMA_UC_BUDGET;
+	struct srdma_send_wqe *wqe;
+	bool retired = false;
+
+	lockdep_assert_held(&qp->lock);
+	while (qp->sq.cons != qp->sq.prod) {
+		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		if (!wqe->started) {
+			if (qp->state != IB_QPS_RTS)
+				break;
+			if (srdma_npkts(wqe->length, qp->mtu) >
+			    SRDMA_MAX_MSG_PKTS) {
+				/* Posted before the path MTU shrank. */
+				srdma_req_complete(qp, wqe, IB_WC_LOC_LEN_ERR);
+				return;
+			}
+			wqe->started = true;
+			qp->sq_next_off = 0;
+		}
+		if (!budget--) {
+			queue_work(srdma_wq, &qp->send_work);
+			return;
+		}
+		if (srdma_uc_packet(qp, wqe)) {
+			srdma_dbg_qp(qp, "wr %llu: local protection error\n",
+				     wqe->wr_id);
+			srdma_req_complete(qp, wqe, IB_WC_LOC_PROT_ERR);
+			return;
+		}
+		if (qp->sq_next_off >= wqe->length) {
+			/* Resets sq_next and sq_next_off to the next one. */
+			srdma_req_complete(qp, wqe, IB_WC_SUCCESS);
+			retired = true;
+		}
+	}
+	if (retired && qp->state == IB_QPS_SQD &&
+	    qp->attr.en_sqd_async_notify)
+		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
+}
+
 /**
  * srdma_send_work() - run the requester from process context
  * @work: the QP's send_work
@@ -900,6 +1015,10 @@ void srdma_req_run(struct srdma_qp *qp)
 	}
 	if (srdma_qp_is_ud(qp)) {
 		srdma_ud_run(qp);
+		return;
+	}
+	if (srdma_qp_is_uc(qp)) {
+		srdma_uc_run(qp);
 		return;
 	}
 	for (;;) {
@@ -1061,7 +1180,7 @@ out_unlock:
 	spin_unlock_bh(&qp->lock);
 }
 
-/* What a QP can post: UD only SENDs. */
+/* What a QP can post: UD only SENDs, UC no READs. */
 static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 {
 	switch (opcode) {
@@ -1070,8 +1189,9 @@ static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 		return true;
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
-	case IB_WR_RDMA_READ:
 		return !srdma_qp_is_ud(qp);
+	case IB_WR_RDMA_READ:
+		return qp->ibqp.qp_type == IB_QPT_RC;
 	default:
 		return false;
 	}
@@ -1099,8 +1219,9 @@ static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 			     wr->num_sge, qp->sq.max_sge);
 		return -EINVAL;
 	}
-	if (wr->send_flags & IB_SEND_INLINE) {
-		srdma_dbg_qp(qp, "post_send: inline data not supported\n");
+	if ((wr->send_flags & IB_SEND_INLINE) &&
+	    wr->opcode == IB_WR_RDMA_READ) {
+		srdma_dbg_qp(qp, "post_send: a READ with inline data\n");
 		return -EINVAL;
 	}
 	if (srdma_qp_is_ud(qp) &&
@@ -1145,14 +1266,47 @@ static int srdma_sq_read_ud(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 }
 
 /*
- * Copy the SGEs of @wr into @wqe and sum their lengths into @len: -EINVAL
- * if the sum overflows or the message is too long.
+ * Copy the data of inline work request @wr into @wqe, in place of the
+ * SGEs, now: the caller's buffers (kernel virtual addresses, maybe on its
+ * stack) need not outlive post_send. Their lengths go into @len: -EINVAL
+ * if they add up to more than the QP's max_inline_data.
+ */
+static int srdma_wr_inline(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
+			   const struct ib_send_wr *wr, u32 *len)
+{
+	u8 *data = (u8 *)wqe->sge;
+	u32 n;
+	int i;
+
+	*len = 0;
+	for (i = 0; i < wr->num_sge; i++) {
+		n = wr->sg_list[i].length;
+		if (n > qp->max_inline - *len) {
+			srdma_dbg_qp(qp, "post_send: inline data over %u bytes\n",
+				     qp->max_inline);
+			return -EINVAL;
+		}
+		memcpy(data + *len, (void *)(uintptr_t)wr->sg_list[i].addr, n);
+		*len += n;
+	}
+	return 0;
+}
+
+/*
+ * Copy the SGEs of @wr, or its inline data, into @wqe and sum their
+ * lengths into @len: -EINVAL if the sum overflows, is over the inline
+ * limit or the message is too long.
  */
 static int srdma_wr_sges(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			 const struct ib_send_wr *wr, u32 *len)
 {
-	if (srdma_sges_from_wr(wqe->sge, wr->sg_list, wr->num_sge, len))
+	if (wr->send_flags & IB_SEND_INLINE) {
+		if (srdma_wr_inline(qp, wqe, wr, len))
+			return -EINVAL;
+	} else if (srdma_sges_from_wr(wqe->sge, wr->sg_list, wr->num_sge,
+				      len)) {
 		return -EINVAL;
+	}
 	if (!srdma_msg_len_ok(qp, *len)) {
 		srdma_dbg_qp(qp, "post_send: message of %u bytes too long for MTU %u\n",
 			     *len, qp->mtu);
@@ -1174,7 +1328,7 @@ static void srdma_sq_push(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 	wqe->send_flags = wr->send_flags;
 	wqe->imm = wr->ex.imm_data;
 	wqe->length = len;
-	wqe->num_sge = wr->num_sge;
+	wqe->num_sge = wr->send_flags & IB_SEND_INLINE ? 0 : wr->num_sge;
 	wqe->started = false;
 	wqe->done = false;
 	if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) {
@@ -1188,28 +1342,57 @@ static void srdma_sq_push(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 }
 
 /*
- * Read mapped SQ entry @u, each field once, into @wqe's SGEs and @w, and
- * validate it. A bad entry marks the ring bad: -EINVAL.
+ * The inline data of mapped SQ entry @u: its length read once and bounded
+ * by the QP's max_inline_data and by the slot, then the data copied out of
+ * the ring into @wqe, where nothing the process writes can change it; only
+ * that copy is used. A length over the limit marks the ring bad: -EINVAL.
+ */
+static int srdma_sq_read_inline(struct srdma_qp *qp, struct srdma_usend_wqe *u,
+				struct srdma_send_wqe *wqe, u32 *len)
+{
+	u32 room = qp->usq.slot_size - offsetof(struct srdma_usend_wqe, sge);
+
+	*len = READ_ONCE(u->inline_len);
+	if (*len > qp->max_inline || *len > room) {
+		srdma_err_qp(qp, "send ring entry %u: %u bytes of inline data, max %u\n",
+			     qp->sq.prod, *len, qp->max_inline);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	memcpy(wqe->sge, u->sge, *len);
+	return 0;
+}
+
+/*
+ * Read mapped SQ entry @u, each field once, into @wqe's SGEs (or inline
+ * data) and @w, and validate it. A bad entry marks the ring bad: -EINVAL.
  */
 static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 			       struct srdma_send_wqe *wqe,
 			       struct ib_rdma_wr *w, u32 *len)
 {
 	const u32 flags_ok = IB_SEND_FENCE | IB_SEND_SIGNALED |
-			     IB_SEND_SOLICITED;
+			     IB_SEND_SOLICITED | IB_SEND_INLINE;
 	u32 n, op, flags;
 	int err;
 
 	n = READ_ONCE(u->num_sge);
 	op = READ_ONCE(u->opcode);
 	flags = READ_ONCE(u->send_flags);
-	if (!srdma_opcode_ok(qp, op) || (flags & ~flags_ok)) {
+	if (!srdma_opcode_ok(qp, op) || (flags & ~flags_ok) ||
+	    ((flags & IB_SEND_INLINE) && op == IB_WR_RDMA_READ)) {
 		srdma_err_qp(qp, "send ring entry %u: opcode %u, flags %#x refused\n",
 			     qp->sq.prod, op, flags);
 		qp->uring_bad = true;
 		return -EINVAL;
 	}
-	err = srdma_usges_read(qp, wqe->sge, u->sge, n, qp->sq.max_sge, len);
+	if (flags & IB_SEND_INLINE) {
+		n = 0;
+		err = srdma_sq_read_inline(qp, u, wqe, len);
+	} else {
+		err = srdma_usges_read(qp, wqe->sge, u->sge, n, qp->sq.max_sge,
+				       len);
+	}
 	if (err)
 		return err;
 	if (!srdma_msg_len_ok(qp, *len)) {

@@ -251,13 +251,45 @@ static void srdma_resp_error(struct srdma_qp *qp, u8 nak, u32 psn)
 			     event[nak] : IB_EVENT_QP_FATAL);
 }
 
-/* The same for request @pkt, completing the receive in progress. */
+/*
+ * UC: drop the message in progress, or the one the packet at hand begins.
+ * A UC responder never NAKs, and nothing its peer sends fails the QP: a
+ * message it cannot take (a packet lost, no receive posted, a refused
+ * R_Key, too long for the receive) is dropped, counted once, and its other
+ * packets are dropped until a FIRST or ONLY begins the next message. A
+ * receive the message had taken stays posted for the next one, which
+ * overwrites what was placed. QP lock held.
+ */
+static void srdma_uc_drop(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (!qp->uc_dropping)
+		srdma_count(qp->sdev, SRDMA_CNT_RX_UC_MSG_DROPPED);
+	qp->uc_dropping = true;
+	qp->recv_active = false;
+	qp->write_left = 0;
+	qp->resp_opcode = SRDMA_OP_ACK;		/* no message in progress */
+}
+
+/*
+ * The same for request @pkt, completing the receive in progress. On UC,
+ * only the local user's own error (a bad receive buffer) completes the
+ * receive and moves the QP to ERR, without a NAK; anything else drops the
+ * message.
+ */
 static void srdma_resp_fatal(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			     u8 nak, enum ib_wc_status status)
 {
+	if (srdma_qp_is_uc(qp) && status != IB_WC_LOC_PROT_ERR) {
+		srdma_uc_drop(qp);
+		return;
+	}
 	if (qp->recv_active)
 		srdma_recv_done(qp, pkt, status, IB_WC_RECV, 0);
-	srdma_resp_error(qp, nak, pkt->psn);
+	if (srdma_qp_is_uc(qp))
+		srdma_qp_error(qp);
+	else
+		srdma_resp_error(qp, nak, pkt->psn);
 }
 
 /* The MSN once the message in progress is done. */
@@ -290,14 +322,21 @@ static bool srdma_resp_seq_ok(struct srdma_qp *qp, struct srdma_pkt *pkt)
 /*
  * A message that will consume a receive (SEND, WRITE with immediate) needs
  * one posted before the packet that consumes it is accepted: RNR NAK
- * otherwise, -EIO if looking made the QP fail. QP lock held.
+ * otherwise (UC: the message is dropped), -EIO if looking made the QP
+ * fail. QP lock held.
  */
 static int srdma_resp_need_recv(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	lockdep_assert_held(&qp->lock);
 	if (srdma_rq_ready(qp))
 		return 0;
-	return qp->state == IB_QPS_ERR ? -EIO : srdma_send_rnr(qp, pkt->psn);
+	if (qp->state == IB_QPS_ERR)
+		return -EIO;
+	if (srdma_qp_is_uc(qp)) {
+		srdma_uc_drop(qp);
+		return -EAGAIN;
+	}
+	return srdma_send_rnr(qp, pkt->psn);
 }
 
 static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
@@ -817,6 +856,52 @@ static void srdma_resp_advance(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		srdma_send_ack_ok(qp, pkt->psn);
 }
 
+/*
+ * A UC request (IBTA 9.8.3). Any PSN is taken: one other than the expected
+ * PSN means packets were lost or reordered, and drops the message in
+ * progress; a FIRST or ONLY then begins the next message there, a MIDDLE
+ * or LAST is dropped with the rest of its message. No ACK, no NAK, no RNR
+ * NAK, no duplicate detection (UC is never retransmitted). QP lock held.
+ */
+static void srdma_uc_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			 struct sk_buff *skb, int payoff)
+{
+	bool in_msg = qp->resp_opcode != SRDMA_OP_ACK &&
+		      !(srdma_op_flags(qp->resp_opcode) & SRDMA_F_LAST);
+	bool gap = pkt->psn != qp->epsn;
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	if (gap) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
+		srdma_dbg_qp(qp, "UC psn %u, expected %u\n", pkt->psn,
+			     qp->epsn);
+	}
+	qp->epsn = srdma_psn_add(pkt->psn, 1);
+	if (in_msg && (gap || (pkt->flags & SRDMA_F_FIRST))) {
+		srdma_uc_drop(qp);		/* a packet of it went missing */
+		in_msg = false;
+	}
+	if (pkt->flags & SRDMA_F_FIRST) {
+		qp->uc_dropping = false;	/* a new message begins */
+	} else if (!in_msg) {
+		srdma_uc_drop(qp);		/* its beginning went missing */
+		return;
+	}
+	if (!srdma_resp_seq_ok(qp, pkt)) {
+		srdma_dbg_qp(qp, "UC opcode %#x out of sequence after %#x\n",
+			     pkt->opcode, qp->resp_opcode);
+		srdma_uc_drop(qp);
+		return;
+	}
+	if (pkt->flags & SRDMA_F_SEND)
+		err = srdma_resp_send(qp, pkt, skb, payoff);
+	else
+		err = srdma_resp_write(qp, pkt, skb, payoff);
+	if (!err)
+		qp->resp_opcode = pkt->opcode;
+}
+
 /**
  * srdma_resp_rcv() - take a SEND, WRITE or READ request
  * @qp: the QP it is for
@@ -843,6 +928,10 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	}
 	if (pkt->paylen > qp->mtu) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+		return;
+	}
+	if (srdma_qp_is_uc(qp)) {
+		srdma_uc_rcv(qp, pkt, skb, payoff);
 		return;
 	}
 	d = srdma_psn_diff(pkt->psn, qp->epsn);

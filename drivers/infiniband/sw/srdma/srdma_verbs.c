@@ -236,6 +236,7 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_RX_UD_OVER_MTU].name = "rx_ud_over_mtu",
 	[SRDMA_CNT_RX_UD_SHORT_BUF].name = "rx_ud_short_buffer",
 	[SRDMA_CNT_RX_MCAST_NO_GROUP].name = "rx_mcast_no_group",
+	[SRDMA_CNT_RX_UC_MSG_DROPPED].name = "rx_uc_msg_dropped",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
