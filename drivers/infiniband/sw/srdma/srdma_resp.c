@@ -857,28 +857,33 @@ static void srdma_resp_advance(struct srdma_qp *qp, struct srdma_pkt *pkt)
 }
 
 /*
- * A UC request (IBTA 9.8.3). Any PSN is taken: one other than the expected
- * PSN means packets were lost or reordered, and drops the message in
- * progress; a FIRST or ONLY then begins the next message there, a MIDDLE
- * or LAST is dropped with the rest of its message. No ACK, no NAK, no RNR
- * NAK, no duplicate detection (UC is never retransmitted). QP lock held.
+ * A UC request (IBTA 9.8.3). A PSN beyond the expected one means packets
+ * were lost or reordered: the message in progress is dropped, and a FIRST
+ * or ONLY begins the next message there, while a MIDDLE or LAST is
+ * dropped with the rest of its message. A PSN behind the expected one is
+ * a packet that came late or twice: dropped, so that messages are placed
+ * in order and at most once. No ACK, no NAK, no RNR NAK. QP lock held.
  */
 static void srdma_uc_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			 struct sk_buff *skb, int payoff)
 {
 	bool in_msg = qp->resp_opcode != SRDMA_OP_ACK &&
 		      !(srdma_op_flags(qp->resp_opcode) & SRDMA_F_LAST);
-	bool gap = pkt->psn != qp->epsn;
+	int d = srdma_psn_diff(pkt->psn, qp->epsn);
 	int err;
 
 	lockdep_assert_held(&qp->lock);
-	if (gap) {
+	if (d < 0) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
+		return;
+	}
+	if (d > 0) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
 		srdma_dbg_qp(qp, "UC psn %u, expected %u\n", pkt->psn,
 			     qp->epsn);
 	}
 	qp->epsn = srdma_psn_add(pkt->psn, 1);
-	if (in_msg && (gap || (pkt->flags & SRDMA_F_FIRST))) {
+	if (in_msg && (d > 0 || (pkt->flags & SRDMA_F_FIRST))) {
 		srdma_uc_drop(qp);		/* a packet of it went missing */
 		in_msg = false;
 	}
