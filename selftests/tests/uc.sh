@@ -84,6 +84,8 @@ test_uc_loss_5pct() {
 
 test_uc_loss_reorder() {
 	pair_setup && netem delay 1ms reorder 30% 50% || fail "setup"
-	timeout 300 srdma_uc_loss -d srdma0 -D srdma1 -n 1000 -l ||
+	# UC drops a message that any packet overtook, and a late packet:
+	# most messages go; what arrives must still be whole and in order.
+	timeout 300 srdma_uc_loss -d srdma0 -D srdma1 -n 1000 -l -p 10 ||
 		fail "UC with reordering"
 }
