@@ -250,7 +250,14 @@ TEST_F(qp, post_send_checks)
 	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	ASSERT_GE(self->gidx, 0);
 	ASSERT_EQ(0, srdma_test_connect_self(self->qp, self->gidx, &gid));
+	/* inline data over max_inline_data (2 SGEs: 32 bytes), or on a READ */
 	wr.send_flags = IBV_SEND_INLINE;
+	sge.length = 33;
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
+	EXPECT_EQ(&wr, bad);
+	sge.length = 8;
+	wr.opcode = IBV_WR_RDMA_READ;
+	bad = NULL;
 	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
 	EXPECT_EQ(&wr, bad);
 	wr.send_flags = 0;
