@@ -20,5 +20,6 @@ test_kernel_inline() {
 	[ $rc = 0 ] || fail "the module's checks failed"
 	grep -q 'srdma_ktest_inline: PASS: [0-9]* checks' <<< "$out" ||
 		fail "no PASS line"
+	echo "# $(grep -o 'PASS: [0-9]* checks' <<< "$out")"
 	rmmod srdma_ktest_inline || fail "rmmod"
 }
