@@ -158,9 +158,11 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@$(ROOT)/scripts/demo
 
+# The driver only: the test modules of selftests/kmod stay in the tree.
 install: all
-	$(MAKE) -C $(KDIR) M=$(ROOT) modules_install
-	depmod -a $(notdir $(patsubst %/build,%,$(KDIR))) 2>/dev/null || depmod -a
+	install -D -m 0644 $(ROOT)/drivers/infiniband/sw/srdma/srdma.ko \
+		$(DESTDIR)/lib/modules/$(KVER)/updates/srdma.ko
+	depmod -a $(KVER) 2>/dev/null || depmod -a
 	install -D -m 0644 $(PROV_SO) \
 		$(DESTDIR)/usr/lib/$$(gcc -dumpmachine)/libibverbs/libsrdma-rdmav34.so
 	install -D -m 0644 $(BUILD)/provider/srdma.driver \

@@ -27,7 +27,8 @@ MTU = 1024
 
 OP = dict(SEND_FIRST=0, SEND_MIDDLE=1, SEND_LAST=2, SEND_ONLY=4,
           WRITE_FIRST=6, WRITE_MIDDLE=7, WRITE_LAST=8, WRITE_LAST_IMM=9,
-          WRITE_ONLY=10, WRITE_ONLY_IMM=11, READ_REQ=12, ACK=0x11)
+          WRITE_ONLY=10, WRITE_ONLY_IMM=11, READ_REQ=12, ACK=0x11,
+          ATOMIC_ACK=0x12, CMP_SWAP=0x13, FETCH_ADD=0x14)
 READ_RESP = (13, 14, 15, 16)
 SYN_ACK, SYN_RNR, SYN_NAK = 0x00, 0x20, 0x60
 NAK_SEQ, NAK_INV, NAK_ACC = 0x60, 0x61, 0x62
@@ -109,14 +110,16 @@ class Wire:
         self.udp.bind(("0.0.0.0", 4791))
 
     def send(self, op, psn, payload=b"", va=None, rkey=None, dmalen=None,
-             imm=None, ackreq=False, dqpn=None):
+             imm=None, ackreq=False, dqpn=None, atomic=None):
         pad = -len(payload) & 3
         b = struct.pack(">BBHBBHBBH", op, pad << 4, 0xffff, 0,
                         0, 0, 0x80 if ackreq else 0, 0, 0)
         b = bytearray(b)
         struct.pack_into(">I", b, 4, (dqpn if dqpn is not None else self.dqpn) & 0xffffff)
         struct.pack_into(">I", b, 8, (0x80000000 if ackreq else 0) | (psn & 0xffffff))
-        if va is not None:
+        if atomic is not None:      # AtomicETH: (va, rkey, swap_add, cmp)
+            b += struct.pack(">QIQQ", *atomic)
+        elif va is not None:
             b += struct.pack(">QII", va, rkey, dmalen)
         if imm is not None:
             b += struct.pack(">I", imm)
@@ -144,8 +147,10 @@ class Wire:
             return None
         pkt = {"op": d[0], "dqpn": struct.unpack(">I", d[4:8])[0] & 0xffffff,
                "psn": struct.unpack(">I", d[8:12])[0] & 0xffffff}
-        if pkt["op"] in (OP["ACK"], 13, 15, 16):
+        if pkt["op"] in (OP["ACK"], OP["ATOMIC_ACK"], 13, 15, 16):
             pkt["syn"] = d[12]
+        if pkt["op"] == OP["ATOMIC_ACK"] and len(d) >= 24:
+            pkt["orig"] = struct.unpack(">Q", d[16:24])[0]
         return pkt
 
     def expect_ack(self, psn, timeout=5.0):
@@ -430,6 +435,48 @@ def t_dup_read_valid(t, w):
     if [q for q in w.drain(2.0) if q["op"] in READ_RESP]:
         fail("answered a READ that was never accepted")
     expect_state(t, QPS_RTS)
+
+def t_atomic_replay(t, w):
+    """Duplicate atomics are answered from the replay cache, never run again."""
+    p, va = RQ_PSN, t.addr + 64
+
+    def word():
+        return struct.unpack("<Q", bytes.fromhex(t.cmd("dump 64 8")))[0]
+
+    def acks(secs=1.0):
+        return [(q["psn"], q.get("orig")) for q in w.drain(secs)
+                if q["op"] == OP["ATOMIC_ACK"]]
+
+    w.send(OP["FETCH_ADD"], p, atomic=(va, t.rkey, 5, 0), ackreq=True)
+    if acks() != [(p, 0)]:
+        fail("FETCH ADD: no ATOMIC ACKNOWLEDGE with 0")
+    w.send(OP["FETCH_ADD"], p, atomic=(va, t.rkey, 5, 0), ackreq=True)
+    if acks() != [(p, 0)] or word() != 5:
+        fail("FETCH ADD again: not answered from the cache, or run twice")
+    w.send(OP["CMP_SWAP"], p + 1, atomic=(va, t.rkey, 99, 5), ackreq=True)
+    if acks() != [(p + 1, 5)] or word() != 99:
+        fail("COMPARE SWAP 5 -> 99")
+    # The older one is still cached; replays do not run.
+    w.send(OP["FETCH_ADD"], p, atomic=(va, t.rkey, 5, 0), ackreq=True)
+    w.send(OP["CMP_SWAP"], p + 1, atomic=(va, t.rkey, 99, 5), ackreq=True)
+    if acks() != [(p, 0), (p + 1, 5)] or word() != 99:
+        fail("replays of both")
+    # Not what was accepted at those PSNs (another VA, opcode, a PSN
+    # never used): dropped, never run, never NAKed.
+    w.send(OP["CMP_SWAP"], p + 1, atomic=(va + 8, t.rkey, 1, 0), ackreq=True)
+    w.send(OP["CMP_SWAP"], p, atomic=(va, t.rkey, 1, 99), ackreq=True)
+    w.send(OP["FETCH_ADD"], p - 7, atomic=(va, t.rkey, 1, 0), ackreq=True)
+    got = w.drain(1.0)
+    if got or word() != 99 or t.cmd("dump 72 8") != "00" * 8:
+        fail("a mismatched duplicate was answered or run: %s" % got)
+    expect_state(t, QPS_RTS)
+    # A misaligned atomic: NAK invalid request, the QP fails.
+    w.send(OP["FETCH_ADD"], p + 2, atomic=(va + 4, t.rkey, 1, 0), ackreq=True)
+    expect_syn(w, p + 2, NAK_INV, "misaligned FETCH ADD")
+    expect_state(t, QPS_ERR)
+    if word() != 99:
+        fail("the misaligned FETCH ADD changed memory")
+
 
 def main():
     ns, test, gidx = sys.argv[1], sys.argv[2], int(sys.argv[3])

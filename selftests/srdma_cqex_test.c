@@ -282,6 +282,8 @@ TEST_F(cqex, empty_is_enoent)
 	struct ibv_wc wc;
 
 	EXPECT_EQ(ENOENT, ibv_start_poll(self->cqx, &attr));
+	/* an end_poll the caller should not make (pyverbs does) is ignored */
+	ibv_end_poll(self->cqx);
 	EXPECT_EQ(ENOENT, ibv_start_poll(self->cqx, &attr));
 	attr.comp_mask = 1;
 	EXPECT_EQ(EINVAL, ibv_start_poll(self->cqx, &attr));
@@ -566,7 +568,8 @@ TEST_F(cqex, create_cq_ex_refuses)
 /*
  * create_qp_ex: IBV_QP_INIT_ATTR_CREATE_FLAGS with no flag makes a QP
  * (the caps written back); a flag, XRC, RSS, a TSO header, send ops the
- * QP type cannot do are EOPNOTSUPP; no PD is EINVAL.
+ * QP type cannot do (ATOMIC WRITE, MW binding; RDMA and atomics on UD)
+ * are EOPNOTSUPP; no PD is EINVAL.
  */
 TEST_F(cqex, create_qp_ex_flags)
 {
@@ -625,7 +628,7 @@ TEST_F(cqex, create_qp_ex_flags)
 
 	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	a.send_ops_flags = IBV_QP_EX_WITH_SEND |
-			   IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+			   IBV_QP_EX_WITH_ATOMIC_WRITE;
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_create_qp_ex(self->ctx, &a));
 	EXPECT_EQ(EOPNOTSUPP, errno);
@@ -635,6 +638,11 @@ TEST_F(cqex, create_qp_ex_flags)
 	EXPECT_EQ(EOPNOTSUPP, errno);
 	a.qp_type = IBV_QPT_UD;
 	a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_create_qp_ex(self->ctx, &a));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND |
+			   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_create_qp_ex(self->ctx, &a));
 	EXPECT_EQ(EOPNOTSUPP, errno);
@@ -844,6 +852,62 @@ TEST_F(cqex, wr_api_bad_batches)
 					 7));
 	usleep(100000);
 	EXPECT_EQ(0, cqex_poll(self->cqx, wc, 1, 1));
+}
+
+/*
+ * A message longer than the kernel takes at the QP's path MTU (2^21
+ * packets: 512 MiB at 256 bytes) is refused by the provider, through
+ * either API, with nothing posted: the kernel would refuse the entry and
+ * stop the QP after taking the batch's earlier entries.
+ */
+TEST_F(cqex, too_long_for_path_mtu)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)self->buf,
+			       .length = 0x30000000, .lkey = self->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	struct ibv_qp_ex *x;
+	struct cqex_wc wc[2];
+	struct ibv_qp *qp;
+
+	qp = cqex_qp(self->ctx, self->pd, self->cq, IBV_QPT_RC,
+		     IBV_QP_EX_WITH_RDMA_WRITE);
+	ASSERT_NE(NULL, qp);
+	x = ibv_qp_to_qp_ex(qp);
+	ASSERT_EQ(0, srdma_test_connect_self_mtu(qp, self->gidx, &self->gid,
+						 IBV_MTU_256));
+	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + WRITE_OFF;
+	wr.wr.rdma.rkey = self->mr->rkey;
+	EXPECT_EQ(EINVAL, ibv_post_send(qp, &wr, &bad));
+	EXPECT_EQ(&wr, bad);
+
+	ibv_wr_start(x);
+	x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_id = 2;
+	ibv_wr_rdma_write(x, self->mr->rkey, (uintptr_t)self->buf + WRITE_OFF);
+	ibv_wr_set_sge(x, self->mr->lkey, (uintptr_t)self->buf, 8);
+	x->wr_id = 3;
+	ibv_wr_rdma_write(x, self->mr->rkey, (uintptr_t)self->buf + WRITE_OFF);
+	ibv_wr_set_sge(x, self->mr->lkey, (uintptr_t)self->buf, 0x30000000);
+	EXPECT_EQ(EINVAL, ibv_wr_complete(x));
+	usleep(100000);
+	EXPECT_EQ(0, cqex_poll(self->cqx, wc, 1, 1));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(qp));
+
+	/* the QP and its ring are as before: a good batch goes through */
+	ibv_wr_start(x);
+	x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_id = 4;
+	ibv_wr_rdma_write(x, self->mr->rkey, (uintptr_t)self->buf + WRITE_OFF);
+	ibv_wr_set_sge(x, self->mr->lkey, (uintptr_t)self->buf, 8);
+	EXPECT_EQ(0, ibv_wr_complete(x));
+	ASSERT_EQ(1, cqex_poll(self->cqx, wc, 1, 3000));
+	EXPECT_EQ(4, wc[0].wr_id);
+	cqex_check(_metadata, &wc[0], IBV_WC_RDMA_WRITE, 0, 0, 0, qp->qp_num,
+		   0);
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
 }
 
 TEST_HARNESS_MAIN

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * The per-device object limits (module parameters max_pd, max_cq, max_qp,
- * max_mr and max_ah): ibv_query_device reports them, exactly that many objects can
+ * max_mr, max_ah and max_srq): ibv_query_device reports them, exactly that many objects can
  * be created, one more fails with ENOMEM, and freeing one makes room for
  * one again. The limit is per device, not per context: the objects are
  * spread over two contexts.
  *
  * Run in the test VM on a device created after
- * `modprobe srdma max_pd=N max_cq=N max_qp=N max_mr=N max_ah=N`, with SRDMA_LIMIT=N
+ * `modprobe srdma max_pd=N max_cq=N max_qp=N max_mr=N max_ah=N max_srq=N`,
+ * with SRDMA_LIMIT=N
  * in the environment (selftests/tests/hardening.sh does this); without
  * SRDMA_LIMIT every test is skipped. No other process may hold objects on
  * the device meanwhile. The kernel's own objects count against the limits
@@ -24,11 +25,11 @@
 #include "kselftest_harness.h"
 #include "srdma_test.h"
 
-enum lim_kind { LIM_PD, LIM_CQ, LIM_QP, LIM_MR, LIM_AH };
+enum lim_kind { LIM_PD, LIM_CQ, LIM_QP, LIM_MR, LIM_AH, LIM_SRQ };
 
 static const char * const lim_name[] = {
 	[LIM_PD] = "PD", [LIM_CQ] = "CQ", [LIM_QP] = "QP", [LIM_MR] = "MR",
-	[LIM_AH] = "AH",
+	[LIM_AH] = "AH", [LIM_SRQ] = "SRQ",
 };
 
 /*
@@ -75,6 +76,12 @@ static void *lim_create(struct lim_env *e, enum lim_kind k, int c)
 				  IBV_ACCESS_LOCAL_WRITE);
 	case LIM_AH:
 		return lim_ah(e->pd[c], &e->gid, e->gidx);
+	case LIM_SRQ: {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4,
+							  .max_sge = 1 } };
+
+		return ibv_create_srq(e->pd[c], &sa);
+	}
 	}
 	return NULL;
 }
@@ -92,6 +99,8 @@ static int lim_destroy(enum lim_kind k, void *obj)
 		return ibv_dereg_mr(obj);
 	case LIM_AH:
 		return ibv_destroy_ah(obj);
+	case LIM_SRQ:
+		return ibv_destroy_srq(obj);
 	}
 	return EINVAL;
 }
@@ -109,6 +118,8 @@ static uint32_t lim_reported(const struct ibv_device_attr *a, enum lim_kind k)
 		return a->max_mr;
 	case LIM_AH:
 		return a->max_ah;
+	case LIM_SRQ:
+		return a->max_srq;
 	}
 	return 0;
 }
@@ -188,7 +199,7 @@ static void lim_check(struct __test_metadata *_metadata, enum lim_kind k)
 		e.gidx = srdma_test_ipv4_gid(e.ctx[0], &e.gid);
 		ASSERT_LE(0, e.gidx) TH_LOG("no IPv4 GID");
 	}
-	if (k == LIM_MR || k == LIM_QP || k == LIM_AH)
+	if (k == LIM_MR || k == LIM_QP || k == LIM_AH || k == LIM_SRQ)
 		for (c = 0; c < 2; c++) {
 			e.pd[c] = ibv_alloc_pd(e.ctx[c]);
 			ASSERT_NE(NULL, e.pd[c]);
@@ -271,6 +282,11 @@ TEST(mr_limit)
 TEST(ah_limit)
 {
 	lim_check(_metadata, LIM_AH);
+}
+
+TEST(srq_limit)
+{
+	lim_check(_metadata, LIM_SRQ);
 }
 
 TEST_HARNESS_MAIN

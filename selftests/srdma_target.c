@@ -58,7 +58,8 @@ static int modify(enum ibv_qp_state state, uint32_t dqpn)
 	case IBV_QPS_INIT:
 		a.port_num = 1;
 		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				    IBV_ACCESS_REMOTE_READ;
+				    IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_ATOMIC;
 		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 		break;
 	case IBV_QPS_RTR:
@@ -227,7 +228,8 @@ int main(int argc, char **argv)
 	cq = pd ? ibv_create_cq(ctx, 256, NULL, NULL, 0) : NULL;
 	mr = pd ? ibv_reg_mr(pd, buf, MR_LEN, IBV_ACCESS_LOCAL_WRITE |
 			     IBV_ACCESS_REMOTE_WRITE |
-			     IBV_ACCESS_REMOTE_READ) : NULL;
+			     IBV_ACCESS_REMOTE_READ |
+			     IBV_ACCESS_REMOTE_ATOMIC) : NULL;
 	qp = cq ? srdma_test_rc_qp(pd, cq, 16, 64, 1) : NULL;
 	if (!mr || !qp || connect_to(peer_qpn)) {
 		fprintf(stderr, "setup failed: %s\n", strerror(errno));

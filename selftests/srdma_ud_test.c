@@ -16,8 +16,11 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/capability.h>
 #include <rdma/ib_user_verbs.h>
 
 #include "kselftest_harness.h"
@@ -957,7 +960,7 @@ TEST_F(ud, mcast_caps)
  */
 TEST_F(ud, mcast_attach_rules)
 {
-	union ibv_gid g, uni = self->gid;
+	union ibv_gid g, bc, uni = self->gid;
 	struct ibv_qp *rc;
 
 	ASSERT_EQ(0, mc_gid("239.1.2.3", &g));
@@ -969,6 +972,9 @@ TEST_F(ud, mcast_attach_rules)
 	/* nor may an RC QP's peer be a group */
 	ASSERT_EQ(0, srdma_test_qp_init(rc));
 	EXPECT_EQ(EINVAL, srdma_test_qp_rtr(rc, self->gidx, &g, IBV_MTU_1024));
+	/* nor an IPv4 broadcast address */
+	ASSERT_EQ(0, mc_gid("255.255.255.255", &bc));
+	EXPECT_EQ(EINVAL, srdma_test_qp_rtr(rc, self->gidx, &bc, IBV_MTU_1024));
 	EXPECT_EQ(0, ibv_destroy_qp(rc));
 	EXPECT_EQ(EINVAL, ibv_detach_mcast(self->b, &g, 0));
 
@@ -984,6 +990,61 @@ TEST_F(ud, mcast_attach_rules)
 	EXPECT_EQ(1, mc_joined("239.1.2.3"));
 	EXPECT_EQ(0, ibv_detach_mcast(self->qp, &g, 0));
 	EXPECT_EQ(0, mc_joined("239.1.2.3"));
+}
+
+/*
+ * In a child in a new network namespace: attach @qp to @g with or without
+ * CAP_NET_RAW (dropped from the effective set) and detach again. The exit
+ * status is the attach's errno.
+ */
+static int mc_attach_elsewhere(struct ibv_qp *qp, union ibv_gid *g,
+			       bool net_raw)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+	int status, err;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNET) ||
+		    syscall(SYS_capget, &hdr, data))
+			_exit(100);
+		if (!net_raw)
+			data[0].effective &= ~(1u << CAP_NET_RAW);
+		if (syscall(SYS_capset, &hdr, data))
+			_exit(101);
+		err = ibv_attach_mcast(qp, g, 0);
+		if (!err && ibv_detach_mcast(qp, g, 0))
+			_exit(102);
+		_exit(err);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * A process outside the netdev's namespace may attach (and so make the
+ * netdev join a group) only with CAP_NET_RAW there.
+ */
+TEST_F(ud, mcast_other_netns)
+{
+	union ibv_gid g;
+
+	ASSERT_EQ(0, mc_gid("239.1.2.4", &g));
+	EXPECT_EQ(EPERM, mc_attach_elsewhere(self->b, &g, false));
+	EXPECT_EQ(0, mc_joined("239.1.2.4"));
+	EXPECT_EQ(0, mc_attach_elsewhere(self->b, &g, true));
+	EXPECT_EQ(0, mc_wait_joined("239.1.2.4", 0));
+	/* here, in the netdev's namespace, as before */
+	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
+	EXPECT_EQ(1, mc_joined("239.1.2.4"));
+	EXPECT_EQ(0, ibv_detach_mcast(self->b, &g, 0));
 }
 
 /* Receive completion of a multicast datagram: the one for @qp in @wc. */

@@ -236,7 +236,10 @@ TEST_F(qp, modify_checks)
 	EXPECT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
 }
 
-/* post_send in RESET, inline, atomics: errors, nothing queued. */
+/*
+ * post_send in RESET, inline, an atomic whose result SGE is not 8 bytes:
+ * errors, nothing queued.
+ */
 TEST_F(qp, post_send_checks)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)self->buf, .length = 8,
@@ -262,7 +265,9 @@ TEST_F(qp, post_send_checks)
 	EXPECT_EQ(&wr, bad);
 	wr.send_flags = 0;
 	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	sge.length = 4;
 	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
+	sge.length = 8;
 	wr.opcode = IBV_WR_SEND;
 	wr.num_sge = 3;			/* QP has 2 */
 	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));

@@ -54,8 +54,13 @@ def ext(op):
     if op in (6, 10, 11, 12):                       # RETH
         h += struct.pack(">QII", rnd.getrandbits(64), rnd.getrandbits(32),
                          rnd.choice([0, 1, 4096, 1 << 20, 0xffffffff]))
-    if op in (13, 15, 16, 17):                      # AETH
+    if op in (0x13, 0x14):                          # AtomicETH
+        h += struct.pack(">QIQQ", rnd.getrandbits(64), rnd.getrandbits(32),
+                         rnd.getrandbits(64), rnd.getrandbits(64))
+    if op in (13, 15, 16, 17, 0x12):                # AETH
         h += struct.pack(">I", rnd.getrandbits(32))
+    if op == 0x12:                                  # AtomicAckETH
+        h += struct.pack(">Q", rnd.getrandbits(64))
     if op in (0x64, 0x65):                          # DETH: QP1's Q_Key or any
         h += struct.pack(">II", rnd.choice([0x80010000, rnd.getrandbits(32)]),
                          rnd.getrandbits(24))
@@ -68,7 +73,7 @@ kinds = {}
 for i in range(count):
     k = rnd.randrange(7)
     qpn = rnd.randint(qlo, qhi)
-    op = rnd.choice(list(range(0, 0x12)) + [0x13, 0x64, 0x65, 0x81, 0xff])
+    op = rnd.choice(list(range(0, 0x15)) + [0x15, 0x64, 0x65, 0x81, 0xff])
     if k == 0:      # random bytes
         body = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 80)))
         ip, udp = ip_udp(body)

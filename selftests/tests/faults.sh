@@ -43,7 +43,9 @@ test_alloc_failures() {
 		grep -q "landed in $v: [1-9]" <<< "$out" ||
 			fail "no injected failure landed in $v"
 	done
-	rdma resource show qp | grep -q srdma0 && fail "QPs left behind"
+	# Only the MAD layer's GSI QP (QPN 1) may remain.
+	[ "$(rdma resource show qp link srdma0/1 | grep -vc 'lqpn 1 ')" = 0 ] ||
+		fail "QPs left behind: $(rdma resource show qp)"
 	rdma resource show mr | grep -q srdma0 && fail "MRs left behind"
 	rdma link delete srdma0 || fail "link delete"
 	rmmod srdma || fail "rmmod"

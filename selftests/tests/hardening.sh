@@ -21,10 +21,10 @@ test_object_limits() {
 	if lsmod | grep -q '^srdma '; then
 		rmmod srdma || fail "srdma loaded and busy"
 	fi
-	modprobe srdma max_pd=8 max_cq=8 max_qp=8 max_mr=8 max_ah=8 ||
-		fail "modprobe"
+	modprobe srdma max_pd=8 max_cq=8 max_qp=8 max_mr=8 max_ah=8 \
+		max_srq=8 || fail "modprobe"
 	lsmod | grep -q '^srdma ' || fail "srdma not in lsmod"
-	for k in pd cq qp mr ah; do
+	for k in pd cq qp mr ah srq; do
 		[ "$(cat /sys/module/srdma/parameters/max_$k)" = 8 ] ||
 			fail "max_$k is $(cat /sys/module/srdma/parameters/max_$k)"
 	done
@@ -43,8 +43,8 @@ test_object_limits() {
 	rc=$?
 	echo "$out"
 	[ $rc = 0 ] || fail "srdma_limits_test exited with $rc"
-	[ "$(grep -cE '^ok [0-9]+ global\.[a-z]+_limit$' <<< "$out")" = 5 ] ||
-		fail "not five passed limit tests (skipped or missing)"
+	[ "$(grep -cE '^ok [0-9]+ global\.[a-z]+_limit$' <<< "$out")" = 6 ] ||
+		fail "not six passed limit tests (skipped or missing)"
 
 	# Nothing leaked: the restrack counts are back to zero.
 	out=$(res_counts srdma0)
@@ -52,7 +52,7 @@ test_object_limits() {
 	# AHs are not in restrack: srdma_limits_test itself creates the whole
 	# limit again after freeing everything, so a lost count would fail it.
 	# Each refusal is logged (rate-limited: two per kind, 10, the burst).
-	for k in PD CQ QP MR AH; do
+	for k in PD CQ QP MR AH SRQ; do
 		dmesg_since "$start" | grep -q "srdma0: $k limit of 8 reached" ||
 			fail "no '$k limit of 8 reached' in the kernel log"
 	done

@@ -5,7 +5,7 @@
 # the same selection on rdma_rxe for comparison. Each prints one line
 #   # pyverbs DEV: ran N, passed N, failed N, errors N, skipped N in N s
 # srdma0 fails on any failure or error; tests skip where srdma lacks a
-# feature (atomics, MWs, XRC, ...). rdma_rxe never fails:
+# feature (MWs, XRC, ...). rdma_rxe never fails:
 # 6.1's has known errors of its own. The two run in separate tests because
 # rdma_rxe holds UDP port 4791 in init_net from its load on (env_reset
 # unloads it in between).
@@ -28,7 +28,8 @@ exec {pyverbs_out}>&1
 # Must pass on srdma0, not merely skip: rdma_cm (multicast included),
 # completion events, UD QPs, extended CQs (ibv_create_cq_ex) and extended
 # QPs (ibv_create_qp_ex, also with create flags 0, which the suite picks at
-# random, and the ibv_qp_ex posting API), UC QPs, and QP creation and
+# random, and the ibv_qp_ex posting API), RC atomics (the XRC ones and
+# ATOMIC WRITE skip: srdma has neither), UC QPs, and QP creation and
 # query with the caps written back (max_inline_data among them).
 PYVERBS_SRDMA_MUST_PASS=(
 	test_rdmacm.CMTestCase.test_rdmacm_sync_traffic
@@ -78,6 +79,15 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_qp.QPTest.test_query_rc_qp
 	test_qp.QPTest.test_query_uc_qp
 	test_qp.QPTest.test_query_ud_qp
+	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_cmp_swp
+	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add
+	test_atomic.AtomicTest.test_atomic_cmp_and_swap
+	test_atomic.AtomicTest.test_atomic_fetch_and_add
+	test_atomic.AtomicTest.test_atomic_invalid_qp_access
+	test_atomic.AtomicTest.test_atomic_invalid_mr_access
+	test_atomic.AtomicTest.test_atomic_non_aligned_addr
+	test_atomic.AtomicTest.test_atomic_invalid_lkey
+	test_atomic.AtomicTest.test_atomic_invalid_rkey
 )
 
 # pyverbs_suite DIR: an unpacked copy of the suite in DIR/tests (the

@@ -67,7 +67,14 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	    pkt2.msn != pkt.msn || pkt2.syndrome != pkt.syndrome ||
 	    pkt2.imm != pkt.imm || pkt2.qkey != pkt.qkey ||
 	    pkt2.sqpn != pkt.sqpn || pkt2.paylen != pkt.paylen ||
-	    pkt2.se != pkt.se || pkt2.ackreq != pkt.ackreq)
+	    pkt2.se != pkt.se || pkt2.ackreq != pkt.ackreq ||
+	    pkt2.swap_add != pkt.swap_add || pkt2.compare != pkt.compare ||
+	    pkt2.orig != pkt.orig)
+		abort();
+	/* Atomic requests and ACKs: one packet, never any payload. */
+	if ((pkt.flags & (SRDMA_F_ATOMIC | SRDMA_F_AACK)) &&
+	    (pkt.paylen || pkt.pad ||
+	     (pkt.flags & SRDMA_F_ONLY) != SRDMA_F_ONLY))
 		abort();
 	return 0;
 }

@@ -156,6 +156,8 @@ TEST(build_parse_roundtrip)
 	u8 buf[SRDMA_MAX_HDR_LEN + 64 + SRDMA_ICRC_LEN];
 	static const u32 ud_ops[] = {
 		SRDMA_OP_UD_SEND_ONLY, SRDMA_OP_UD_SEND_ONLY_IMM,
+		SRDMA_OP_ATOMIC_ACK, SRDMA_OP_COMPARE_SWAP,
+		SRDMA_OP_FETCH_ADD,
 	};
 	struct srdma_pkt in, out;
 	u32 i, op, hl, pay;
@@ -179,6 +181,9 @@ TEST(build_parse_roundtrip)
 		in.imm = 0x01020304;
 		in.qkey = 0x80010000;
 		in.sqpn = 0x000001;
+		in.swap_add = 0x8070605040302010ULL;
+		in.compare = 0xfedcba9876543210ULL;
+		in.orig = 0x0123456789abcdefULL;
 		pay = in.flags & SRDMA_F_PAYLOAD ? 64 : 0;
 		hl = srdma_build_hdr(buf, &in);
 		EXPECT_EQ(srdma_hdr_len(op), hl);
@@ -205,7 +210,114 @@ TEST(build_parse_roundtrip)
 		}
 		if (in.flags & SRDMA_F_IMM)
 			EXPECT_EQ(in.imm, out.imm);
+		if (in.flags & SRDMA_F_ATOMIC) {
+			EXPECT_EQ(in.va, out.va);
+			EXPECT_EQ(in.rkey, out.rkey);
+			EXPECT_EQ(in.swap_add, out.swap_add);
+			EXPECT_EQ(in.compare, out.compare);
+			EXPECT_EQ(0U, out.dmalen);
+		} else {
+			EXPECT_EQ(0ULL, out.swap_add);
+			EXPECT_EQ(0ULL, out.compare);
+		}
+		EXPECT_EQ(in.flags & SRDMA_F_AACK ? in.orig : 0ULL, out.orig);
 	}
+}
+
+/*
+ * A COMPARE SWAP request written out by hand from IBTA 9.2 and 9.3.3.3:
+ * BTH, then AtomicETH (VA, R_Key, swap data, compare data), no payload.
+ */
+TEST(parse_compare_swap)
+{
+	static const u8 p[] = {
+		0x13, 0x00, 0xff, 0xff, 0x00, 0x00, 0x12, 0x34,	/* BTH */
+		0x80, 0x00, 0x00, 0x09,
+		0x00, 0x00, 0x7f, 0xaa, 0xbb, 0xcc, 0xdd, 0xe8,	/* VA */
+		0x00, 0x01, 0x02, 0x03,				/* R_Key */
+		0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,	/* swap */
+		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,	/* compare */
+		0, 0, 0, 0,					/* ICRC */
+	};
+	struct srdma_pkt out;
+
+	ASSERT_EQ(40U, srdma_hdr_len(SRDMA_OP_COMPARE_SWAP));
+	ASSERT_EQ(0, srdma_parse(p, 40, sizeof(p), &out));
+	EXPECT_EQ(SRDMA_OP_COMPARE_SWAP, out.opcode);
+	EXPECT_TRUE(out.flags & SRDMA_F_ATOMIC);
+	EXPECT_TRUE(out.flags & SRDMA_F_REQ);
+	EXPECT_FALSE(out.flags & (SRDMA_F_RETH | SRDMA_F_AETH |
+				  SRDMA_F_PAYLOAD | SRDMA_F_READ));
+	EXPECT_EQ(SRDMA_F_ONLY, out.flags & SRDMA_F_ONLY);
+	EXPECT_EQ(0x1234U, out.dqpn);
+	EXPECT_EQ(9U, out.psn);
+	EXPECT_EQ(1, out.ackreq);
+	EXPECT_EQ(0x00007faabbccdde8ULL, out.va);
+	EXPECT_EQ(0x00010203U, out.rkey);
+	EXPECT_EQ(0x1112131415161718ULL, out.swap_add);
+	EXPECT_EQ(0x2122232425262728ULL, out.compare);
+	EXPECT_EQ(40U, out.hdr_len);
+	EXPECT_EQ(0U, out.paylen);
+	/* FETCH ADD: the same header, the add data where swap is */
+	{
+		u8 q[sizeof(p)];
+
+		memcpy(q, p, sizeof(q));
+		q[0] = SRDMA_OP_FETCH_ADD;
+		ASSERT_EQ(0, srdma_parse(q, 40, sizeof(q), &out));
+		EXPECT_EQ(SRDMA_OP_FETCH_ADD, out.opcode);
+		EXPECT_EQ(0x1112131415161718ULL, out.swap_add);
+	}
+	/* never with payload or pad, never cut short */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 40, sizeof(p) + 4, &out));
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 39, sizeof(p) - 1, &out));
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 39, sizeof(p), &out));
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 40, 40 + 3, &out));
+}
+
+/*
+ * An ATOMIC ACKNOWLEDGE written out by hand from IBTA 9.3.3.4: BTH, AETH
+ * (ACK, MSN), AtomicAckETH (the original data).
+ */
+TEST(parse_atomic_ack)
+{
+	static const u8 p[] = {
+		0x12, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x77,	/* BTH */
+		0x00, 0xab, 0xcd, 0xef,
+		0x1f, 0x00, 0x00, 0x05,				/* AETH */
+		0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04,	/* orig */
+		0, 0, 0, 0,					/* ICRC */
+	};
+	struct srdma_pkt out, in;
+	u8 buf[SRDMA_MAX_HDR_LEN];
+
+	ASSERT_EQ(24U, srdma_hdr_len(SRDMA_OP_ATOMIC_ACK));
+	ASSERT_EQ(0, srdma_parse(p, 24, sizeof(p), &out));
+	EXPECT_EQ(SRDMA_OP_ATOMIC_ACK, out.opcode);
+	EXPECT_TRUE(out.flags & SRDMA_F_AACK);
+	EXPECT_TRUE(out.flags & SRDMA_F_AETH);
+	EXPECT_FALSE(out.flags & (SRDMA_F_REQ | SRDMA_F_ACK |
+				  SRDMA_F_RRESP | SRDMA_F_PAYLOAD));
+	EXPECT_EQ(0x77U, out.dqpn);
+	EXPECT_EQ(0xabcdefU, out.psn);
+	EXPECT_EQ(0x1f, out.syndrome);
+	EXPECT_EQ(5U, out.msn);
+	EXPECT_EQ(0xdeadbeef01020304ULL, out.orig);
+	EXPECT_EQ(0U, out.paylen);
+	/* building it gives the same bytes */
+	memset(&in, 0, sizeof(in));
+	in.opcode = SRDMA_OP_ATOMIC_ACK;
+	in.pkey = 0xffff;
+	in.dqpn = 0x77;
+	in.psn = 0xabcdef;
+	in.syndrome = 0x1f;
+	in.msn = 5;
+	in.orig = 0xdeadbeef01020304ULL;
+	ASSERT_EQ(24U, srdma_build_hdr(buf, &in));
+	EXPECT_EQ(0, memcmp(buf, p, 24));
+	/* cut inside the AtomicAckETH; with payload */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 20, 20 + 4, &out));
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 24, sizeof(p) + 8, &out));
 }
 
 /*
@@ -292,8 +404,8 @@ TEST(parse_rejects_malformed)
 	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, hl, hl + 2, &out));
 	/* more bytes available than the datagram holds */
 	EXPECT_EQ(-EINVAL, srdma_parse(buf, hl + 8, hl + 4, &out));
-	/* unknown and unsupported opcodes (UC, atomics, CNP) */
-	buf[0] = 0x13;
+	/* unknown and unsupported opcodes (RESYNC, UC, CNP) */
+	buf[0] = 0x15;
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
 	buf[0] = 0x2c;	/* UC has no READ */
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));

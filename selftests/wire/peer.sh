@@ -95,13 +95,22 @@ server_side() {
 		p=$((p + 1))
 		timeout 120 $t $PF -p $p -s 2 -n 100 > /dev/null 2>&1
 	done
+	for t in $ATOMIC_PERF; do
+		p=$((p + 1))
+		timeout 120 ${t//:/ } $PF -p $p -n 200 > /dev/null 2>&1
+	done
 	cm_server_side
 	qperf_server_side
+	mckey_server_side
 	srdma_xfer -d "$dev" -g "$gidx" > /dev/null 2>&1 &
 	xpid=$!
 	barrier wait 18999
 	kill $xpid
 }
+
+# perftest's atomics, both kinds; ":" stands for a space.
+ATOMIC_PERF="ib_atomic_bw:-A:CMP_AND_SWAP ib_atomic_bw:-A:FETCH_AND_ADD
+	ib_atomic_lat:-A:CMP_AND_SWAP ib_atomic_lat:-A:FETCH_AND_ADD"
 
 # rdma_cm (CM MADs on QP1) and perftest over UD.
 me_ip=$(ip -4 -o addr show eth0 | awk '{ sub("/.*", "", $4); print $4 }')
@@ -170,6 +179,30 @@ qperf_client_side() {
 	barrier signal "$peer" 19100
 }
 
+# UD multicast through rdma_cm (mckey): the server side receives, and
+# says so when its netdev is in the group (no listener shows a join); the
+# client sends. Both report: the receiver's count is the one that matters.
+MCKEY_GROUP=239.1.1.7
+mckey_server_side() {
+	local rc=0 spid
+	timeout 120 mckey -m $MCKEY_GROUP -b "$me_ip" -C 20 > /tmp/mckey.log 2>&1 &
+	spid=$!
+	wait_for 30 sh -c "ip maddr show dev eth0 | grep -qw $MCKEY_GROUP" ||
+		rc=1
+	barrier signal "$peer" 19100
+	wait $spid || rc=1
+	grep -q 'data transfers complete' /tmp/mckey.log || rc=1
+	cp /tmp/mckey.log /tmp/client.log
+	report $rc "$kind-from-$peer_kind.mckey_recv"
+}
+
+mckey_client_side() {
+	barrier wait 19100
+	timeout 60 stdbuf -oL mckey -m $MCKEY_GROUP -b "$me_ip" -s -C 20 \
+		> /tmp/client.log 2>&1
+	report $? "$kind-to-$peer_kind.mckey_send"
+}
+
 cm_client_side() {
 	local t name cli rc
 	for t in "${CM_TESTS[@]}"; do
@@ -214,8 +247,16 @@ client_side() {
 		retry timeout 120 $t $PF -p $p -s 2 -n 100 "$peer"; report $? "$tag.$t"
 		grep -E '^ *2 ' /tmp/client.log | sed "s/^/# $t: /"
 	done
+	for t in $ATOMIC_PERF; do
+		p=$((p + 1))
+		# shellcheck disable=SC2086
+		retry timeout 120 ${t//:/ } $PF -p $p -n 200 "$peer"
+		report $? "$tag.${t%%:*}.${t##*:}"
+		grep -E '^ *8 ' /tmp/client.log | sed "s/^/# ${t//:/ }: /"
+	done
 	cm_client_side
 	qperf_client_side
+	mckey_client_side
 	timeout 600 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send,write_imm,bad_rkey_write,bad_rkey_read,out_of_range,no_write_access,read_only_mr_read "$peer" > /tmp/client.log 2>&1
 	report $? "$tag.xfer"
 	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20

@@ -6,8 +6,8 @@
  * and opens a verbs context through the uverbs commands. The data path runs
  * on rings shared with the kernel (layout in srdma-abi.h): poll_cq never
  * enters the kernel, post_recv only while the QP is in the error state,
- * and post_send writes its work requests and rings at most one doorbell
- * per call.
+ * post_srq_recv never, and post_send writes its work requests and rings
+ * at most one doorbell per call.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -22,6 +22,10 @@
 
 /* QPNs are 24 bits on the wire. */
 #define SRDMA_QPN_MAX		0xffffffU
+/* The kernel's message limits (srdma_msg_len_ok()) and default path MTU. */
+#define SRDMA_MAX_MSG		(1ULL << 31)
+#define SRDMA_MAX_MSG_PKTS	(1ULL << 21)
+#define SRDMA_DEFAULT_MTU	256u
 
 struct srdma_device {
 	struct verbs_device vdev;
@@ -46,6 +50,12 @@ struct srdma_uring {
 	uint32_t slot_size;
 	uint32_t max_wr;
 	uint32_t max_sge;
+	/*
+	 * Longest message an entry may carry. The kernel refuses more than
+	 * 2^31 bytes or 2^21 packets at the QP's path MTU: an SQ's limit
+	 * follows the path MTU (modify_qp, under the lock).
+	 */
+	uint64_t max_len;
 	pthread_spinlock_t lock;	/* one poster or poller at a time */
 };
 
@@ -60,6 +70,7 @@ struct srdma_cq {
 	struct ib_uverbs_wc cur;
 	uint32_t next;
 	uint32_t prod;
+	bool polling;			/* start_poll found one: lock held */
 };
 
 struct srdma_qp {
@@ -77,6 +88,17 @@ struct srdma_qp {
 	uint32_t wr_prod;		/* the next entry to write */
 	int wr_err;			/* the batch's first error, or 0 */
 	bool wr_need_ah;		/* wr_cur is UD: needs wr_set_ud_addr */
+};
+
+/* An SRQ: its mapped ring, which the kernel takes receives from. */
+struct srdma_srq {
+	struct ibv_srq ibsrq;
+	struct srdma_uring rq;
+};
+
+struct srdma_create_srq_resp_all {
+	struct ib_uverbs_create_srq_resp ibv_resp;
+	struct srdma_create_srq_resp drv;
 };
 
 struct srdma_ah {
@@ -115,6 +137,18 @@ static struct srdma_cq *to_scq_ex(struct ibv_cq_ex *ibcq)
 	return (struct srdma_cq *)ibcq;
 }
 
+/* The casts below and ibv_qp_to_qp_ex() need the verbs objects first. */
+_Static_assert(offsetof(struct srdma_cq, vcq) == 0, "vcq first");
+_Static_assert(offsetof(struct srdma_qp, vqp) == 0, "vqp first");
+
+/* Longest message at path MTU @mtu. */
+static uint64_t srdma_max_msg(uint32_t mtu)
+{
+	uint64_t n = SRDMA_MAX_MSG_PKTS * mtu;
+
+	return n < SRDMA_MAX_MSG ? n : SRDMA_MAX_MSG;
+}
+
 static struct srdma_qp *to_sqp(struct ibv_qp *ibqp)
 {
 	return (struct srdma_qp *)ibqp;
@@ -123,6 +157,11 @@ static struct srdma_qp *to_sqp(struct ibv_qp *ibqp)
 static struct srdma_qp *to_sqp_ex(struct ibv_qp_ex *ibqp)
 {
 	return (struct srdma_qp *)ibqp;
+}
+
+static struct srdma_srq *to_ssrq(struct ibv_srq *ibsrq)
+{
+	return (struct srdma_srq *)ibsrq;
 }
 
 static struct srdma_ah *to_sah(struct ibv_ah *ibah)
@@ -402,10 +441,14 @@ static int srdma_start_poll(struct ibv_cq_ex *ibcq,
 	cq->next = r->hdr->cons;
 	cq->prod = cq->next;
 	if (srdma_cq_take(cq)) {
-		/* Empty: the caller does not call end_poll. */
+		/*
+		 * Empty: the caller should not call end_poll, and if it
+		 * does anyway (pyverbs does), end_poll does nothing.
+		 */
 		pthread_spin_unlock(&r->lock);
 		return ENOENT;
 	}
+	cq->polling = true;
 	return 0;
 }
 
@@ -419,6 +462,10 @@ static void srdma_end_poll(struct ibv_cq_ex *ibcq)
 	struct srdma_cq *cq = to_scq_ex(ibcq);
 	struct srdma_uring *r = &cq->ring;
 
+	/* Racy only for a caller that breaks the rules anyway. */
+	if (!__atomic_load_n(&cq->polling, __ATOMIC_RELAXED))
+		return;
+	cq->polling = false;
 	srdma_store(&r->hdr->cons, cq->next);
 	pthread_spin_unlock(&r->lock);
 }
@@ -550,12 +597,14 @@ err_free_cq:
 }
 
 /*
- * Map the rings of a QP the kernel just made. An SQ slot holds the SGEs or
- * @max_inline bytes of inline data (the caps the kernel wrote back).
+ * Map the rings of a QP the kernel just made: the SQ, a slot of which
+ * holds the SGEs or @max_inline bytes of inline data (the caps the kernel
+ * wrote back), and the RQ unless the QP takes its receives from an SRQ
+ * (@has_srq), which the kernel tells with an RQ of no slots.
  */
 static int srdma_qp_map(struct ibv_context *ctx, struct srdma_qp *qp,
 			const struct srdma_create_qp_resp *drv,
-			uint32_t max_inline)
+			uint32_t max_inline, bool has_srq)
 {
 	size_t data = (size_t)drv->sq.max_sge * sizeof(struct srdma_usge);
 	int ret;
@@ -567,6 +616,16 @@ static int srdma_qp_map(struct ibv_context *ctx, struct srdma_qp *qp,
 			      sizeof(struct srdma_usend_wqe) + data);
 	if (ret)
 		return ret;
+	qp->sq.max_wr = drv->sq.max_wr;
+	qp->sq.max_sge = drv->sq.max_sge;
+	qp->sq.max_len = srdma_max_msg(SRDMA_DEFAULT_MTU);
+	qp->max_inline = max_inline;
+	if (has_srq) {
+		if (!drv->rq.slots)
+			return 0;
+		srdma_uring_unmap(&qp->sq);
+		return EPROTO;
+	}
 	ret = srdma_uring_map(ctx, &qp->rq, drv->rq.offset, drv->rq.len,
 			      drv->rq.slots, drv->rq.slot_size,
 			      sizeof(struct srdma_urecv_wqe) +
@@ -575,11 +634,9 @@ static int srdma_qp_map(struct ibv_context *ctx, struct srdma_qp *qp,
 		srdma_uring_unmap(&qp->sq);
 		return ret;
 	}
-	qp->sq.max_wr = drv->sq.max_wr;
-	qp->sq.max_sge = drv->sq.max_sge;
 	qp->rq.max_wr = drv->rq.max_wr;
 	qp->rq.max_sge = drv->rq.max_sge;
-	qp->max_inline = max_inline;
+	qp->rq.max_len = SRDMA_MAX_MSG;
 	return 0;
 }
 
@@ -600,7 +657,7 @@ static struct ibv_qp *srdma_create_qp(struct ibv_pd *pd,
 	if (ret)
 		goto err_free_qp;
 	ret = srdma_qp_map(pd->context, qp, &resp.drv,
-			   attr->cap.max_inline_data);
+			   attr->cap.max_inline_data, attr->srq != NULL);
 	if (ret)
 		goto err_destroy_qp;
 	return &qp->vqp.qp;
@@ -648,9 +705,12 @@ static int srdma_destroy_ah(struct ibv_ah *ibah)
 	return ret;
 }
 
-/* Copy an SGE list into a ring entry; the lengths must sum to 32 bits. */
+/*
+ * Copy an SGE list into a ring entry; the lengths must sum to at most
+ * @max_len (srdma_uring.max_len).
+ */
 static int srdma_put_sges(struct srdma_usge *dst, const struct ibv_sge *src,
-			  int num_sge)
+			  int num_sge, uint64_t max_len)
 {
 	uint64_t total = 0;
 	int i;
@@ -661,7 +721,7 @@ static int srdma_put_sges(struct srdma_usge *dst, const struct ibv_sge *src,
 		dst[i].length = src[i].length;
 		dst[i].lkey = src[i].lkey;
 	}
-	return total > (1ULL << 31) ? EINVAL : 0;
+	return total > max_len ? EINVAL : 0;
 }
 
 /*
@@ -685,7 +745,7 @@ static void *srdma_ring_fill(struct srdma_uring *r, uint32_t prod,
 	}
 	slot = srdma_slot(r, prod);
 	*err = srdma_put_sges((struct srdma_usge *)(slot + sge_off), sg,
-			      num_sge);
+			      num_sge, r->max_len);
 	return *err ? NULL : slot;
 }
 
@@ -706,6 +766,19 @@ static void srdma_ring_publish(struct srdma_uring *r, uint32_t prod)
 #define SRDMA_SEND_FLAGS	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | \
 				 IBV_SEND_SOLICITED | IBV_SEND_INLINE)
 
+/* The two atomic operations: compare and swap, fetch and add. */
+static bool srdma_wr_is_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* An atomic's result goes to exactly one SGE of 8 bytes. */
+static bool srdma_atomic_sges_ok(const struct ibv_sge *sg, int num_sge)
+{
+	return num_sge == 1 && sg[0].length == sizeof(uint64_t);
+}
+
 /* Does a UD send to @ah and @remote_qpn on @qp name a valid destination? */
 static bool srdma_ud_dest_ok(const struct ibv_qp *qp, const struct ibv_ah *ah,
 			     uint32_t remote_qpn)
@@ -723,7 +796,9 @@ static uint64_t srdma_send_ops(enum ibv_qp_type type)
 
 	switch (type) {
 	case IBV_QPT_RC:
-		return send | write | IBV_QP_EX_WITH_RDMA_READ;
+		return send | write | IBV_QP_EX_WITH_RDMA_READ |
+		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	case IBV_QPT_UC:
 		return send | write;
 	case IBV_QPT_UD:
@@ -747,6 +822,10 @@ static uint64_t srdma_wr_op_bit(enum ibv_wr_opcode opcode)
 		return IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 	case IBV_WR_RDMA_READ:
 		return IBV_QP_EX_WITH_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	default:
 		return 0;
 	}
@@ -754,10 +833,11 @@ static uint64_t srdma_wr_op_bit(enum ibv_wr_opcode opcode)
 
 /*
  * Can the kernel take @wr on @qp? EINVAL for an opcode the QP type does
- * not do (UD only SENDs, UC no READs), a flag the kernel does not take,
- * inline data on a READ, or a UD send without an AH of the QP's PD or with
- * a remote QPN over 24 bits: the kernel would refuse the ring entry and
- * move the QP to ERR.
+ * not do (UD only SENDs, UC no READs or atomics), a flag the kernel does
+ * not take, inline data on a READ or atomic, an atomic without one 8-byte
+ * SGE, or a UD send without an AH of the QP's PD or with a remote QPN
+ * over 24 bits: the kernel would refuse the ring entry and move the QP
+ * to ERR.
  */
 static int srdma_send_wr_check(const struct ibv_qp *qp,
 			       const struct ibv_send_wr *wr)
@@ -769,10 +849,13 @@ static int srdma_send_wr_check(const struct ibv_qp *qp,
 	if (qp->qp_type == IBV_QPT_UD &&
 	    !srdma_ud_dest_ok(qp, wr->wr.ud.ah, wr->wr.ud.remote_qpn))
 		return EINVAL;
+	if (srdma_wr_is_atomic(wr->opcode) &&
+	    !srdma_atomic_sges_ok(wr->sg_list, wr->num_sge))
+		return EINVAL;
 	if (wr->send_flags & ~SRDMA_SEND_FLAGS)
 		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_INLINE) &&
-	    wr->opcode == IBV_WR_RDMA_READ)
+	    (wr->opcode == IBV_WR_RDMA_READ || srdma_wr_is_atomic(wr->opcode)))
 		return EINVAL;
 	return 0;
 }
@@ -868,10 +951,17 @@ static int srdma_sq_put(struct srdma_qp *sqp, uint32_t prod,
 	u->send_flags = wr->send_flags;
 	u->imm_data = wr->imm_data;
 	u->num_sge = inl ? 0 : wr->num_sge;
+	u->compare_add = 0;
+	u->swap = 0;
 	if (qp->qp_type == IBV_QPT_UD) {
 		u->ud.ah = to_sah(wr->wr.ud.ah)->ah_num;
 		u->ud.remote_qpn = wr->wr.ud.remote_qpn;
 		u->remote_qkey = wr->wr.ud.remote_qkey;
+	} else if (srdma_wr_is_atomic(wr->opcode)) {
+		u->remote_addr = wr->wr.atomic.remote_addr;
+		u->rkey = wr->wr.atomic.rkey;
+		u->compare_add = wr->wr.atomic.compare_add;
+		u->swap = wr->wr.atomic.swap;
 	} else {
 		u->remote_addr = wr->wr.rdma.remote_addr;
 		u->rkey = wr->wr.rdma.rkey;
@@ -899,25 +989,29 @@ static int srdma_rq_put(struct srdma_uring *r, uint32_t prod,
 /*
  * Hand SQ entries [@first, @prod) to the kernel: store prod, then ring
  * the doorbell, a post_send command without work requests, unless the
- * kernel will look at the ring anyway. 0, or the doorbell's error (wrong
- * state), and then prod is put back: the kernel took none of them.
+ * kernel will look at the ring anyway. 0, or the doorbell's error. For
+ * a QP in a state that cannot post, the kernel took none of them and
+ * prod is put back. A doorbell that moved the QP to the error state
+ * (an entry the kernel refused, which the checks here should make
+ * impossible) may have taken some: prod stays, and what the kernel took
+ * is flushed.
  * SQ lock held.
  */
 static int srdma_sq_post(struct srdma_uring *r, struct ibv_qp *ibqp,
 			 uint32_t first, uint32_t prod)
 {
 	struct ibv_send_wr *dummy;
+	int ret;
 
 	if (prod == first)
 		return 0;
 	srdma_ring_publish(r, prod);
 	if (__atomic_load_n(&r->hdr->no_doorbell, __ATOMIC_RELAXED))
 		return 0;
-	if (ibv_cmd_post_send(ibqp, NULL, &dummy)) {
+	ret = ibv_cmd_post_send(ibqp, NULL, &dummy);
+	if (ret && !(srdma_load(&r->hdr->flags) & SRDMA_RING_F_QP_ERR))
 		srdma_store(&r->hdr->prod, first);
-		return errno ? errno : EINVAL;
-	}
-	return 0;
+	return ret;
 }
 
 /*
@@ -970,7 +1064,8 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t prod, first;
 	int ret = 0;
 
-	if (srdma_qp_in_reset(ibqp)) {
+	/* A QP with an SRQ has no RQ: receives go to the SRQ. */
+	if (srdma_qp_in_reset(ibqp) || ibqp->srq) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -1003,13 +1098,24 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
  * the rest of the batch ignored: wr_complete then posts nothing and
  * returns it, as wr_abort would. Otherwise wr_complete hands the batch to
  * the kernel as post_send does (srdma_sq_post()). The checks are
- * post_send's, so the kernel never sees an entry it would refuse.
+ * post_send's, the kernel's own (srdma_sq_read_entry()), so the kernel
+ * never sees an entry it would refuse.
  */
 
 static void srdma_wr_fail(struct srdma_qp *qp, int err)
 {
 	if (!qp->wr_err)
 		qp->wr_err = err;
+}
+
+/* The entry built last, if atomic, must have its one 8-byte SGE. */
+static void srdma_wr_check_atomic(struct srdma_qp *qp)
+{
+	const struct srdma_usend_wqe *u = qp->wr_cur;
+
+	if (u && srdma_wr_is_atomic(u->opcode) &&
+	    (u->num_sge != 1 || u->sge[0].length != sizeof(uint64_t)))
+		srdma_wr_fail(qp, EINVAL);
 }
 
 /* Begin entry wr_prod as @opcode; NULL if the batch has failed. */
@@ -1020,6 +1126,7 @@ static struct srdma_usend_wqe *srdma_wr_begin(struct ibv_qp_ex *ibqp,
 	struct srdma_uring *r = &qp->sq;
 	struct srdma_usend_wqe *u;
 
+	srdma_wr_check_atomic(qp);
 	if (qp->wr_need_ah)		/* the last UD entry has no AH */
 		srdma_wr_fail(qp, EINVAL);
 	if ((ibqp->wr_flags & ~SRDMA_SEND_FLAGS) ||
@@ -1059,6 +1166,7 @@ static int srdma_wr_complete(struct ibv_qp_ex *ibqp)
 	struct srdma_qp *qp = to_sqp_ex(ibqp);
 	int ret;
 
+	srdma_wr_check_atomic(qp);
 	if (qp->wr_need_ah)
 		srdma_wr_fail(qp, EINVAL);
 	ret = qp->wr_err;
@@ -1119,6 +1227,35 @@ static void srdma_wr_rdma_read(struct ibv_qp_ex *ibqp, uint32_t rkey,
 	srdma_wr_rdma(ibqp, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
 }
 
+static void srdma_wr_atomic(struct ibv_qp_ex *ibqp, uint32_t opcode,
+			    uint32_t rkey, uint64_t remote_addr,
+			    uint64_t compare_add, uint64_t swap)
+{
+	struct srdma_usend_wqe *u = srdma_wr_begin(ibqp, opcode);
+
+	if (!u)
+		return;
+	u->remote_addr = remote_addr;
+	u->rkey = rkey;
+	u->compare_add = compare_add;
+	u->swap = swap;
+}
+
+static void srdma_wr_atomic_cmp_swp(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				    uint64_t remote_addr, uint64_t compare,
+				    uint64_t swap)
+{
+	srdma_wr_atomic(ibqp, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr,
+			compare, swap);
+}
+
+static void srdma_wr_atomic_fetch_add(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				      uint64_t remote_addr, uint64_t add)
+{
+	srdma_wr_atomic(ibqp, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr,
+			add, 0);
+}
+
 static void srdma_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
 				 uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -1147,7 +1284,7 @@ static void srdma_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
 		srdma_wr_fail(qp, EINVAL);
 		return;
 	}
-	ret = srdma_put_sges(u->sge, sg_list, (int)num_sge);
+	ret = srdma_put_sges(u->sge, sg_list, (int)num_sge, qp->sq.max_len);
 	if (ret) {
 		srdma_wr_fail(qp, ret);
 		return;
@@ -1179,7 +1316,8 @@ static void srdma_wr_set_inline_data_list(struct ibv_qp_ex *ibqp,
 	uint32_t len;
 	int ret;
 
-	if (!u || u->opcode == IBV_WR_RDMA_READ) {
+	if (!u || u->opcode == IBV_WR_RDMA_READ ||
+	    srdma_wr_is_atomic(u->opcode)) {
 		srdma_wr_fail(qp, EINVAL);
 		return;
 	}
@@ -1226,6 +1364,10 @@ static void srdma_qp_ex_init(struct srdma_qp *qp, uint64_t ops)
 		ex->wr_rdma_write_imm = srdma_wr_rdma_write_imm;
 	if (ops & IBV_QP_EX_WITH_RDMA_READ)
 		ex->wr_rdma_read = srdma_wr_rdma_read;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		ex->wr_atomic_cmp_swp = srdma_wr_atomic_cmp_swp;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		ex->wr_atomic_fetch_add = srdma_wr_atomic_fetch_add;
 }
 
 /* The comp_mask bits create_qp_ex takes, see srdma_create_qp_ex(). */
@@ -1276,7 +1418,8 @@ static struct ibv_qp *srdma_create_qp_ex(struct ibv_context *ctx,
 				   &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free_qp;
-	ret = srdma_qp_map(ctx, qp, &resp.drv, a.cap.max_inline_data);
+	ret = srdma_qp_map(ctx, qp, &resp.drv, a.cap.max_inline_data,
+			   a.srq != NULL);
 	if (ret)
 		goto err_destroy_qp;
 	attr->cap = a.cap;
@@ -1300,12 +1443,20 @@ static int srdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return ibv_cmd_query_qp(qp, attr, mask, init, &cmd, sizeof(cmd));
 }
 
-static int srdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+static int srdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			   int mask)
 {
+	struct srdma_qp *qp = to_sqp(ibqp);
 	struct ibv_modify_qp cmd;
+	int ret;
 
-	return ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_qp(ibqp, attr, mask, &cmd, sizeof(cmd));
+	if (!ret && (mask & IBV_QP_PATH_MTU) && qp->sq.hdr) {
+		pthread_spin_lock(&qp->sq.lock);
+		qp->sq.max_len = srdma_max_msg(128u << attr->path_mtu);
+		pthread_spin_unlock(&qp->sq.lock);
+	}
+	return ret;
 }
 
 static int srdma_destroy_qp(struct ibv_qp *ibqp)
@@ -1321,6 +1472,153 @@ static int srdma_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
+/*
+ * SRQs. The kernel maps the SRQ's ring (slots as the RQ's); post_srq_recv
+ * writes entries and stores prod, and the kernel takes them when a message
+ * needs a receive, without a doorbell. Basic SRQs only: XRC and tag
+ * matching are EOPNOTSUPP, and so is resizing (modify_srq with
+ * IBV_SRQ_MAX_WR), which the kernel refuses.
+ */
+static struct ibv_srq *srdma_create_srq(struct ibv_pd *pd,
+					struct ibv_srq_init_attr *attr)
+{
+	struct srdma_create_srq_resp_all resp;
+	struct ibv_create_srq cmd;
+	struct srdma_srq *srq;
+	struct srdma_uqueue *q;
+	int ret;
+
+	if (!(to_sctx(pd->context)->caps & SRDMA_CAP_SRQ)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	memset(&resp, 0, sizeof(resp));
+	ret = ibv_cmd_create_srq(pd, &srq->ibsrq, attr, &cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free_srq;
+	q = &resp.drv.rq;
+	/* The ring never holds more than max_wr: one slot stays free. */
+	ret = q->max_wr && q->max_wr < q->slots ? 0 : EPROTO;
+	if (!ret)
+		ret = srdma_uring_map(pd->context, &srq->rq, q->offset, q->len,
+				      q->slots, q->slot_size,
+				      sizeof(struct srdma_urecv_wqe) +
+				      q->max_sge * sizeof(struct srdma_usge));
+	if (ret)
+		goto err_destroy_srq;
+	srq->rq.max_wr = q->max_wr;
+	srq->rq.max_sge = q->max_sge;
+	srq->rq.max_len = SRDMA_MAX_MSG;
+	return &srq->ibsrq;
+
+err_destroy_srq:
+	ibv_cmd_destroy_srq(&srq->ibsrq);
+err_free_srq:
+	free(srq);
+	errno = ret;
+	return NULL;
+}
+
+/*
+ * ibv_create_srq_ex(): libibverbs calls create_srq itself for a basic SRQ
+ * with nothing but a PD and the type, so this sees the rest: XRC and tag
+ * matching SRQs, or other comp_mask bits, all EOPNOTSUPP; a basic SRQ
+ * that merely comes this way is made as create_srq makes it.
+ */
+static struct ibv_srq *srdma_create_srq_ex(struct ibv_context *ctx,
+					   struct ibv_srq_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
+	struct ibv_srq_init_attr init;
+	struct ibv_srq *srq;
+
+	if ((attr->comp_mask & ~known) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	     attr->srq_type != IBV_SRQT_BASIC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
+	    attr->pd->context != ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&init, 0, sizeof(init));
+	init.srq_context = attr->srq_context;
+	init.attr = attr->attr;
+	srq = srdma_create_srq(attr->pd, &init);
+	if (!srq)
+		return NULL;
+	/* What libibverbs does after create_srq, and not after this. */
+	srq->srq_context = attr->srq_context;
+	srq->events_completed = 0;
+	attr->attr = init.attr;
+	return srq;
+}
+
+static int srdma_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			    int mask)
+{
+	struct ibv_modify_srq cmd;
+
+	memset(&cmd, 0, sizeof(cmd));
+	return ibv_cmd_modify_srq(srq, attr, mask, &cmd, sizeof(cmd));
+}
+
+static int srdma_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd;
+
+	memset(&cmd, 0, sizeof(cmd));
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
+}
+
+/* EBUSY (from the kernel) while a QP still uses it. */
+static int srdma_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct srdma_srq *srq = to_ssrq(ibsrq);
+	int ret = ibv_cmd_destroy_srq(ibsrq);
+
+	if (ret)
+		return ret;
+	srdma_uring_unmap(&srq->rq);
+	free(srq);
+	return 0;
+}
+
+/*
+ * Write the receives into the SRQ's ring and store prod; the receives up
+ * to the first bad one are posted. No doorbell: the kernel reads the ring
+ * whenever a message to one of the SRQ's QPs needs a receive, and an RC
+ * sender that met an empty SRQ (RNR NAK) tries again by itself.
+ */
+static int srdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad_wr)
+{
+	struct srdma_uring *r = &to_ssrq(ibsrq)->rq;
+	uint32_t prod, first;
+	int ret = 0;
+
+	pthread_spin_lock(&r->lock);
+	first = prod = r->hdr->prod;
+	for (; wr; wr = wr->next) {
+		ret = srdma_rq_put(r, prod, wr);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+		prod++;
+	}
+	if (prod != first)
+		srdma_store(&r->hdr->prod, prod);
+	pthread_spin_unlock(&r->lock);
+	return ret;
+}
+
 static const struct verbs_context_ops srdma_ctx_ops = {
 	.alloc_pd = srdma_alloc_pd,
 	.attach_mcast = ibv_cmd_attach_mcast,
@@ -1329,20 +1627,26 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.create_cq_ex = srdma_create_cq_ex,
 	.create_qp = srdma_create_qp,
 	.create_qp_ex = srdma_create_qp_ex,
+	.create_srq = srdma_create_srq,
+	.create_srq_ex = srdma_create_srq_ex,
 	.dealloc_pd = srdma_dealloc_pd,
 	.dereg_mr = srdma_dereg_mr,
 	.destroy_ah = srdma_destroy_ah,
 	.destroy_cq = srdma_destroy_cq,
 	.destroy_qp = srdma_destroy_qp,
+	.destroy_srq = srdma_destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = srdma_free_context,
 	.modify_qp = srdma_modify_qp,
+	.modify_srq = srdma_modify_srq,
 	.poll_cq = srdma_poll_cq,
 	.post_recv = srdma_post_recv,
 	.post_send = srdma_post_send,
+	.post_srq_recv = srdma_post_srq_recv,
 	.query_device_ex = srdma_query_device_ex,
 	.query_port = srdma_query_port,
 	.query_qp = srdma_query_qp,
+	.query_srq = srdma_query_srq,
 	.reg_mr = srdma_reg_mr,
 	.req_notify_cq = ibv_cmd_req_notify_cq,
 };

@@ -158,8 +158,12 @@ struct verbs_context_ops {
 				    struct ibv_qp_init_attr *attr);
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
 				       struct ibv_qp_init_attr_ex *attr);
-	void *create_rwq_ind_table, *create_srq;
-	void *create_srq_ex, *create_wq, *dealloc_mw;
+	void *create_rwq_ind_table;
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
+				      struct ibv_srq_init_attr *attr);
+	struct ibv_srq *(*create_srq_ex)(struct ibv_context *context,
+					 struct ibv_srq_init_attr_ex *attr);
+	void *create_wq, *dealloc_mw;
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	void *dealloc_td;
 	int (*dereg_mr)(struct verbs_mr *vmr);
@@ -168,7 +172,9 @@ struct verbs_context_ops {
 	int (*destroy_cq)(struct ibv_cq *cq);
 	void *destroy_flow, *destroy_flow_action;
 	int (*destroy_qp)(struct ibv_qp *qp);
-	void *destroy_rwq_ind_table, *destroy_srq, *destroy_wq;
+	void *destroy_rwq_ind_table;
+	int (*destroy_srq)(struct ibv_srq *srq);
+	void *destroy_wq;
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
@@ -176,14 +182,19 @@ struct verbs_context_ops {
 	void *modify_cq, *modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);
-	void *modify_qp_rate_limit, *modify_srq, *modify_wq, *open_qp;
+	void *modify_qp_rate_limit;
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			  int attr_mask);
+	void *modify_wq, *open_qp;
 	void *open_xrcd;
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			 struct ibv_send_wr **bad_wr);
-	void *post_srq_ops, *post_srq_recv;
+	void *post_srq_ops;
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr);
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
@@ -193,7 +204,8 @@ struct verbs_context_ops {
 			  struct ibv_port_attr *port_attr);
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
-	void *query_qp_data_in_order, *query_rt_values, *query_srq;
+	void *query_qp_data_in_order, *query_rt_values;
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 	void *read_counters, *reg_dm_mr, *reg_dmabuf_mr;
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
@@ -216,20 +228,26 @@ SRDMA_OPS_SLOT(create_cq, 15);
 SRDMA_OPS_SLOT(create_cq_ex, 16);
 SRDMA_OPS_SLOT(create_qp, 19);
 SRDMA_OPS_SLOT(create_qp_ex, 20);
+SRDMA_OPS_SLOT(create_srq, 22);
+SRDMA_OPS_SLOT(create_srq_ex, 23);
 SRDMA_OPS_SLOT(dealloc_pd, 26);
 SRDMA_OPS_SLOT(dereg_mr, 28);
 SRDMA_OPS_SLOT(destroy_ah, 29);
 SRDMA_OPS_SLOT(destroy_cq, 31);
 SRDMA_OPS_SLOT(destroy_qp, 34);
+SRDMA_OPS_SLOT(destroy_srq, 36);
 SRDMA_OPS_SLOT(detach_mcast, 38);
 SRDMA_OPS_SLOT(free_context, 39);
 SRDMA_OPS_SLOT(modify_qp, 47);
+SRDMA_OPS_SLOT(modify_srq, 49);
 SRDMA_OPS_SLOT(poll_cq, 53);
 SRDMA_OPS_SLOT(post_recv, 54);
 SRDMA_OPS_SLOT(post_send, 55);
+SRDMA_OPS_SLOT(post_srq_recv, 57);
 SRDMA_OPS_SLOT(query_device_ex, 58);
 SRDMA_OPS_SLOT(query_port, 60);
 SRDMA_OPS_SLOT(query_qp, 61);
+SRDMA_OPS_SLOT(query_srq, 64);
 SRDMA_OPS_SLOT(reg_mr, 68);
 SRDMA_OPS_SLOT(req_notify_cq, 69);
 SRDMA_OPS_SLOT(unimport_pd, 75);
@@ -273,6 +291,9 @@ SRDMA_DECLARE_CMD(ibv_create_cq, ib_uverbs_create_cq);
 SRDMA_DECLARE_CMD(ibv_create_qp, ib_uverbs_create_qp);
 SRDMA_DECLARE_CMD(ibv_modify_qp, ib_uverbs_modify_qp);
 SRDMA_DECLARE_CMD(ibv_query_qp, ib_uverbs_query_qp);
+SRDMA_DECLARE_CMD(ibv_create_srq, ib_uverbs_create_srq);
+SRDMA_DECLARE_CMD(ibv_modify_srq, ib_uverbs_modify_srq);
+SRDMA_DECLARE_CMD(ibv_query_srq, ib_uverbs_query_srq);
 
 /* An extended command: both headers, then the kernel's struct. */
 struct ibv_create_cq_ex {
@@ -333,6 +354,17 @@ int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		      struct ibv_send_wr **bad_wr);
 int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr);
+int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
+		       struct ibv_srq_init_attr *attr,
+		       struct ibv_create_srq *cmd, size_t cmd_size,
+		       struct ib_uverbs_create_srq_resp *resp,
+		       size_t resp_size);
+int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		       int srq_attr_mask, struct ibv_modify_srq *cmd,
+		       size_t cmd_size);
+int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		      struct ibv_query_srq *cmd, size_t cmd_size);
+int ibv_cmd_destroy_srq(struct ibv_srq *srq);
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
 /* Reads <ibdev_path>/<file> into buf, minus its trailing newline. */
 int ibv_read_ibdev_sysfs_file(char *buf, size_t size,

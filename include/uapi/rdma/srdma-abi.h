@@ -26,6 +26,7 @@
 enum srdma_ucontext_caps {
 	SRDMA_CAP_MAPPED_RINGS = 1 << 1, /* CQ, SQ and RQ mapped, see below */
 	SRDMA_CAP_UD = 1 << 2,		/* UD QPs and address handles */
+	SRDMA_CAP_SRQ = 1 << 3,		/* SRQs, mapped, see below */
 };
 
 struct srdma_alloc_ucontext_resp {
@@ -35,7 +36,7 @@ struct srdma_alloc_ucontext_resp {
 };
 
 /*
- * Mapped rings. Every CQ, SQ and RQ of a user process is a ring the
+ * Mapped rings. Every CQ, SQ, RQ and SRQ of a user process is a ring the
  * process maps with mmap() on its uverbs file at the offset given in the
  * create response: a header, then a power-of-two number of fixed-size
  * slots. Indices are free-running 32-bit counters; slot i is at
@@ -43,7 +44,7 @@ struct srdma_alloc_ucontext_resp {
  *
  * Each index has one writer: the producer writes prod after filling the
  * slots (release order), the consumer writes cons after reading them. The
- * kernel produces CQ entries and consumes SQ and RQ entries. It reads
+ * kernel produces CQ entries and consumes SQ, RQ and SRQ entries. It reads
  * everything user space writes once, validates it, and treats a bad index
  * or entry as an error of that queue, never of the kernel.
  */
@@ -86,7 +87,10 @@ struct srdma_usge {
  * SQ slot: fixed part, then num_sge (at most the SQ's max_sge) SGEs. On a
  * UD QP the remote address and key name the destination instead: the AH
  * number from srdma_create_ah_resp, the remote QPN and the Q_Key (bit 31
- * set: the QP's own Q_Key).
+ * set: the QP's own Q_Key). An atomic (IB_UVERBS_WR_ATOMIC_CMP_AND_SWP,
+ * _FETCH_AND_ADD) has its target in remote_addr and rkey, its operands in
+ * compare_add (the compare value, or what is added) and swap, and exactly
+ * one SGE of 8 bytes for the result.
  *
  * Inline data (IB_UVERBS_SEND_INLINE in send_flags): the inline_len bytes
  * of data take the place of the SGEs, from offsetof(sge) on; num_sge is
@@ -112,10 +116,15 @@ struct srdma_usend_wqe {
 	__u32 imm_data;		/* network order */
 	__u32 num_sge;
 	__u32 inline_len;	/* bytes of inline data, see above */
+	__aligned_u64 compare_add;	/* atomics */
+	__aligned_u64 swap;		/* compare and swap */
 	struct srdma_usge sge[];
 };
 
-/* RQ slot: fixed part, then num_sge (at most the RQ's max_sge) SGEs. */
+/*
+ * RQ and SRQ slot: fixed part, then num_sge (at most the queue's max_sge)
+ * SGEs.
+ */
 struct srdma_urecv_wqe {
 	__aligned_u64 wr_id;
 	__u32 num_sge;
@@ -145,8 +154,25 @@ struct srdma_create_ah_resp {
 	__u32 reserved;
 };
 
+/*
+ * A QP created with an SRQ has no RQ of its own: rq is all zero, and
+ * nothing is mapped for it.
+ */
 struct srdma_create_qp_resp {
 	struct srdma_uqueue sq;
+	struct srdma_uqueue rq;
+};
+
+/*
+ * After ib_uverbs_create_srq_resp: the SRQ's ring, slots as the RQ's
+ * (struct srdma_urecv_wqe). The kernel takes entries from it when a
+ * message to any of the SRQ's QPs needs a receive, in softirq; the
+ * provider posts by storing prod and never rings a doorbell. prod may run
+ * at most max_wr ahead of cons. A bad index or entry puts the SRQ in
+ * error (IB_EVENT_SRQ_ERR): it gives no more receives, and a QP that
+ * needs one then goes to the error state.
+ */
+struct srdma_create_srq_resp {
 	struct srdma_uqueue rq;
 };
 

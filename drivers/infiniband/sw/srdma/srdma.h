@@ -61,6 +61,7 @@
 #define SRDMA_MAX_MR		65536
 #define SRDMA_MAX_PD		4096
 #define SRDMA_MAX_AH		65536
+#define SRDMA_MAX_SRQ		4096
 #define SRDMA_MAX_RD_ATOM	128
 /*
  * Multicast, per device: groups, QPs attached to one group, and
@@ -90,8 +91,8 @@
 #define SRDMA_GRH_LEN		40
 
 /*
- * QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24). Each
- * device's GSI QP is QPN 1.
+ * QPNs 0 and 1 are special; srdma hands out [SRDMA_MIN_QPN, 2^24 - 1):
+ * 0xFFFFFF is the multicast QPN. Each device's GSI QP is QPN 1.
  */
 #define SRDMA_GSI_QPN		1
 #define SRDMA_MIN_QPN		16
@@ -135,6 +136,7 @@ enum srdma_res {
 	SRDMA_RES_QP,
 	SRDMA_RES_MR,
 	SRDMA_RES_AH,
+	SRDMA_RES_SRQ,
 	SRDMA_NUM_RES
 };
 
@@ -163,6 +165,9 @@ enum srdma_counter {
 	SRDMA_CNT_RX_UD_SHORT_BUF,	/* UD: receive too small, dropped */
 	SRDMA_CNT_RX_MCAST_NO_GROUP,	/* read from the socket set */
 	SRDMA_CNT_RX_UC_MSG_DROPPED,	/* UC: a message dropped, see resp */
+	SRDMA_CNT_ATOMIC_REPLAYS,	/* duplicate atomics answered again */
+	SRDMA_CNT_ATOMIC_REPLAY_MISS,	/* duplicate atomics not in the cache */
+	SRDMA_CNT_RX_SRQ_EMPTY,		/* SRQ empty: RNR NAK (RC), drop (UD) */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -323,6 +328,8 @@ struct srdma_send_wqe {
 	bool done;			/* READ: all responses placed */
 	u32 rd_next_psn;		/* READ: next response expected */
 	u32 rd_sent_off;		/* READ: requests sent up to here */
+	u64 compare_add;		/* atomics: compare or add operand */
+	u64 swap;			/* compare and swap: the new value */
 	struct srdma_ud_dest ud;	/* UD QPs only */
 	/* The SGEs, or with IB_SEND_INLINE @length bytes of data. */
 	struct srdma_sge sge[];
@@ -345,15 +352,65 @@ struct srdma_ring {
 	u32 cons;			/* free-running: retired */
 };
 
-/* A READ request accepted by the responder, answered by a work item. */
+/*
+ * A shared receive queue. QPs created with it take their receives from it,
+ * one at a time, when a message needs one (srdma_srq_take()): the receive
+ * is copied into the QP's own one-slot RQ, and completes, or is flushed,
+ * through that QP like any other.
+ */
+struct srdma_srq {
+	struct ib_srq ibsrq;
+	struct srdma_dev *sdev;
+	/*
+	 * The consumer side: rq's indices, limit and error. QPs on any CPU
+	 * take receives under it from softirq or process context, inside
+	 * their QP lock; post_srq_recv, modify_srq and query_srq take it in
+	 * any context, also with IRQs off: irqsave. Nothing is taken inside.
+	 */
+	spinlock_t lock;
+	/*
+	 * Kernel SRQs: the receives, rq.prod posted, rq.cons taken. User
+	 * SRQs: no buffer; rq.cons is how far the kernel took from urq, and
+	 * rq.max_wr and rq.max_sge its geometry.
+	 */
+	struct srdma_ring rq;
+	struct srdma_uring urq;		/* user SRQs: the mapped ring */
+	u32 limit;			/* armed srq_limit, 0: not armed */
+	bool error;			/* urq held garbage: takes nothing */
+};
+
+/*
+ * A READ request accepted by the responder, answered by a work item; or
+ * an atomic request carried out, whose ATOMIC ACKNOWLEDGE waits behind
+ * READ responses. In the history, atomics are the replay cache.
+ */
 struct srdma_read_job {
 	u64 va;
 	u32 rkey;
-	u32 len;
+	u32 len;			/* atomics: 8 */
 	u32 psn;			/* PSN of the first response */
 	u32 mtu;			/* path MTU when it was accepted */
 	u64 serial;			/* the MR checked then; 0: no payload */
+	u64 orig;			/* atomics: the value found */
+	u8 atomic_op;			/* SRDMA_OP_COMPARE_SWAP, _FETCH_ADD; 0 */
 };
+
+/* The two atomic work requests. */
+static inline bool srdma_wr_is_atomic(u32 opcode)
+{
+	return opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/*
+ * Work requests that wait for a response with data (READ responses, an
+ * ATOMIC ACKNOWLEDGE) and count against the initiator depth
+ * (max_rd_atomic).
+ */
+static inline bool srdma_wr_is_rd_atomic(u32 opcode)
+{
+	return opcode == IB_WR_RDMA_READ || srdma_wr_is_atomic(opcode);
+}
 
 struct srdma_qp {
 	struct ib_qp ibqp;
@@ -532,6 +589,17 @@ static inline struct srdma_ah *to_sah(struct ib_ah *ibah)
 	return container_of(ibah, struct srdma_ah, ibah);
 }
 
+static inline struct srdma_srq *to_ssrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct srdma_srq, ibsrq);
+}
+
+/* The SRQ a QP takes its receives from, or NULL if it has its own RQ. */
+static inline struct srdma_srq *srdma_qp_srq(const struct srdma_qp *qp)
+{
+	return qp->ibqp.srq ? to_ssrq(qp->ibqp.srq) : NULL;
+}
+
 /*
  * The QP lock for post_send and post_recv of a kernel QP. Kernel consumers
  * may post with hard IRQs off: the MAD layer and the IB CM do, under their
@@ -670,7 +738,8 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
  * Context: Any context.
  * Return: 0, or -ENOMEM if the device already has its limit of @res; that
  * is logged at warning level (rate-limited), since the administrator set
- * the limit (module parameters max_pd, max_cq, max_qp, max_mr, max_ah).
+ * the limit (module parameters max_pd, max_cq, max_qp, max_mr, max_ah,
+ * max_srq).
  */
 static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 {
@@ -680,6 +749,7 @@ static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 		[SRDMA_RES_QP] = "QP",
 		[SRDMA_RES_MR] = "MR",
 		[SRDMA_RES_AH] = "AH",
+		[SRDMA_RES_SRQ] = "SRQ",
 	};
 
 	if (atomic_inc_return(&sdev->res_used[res]) <= sdev->res_max[res])
@@ -701,6 +771,17 @@ static inline void srdma_res_put(struct srdma_dev *sdev, enum srdma_res res)
 {
 	atomic_dec(&sdev->res_used[res]);
 }
+
+/* srdma_srq.c */
+int srdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int srdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int srdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int srdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int srdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+int srdma_srq_take(struct srdma_srq *srq, struct srdma_recv_wqe *wqe);
 
 /* srdma_net.c */
 int srdma_net_init(void);
@@ -759,6 +840,8 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len);
 int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		    u32 len);
+int srdma_mr_atomic(struct srdma_mr *mr, u64 iova, u8 op, u64 swap_add,
+		    u64 compare, u64 *orig);
 int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
 		       int num_sge, u32 *total);
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,

@@ -8,7 +8,7 @@
 
 #include "srdma.h"
 
-/* The first READ not yet fully answered; QP lock held. */
+/* The first READ or atomic not yet fully answered; QP lock held. */
 static struct srdma_send_wqe *srdma_pending_read(struct srdma_qp *qp)
 {
 	struct srdma_send_wqe *wqe;
@@ -19,7 +19,7 @@ static struct srdma_send_wqe *srdma_pending_read(struct srdma_qp *qp)
 		wqe = srdma_ring_slot(&qp->sq, i);
 		if (!wqe->started)
 			break;
-		if (wqe->opcode == IB_WR_RDMA_READ && !wqe->done)
+		if (srdma_wr_is_rd_atomic(wqe->opcode) && !wqe->done)
 			return wqe;
 	}
 	return NULL;
@@ -27,7 +27,8 @@ static struct srdma_send_wqe *srdma_pending_read(struct srdma_qp *qp)
 
 /*
  * Everything up to and including @psn is acknowledged: retire finished
- * work requests in order. A READ retires only once its data is placed.
+ * work requests in order. A READ retires only once its data is placed,
+ * an atomic once its result is.
  */
 static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 {
@@ -39,7 +40,7 @@ static void srdma_comp_ack(struct srdma_qp *qp, u32 psn)
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
 		if (!wqe->started)
 			break;
-		if (wqe->opcode == IB_WR_RDMA_READ) {
+		if (srdma_wr_is_rd_atomic(wqe->opcode)) {
 			if (!wqe->done)
 				break;
 		} else if (srdma_psn_diff(psn, wqe->last_psn) < 0) {
@@ -249,16 +250,44 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	srdma_comp_ack(qp, pkt->psn);
 }
 
+/*
+ * An ATOMIC ACKNOWLEDGE for atomic @pkt->psn: place the original value in
+ * the request's 8-byte SGE and retire it with what it acknowledges. One
+ * for a request already done (a replay, after a resend) is a duplicate.
+ */
+static void srdma_comp_atomic_ack(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	struct srdma_send_wqe *wqe = srdma_wqe_of_psn(qp, pkt->psn);
+	u64 orig = pkt->orig;
+
+	if (!wqe || !srdma_wr_is_atomic(wqe->opcode) || wqe->done) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
+		return;
+	}
+	if (srdma_sge_copy(qp, wqe->sge, wqe->num_sge, 0, &orig, NULL, 0,
+			   sizeof(orig), true)) {
+		srdma_dbg_qp(qp, "atomic result: local protection error\n");
+		srdma_comp_fail(qp, wqe->first_psn, IB_WC_LOC_PROT_ERR);
+		return;
+	}
+	wqe->done = true;
+	if (wqe->rd_sent_off && qp->rd_reqs)
+		qp->rd_reqs--;
+	if (qp->rd_outstanding)
+		qp->rd_outstanding--;
+	srdma_comp_ack(qp, pkt->psn);
+}
+
 /**
- * srdma_comp_rcv() - take an ACK, NAK or READ response
+ * srdma_comp_rcv() - take an ACK, NAK, READ response or ATOMIC ACKNOWLEDGE
  * @qp: the QP it is for
  * @pkt: the packet, parsed and checked by srdma_rcv()
  * @skb: the packet's skb
  * @payoff: where its payload starts in @skb
  *
  * Retires the work requests it completes, hands acknowledgements, losses
- * and RNR NAKs to the requester, places READ payloads, then runs the
- * requester. Anything outside what was sent is counted and dropped.
+ * and RNR NAKs to the requester, places READ payloads and atomic results,
+ * then runs the requester. Anything outside what was sent is counted and dropped.
  *
  * Context: softirq, QP lock held (srdma_rcv() takes it).
  */
@@ -284,6 +313,9 @@ void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			goto out_run;
 		}
 		srdma_comp_read_resp(qp, pkt, skb, payoff);
+	} else if ((pkt->flags & SRDMA_F_AACK) &&
+		   (pkt->syndrome & SRDMA_AETH_KIND_MASK) == SRDMA_AETH_ACK) {
+		srdma_comp_atomic_ack(qp, pkt);
 	} else {
 		srdma_comp_aeth(qp, pkt);
 	}

@@ -143,7 +143,8 @@ static int srdma_mcg_ip_join(struct srdma_mcg *mcg)
 	int err = 0;
 
 	lockdep_assert_held(&srdma_mcast_mutex);
-	rtnl_lock();
+	if (rtnl_lock_killable())
+		return -EINTR;
 	if (ipv6_addr_v4mapped(addr)) {
 		mcg->in_dev = __in_dev_get_rtnl(ndev);
 		if (mcg->in_dev) {
@@ -252,6 +253,23 @@ static int srdma_mcast_check(struct srdma_qp *qp, const union ib_gid *mgid)
 }
 
 /*
+ * A process may only make the netdev join groups in its own network
+ * namespace, as a socket would, unless it may configure that one.
+ * Kernel consumers (rdma_cm) made their own checks.
+ */
+static int srdma_mcast_may_join(struct srdma_qp *qp)
+{
+	struct net *net = dev_net(qp->sdev->ndev);
+
+	if (qp->ibqp.uobject && !net_eq(current->nsproxy->net_ns, net) &&
+	    !ns_capable(net->user_ns, CAP_NET_RAW)) {
+		srdma_dbg_qp(qp, "multicast: the netdev is in another namespace\n");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
  * May @qp join @mcg (NULL: a new group)? Not twice, and within the
  * device's limits. Mutex held.
  */
@@ -299,7 +317,8 @@ static int srdma_mca_allowed(struct srdma_qp *qp, struct srdma_mcg *mcg)
  * multicast; -EEXIST if the QP is in the group; -ENOMEM when out of
  * memory or over max_mcast_grp, max_mcast_qp_attach or
  * max_total_mcast_qp_attach; -ENODEV or -EAFNOSUPPORT when the netdev
- * has no IP layer of the group's family.
+ * has no IP layer of the group's family; -EPERM for a process outside the
+ * netdev's namespace without CAP_NET_RAW there; -EINTR when killed.
  */
 int srdma_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid)
 {
@@ -309,13 +328,16 @@ int srdma_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid)
 	struct srdma_mca *mca;
 	int err;
 
-	err = srdma_mcast_check(qp, mgid);
+	err = srdma_mcast_check(qp, mgid) ?: srdma_mcast_may_join(qp);
 	if (err)
 		return err;
 	mca = kzalloc(sizeof(*mca), GFP_KERNEL_ACCOUNT);
 	if (!mca)
 		return -ENOMEM;
-	mutex_lock(&srdma_mcast_mutex);
+	/* Killable: the holder may wait long for rtnl. */
+	err = mutex_lock_killable(&srdma_mcast_mutex);
+	if (err)
+		goto err_free;
 	mcg = srdma_mcg_find(sdev->ndev, mgid);
 	err = srdma_mca_allowed(qp, mcg);
 	if (err)
@@ -346,6 +368,7 @@ int srdma_attach_mcast(struct ib_qp *ibqp, union ib_gid *mgid, u16 mlid)
 
 err_unlock:
 	mutex_unlock(&srdma_mcast_mutex);
+err_free:
 	kfree(mca);
 	return err;
 }

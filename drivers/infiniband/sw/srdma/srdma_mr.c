@@ -17,10 +17,7 @@
 
 #include "srdma.h"
 
-/*
- * REMOTE_ATOMIC is accepted (and kept) although srdma drops atomic
- * requests for now: qperf and others ask for it on every MR.
- */
+/* The rights an MR may grant. */
 #define SRDMA_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
 /* The low bits of a key are random, the others the MR's index. */
@@ -464,6 +461,55 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 		if (err)
 			return err;
 	}
+	return 0;
+}
+
+/**
+ * srdma_mr_atomic() - Carry out an atomic operation on 8 bytes of an MR.
+ * @mr: the MR, a user MR
+ * @iova: the address of the 8 bytes, 8-byte aligned
+ * @op: SRDMA_OP_COMPARE_SWAP or SRDMA_OP_FETCH_ADD
+ * @swap_add: the value swapped in, or added
+ * @compare: what compare and swap compares the value found with
+ * @orig: set to the value found, in host byte order
+ *
+ * The operation is a locked cmpxchg on the pinned page (mapped with
+ * kmap_local_page()): atomic with respect to every other atomic operation
+ * of any srdma device, and to the CPUs' own atomic instructions on the
+ * same word, but not to plain stores such as RDMA WRITE placement. The
+ * caller checked the range and the rights with srdma_mr_check(). An
+ * aligned iova shares its page offset with the user address (reg_mr
+ * requires it), so the 8 bytes never straddle two pages.
+ *
+ * Context: Any context.
+ * Return: 0; -EINVAL if @iova is not aligned or @mr is not a user MR;
+ * -EFAULT if the 8 bytes are not all in @mr.
+ */
+int srdma_mr_atomic(struct srdma_mr *mr, u64 iova, u8 op, u64 swap_add,
+		    u64 compare, u64 *orig)
+{
+	struct page *pg;
+	u64 *word, old;
+	u32 pgoff;
+	void *va;
+
+	if (mr->type != SRDMA_MR_USER || !IS_ALIGNED(iova, sizeof(u64)))
+		return -EINVAL;
+	if (srdma_mr_chunk(mr, iova, 0, sizeof(u64), &pg, &pgoff) !=
+	    sizeof(u64) || !IS_ALIGNED(pgoff, sizeof(u64)))
+		return -EFAULT;
+	va = kmap_local_page(pg);
+	word = va + pgoff;
+	if (op == SRDMA_OP_COMPARE_SWAP) {
+		old = cmpxchg64(word, compare, swap_add);
+	} else {
+		/* Retried only when another writer got in between. */
+		old = READ_ONCE(*word);
+		while (!try_cmpxchg64(word, &old, old + swap_add))
+			;
+	}
+	kunmap_local(va);
+	*orig = old;
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <linux/log2.h>
 #include <linux/vmalloc.h>
 #include <net/addrconf.h>
+#include <net/route.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
@@ -181,16 +182,21 @@ static int srdma_create_uqp(struct srdma_qp *qp, struct ib_udata *udata)
 				 &resp.sq);
 	if (err)
 		return err;
-	err = srdma_uring_create(&uctx->ibuc, &qp->urq, qp->rq.mask + 1,
-				 sizeof(struct srdma_urecv_wqe) +
-				 qp->rq.max_sge * sizeof(struct srdma_usge),
-				 &resp.rq);
-	if (err)
-		goto err_destroy_usq;
+	/* A QP with an SRQ has no RQ of its own to map: resp.rq stays 0. */
+	if (!srdma_qp_srq(qp)) {
+		err = srdma_uring_create(&uctx->ibuc, &qp->urq,
+					 qp->rq.mask + 1,
+					 sizeof(struct srdma_urecv_wqe) +
+					 qp->rq.max_sge *
+					 sizeof(struct srdma_usge),
+					 &resp.rq);
+		if (err)
+			goto err_destroy_usq;
+		resp.rq.max_wr = qp->rq.max_wr;
+		resp.rq.max_sge = qp->rq.max_sge;
+	}
 	resp.sq.max_wr = qp->sq.max_wr;
 	resp.sq.max_sge = qp->sq.max_sge;
-	resp.rq.max_wr = qp->rq.max_wr;
-	resp.rq.max_sge = qp->rq.max_sge;
 	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	if (err)
 		goto err_destroy_urq;
@@ -216,8 +222,14 @@ static int srdma_qp_check_init(struct srdma_dev *sdev,
 			  init->qp_type);
 		return -EOPNOTSUPP;
 	}
-	if (init->srq || init->create_flags) {
-		srdma_dbg(sdev, "create_qp: SRQ and create flags not supported\n");
+	if (init->create_flags) {
+		srdma_dbg(sdev, "create_qp: create flags not supported\n");
+		return -EOPNOTSUPP;
+	}
+	if (init->srq && (init->qp_type == IB_QPT_GSI ||
+			  init->srq->srq_type != IB_SRQT_BASIC)) {
+		srdma_dbg(sdev, "create_qp: an SRQ for a type %d QP\n",
+			  init->qp_type);
 		return -EOPNOTSUPP;
 	}
 	if (!init->send_cq || !init->recv_cq)
@@ -343,6 +355,27 @@ static void srdma_qp_free_qpn(struct srdma_qp *qp, bool published)
 	mutex_unlock(&srdma_gsi_mutex);
 }
 
+/*
+ * A QP on an SRQ: receives come from the SRQ, one at a time, into an RQ
+ * of one receive as large as the SRQ's; the caps asked for the RQ are
+ * ignored, and reported as 0. The lkeys of a receive are checked against
+ * the QP's PD: an SRQ of another PD would have its receives judged by the
+ * wrong one.
+ */
+static int srdma_qp_srq_caps(struct srdma_dev *sdev, struct ib_qp *ibqp,
+			     struct ib_qp_init_attr *init)
+{
+	if (!init->srq)
+		return 0;
+	if (init->srq->pd != ibqp->pd) {
+		srdma_dbg(sdev, "create_qp: an SRQ of another PD\n");
+		return -EINVAL;
+	}
+	init->cap.max_recv_wr = 1;
+	init->cap.max_recv_sge = to_ssrq(init->srq)->rq.max_sge;
+	return 0;
+}
+
 /**
  * srdma_create_qp() - ib_device_ops.create_qp: make an RC, UC, UD or GSI QP
  * in RESET.
@@ -350,13 +383,15 @@ static void srdma_qp_free_qpn(struct srdma_qp *qp, bool published)
  * @init: the attributes asked for; the caps are updated to what was made
  * @udata: the provider's command and response, NULL for a kernel QP
  *
- * A user QP also gets its SQ and RQ mapped into the process.
+ * A user QP also gets its SQ and RQ mapped into the process. An RC, UC or UD
+ * QP may take its receives from an SRQ (@init->srq): it then gets an RQ
+ * of one receive of the SRQ's size, and none mapped.
  *
  * Context: Process context; sleeps.
  * Return: 0; -EOPNOTSUPP for a type or feature srdma lacks; -EINVAL for
- * caps over the limits or a short response buffer; -ENOMEM, also when the
- * device has its limit of QPs; -EBUSY when no QPN is free or the device has a GSI QP
- * already.
+ * caps over the limits, an SRQ of another PD or a short response buffer;
+ * -ENOMEM, also when the device has its limit of QPs; -EBUSY when no QPN
+ * is free or the device has a GSI QP already.
  */
 int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
@@ -366,7 +401,8 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct ib_qp_cap *cap = &init->cap;
 	int err;
 
-	err = srdma_qp_check_init(sdev, init, !!udata);
+	err = srdma_qp_srq_caps(sdev, ibqp, init) ?:
+	      srdma_qp_check_init(sdev, init, !!udata);
 	if (err)
 		return err;
 	err = srdma_res_get(sdev, SRDMA_RES_QP);
@@ -380,6 +416,10 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_free_rings;
 	cap->max_inline_data = qp->max_inline;
+	if (init->srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
 
 	if (udata) {
 		err = srdma_create_uqp(qp, udata);
@@ -430,11 +470,13 @@ void srdma_qp_flush(struct srdma_qp *qp)
 		 * so far, to flush it too.
 		 */
 		WRITE_ONCE(qp->usq.hdr->flags, SRDMA_RING_F_QP_ERR);
-		WRITE_ONCE(qp->urq.hdr->flags, SRDMA_RING_F_QP_ERR);
+		if (qp->urq.map)	/* none with an SRQ */
+			WRITE_ONCE(qp->urq.hdr->flags, SRDMA_RING_F_QP_ERR);
 		WRITE_ONCE(qp->usq.hdr->no_doorbell, 0);
 		smp_mb();	/* flags before reading prod */
 		srdma_sq_pull(qp);
-		srdma_rq_pull(qp);
+		if (qp->urq.map)
+			srdma_rq_pull(qp);
 	}
 	qp->recv_active = false;
 	/* Signed distances: a bad index can never make these loops run long. */
@@ -462,13 +504,26 @@ void srdma_qp_flush(struct srdma_qp *qp)
 	srdma_rd_queue_reset(qp);
 }
 
+/*
+ * A QP with an SRQ just went to ERR and was flushed: it takes no more
+ * receives from the SRQ (IBTA vol. 1 11.6.3.3, Last WQE Reached), so its
+ * consumer may destroy it. QP lock held.
+ */
+static void srdma_qp_last_wqe(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (srdma_qp_srq(qp))
+		srdma_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+}
+
 /**
  * srdma_qp_error_event() - Move a QP to ERR by itself and say why.
  * @qp: the QP
  * @type: the asynchronous event to raise
  *
  * From any state but RESET and ERR: stop the retransmit timer, flush
- * everything posted, then raise @type.
+ * everything posted, then raise @type (and IB_EVENT_QP_LAST_WQE_REACHED
+ * for a QP with an SRQ).
  *
  * Context: QP lock held (BHs disabled).
  */
@@ -483,6 +538,7 @@ void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type)
 	del_timer(&qp->retrans_timer);
 	srdma_qp_flush(qp);
 	srdma_qp_event(qp, type);
+	srdma_qp_last_wqe(qp);
 }
 
 /**
@@ -510,11 +566,13 @@ static void srdma_qp_to_reset(struct srdma_qp *qp)
 		 * own producer indices, whatever they are.
 		 */
 		qp->sq.prod = READ_ONCE(qp->usq.hdr->prod);
-		qp->rq.prod = READ_ONCE(qp->urq.hdr->prod);
 		WRITE_ONCE(qp->usq.hdr->flags, 0);
-		WRITE_ONCE(qp->urq.hdr->flags, 0);
 		WRITE_ONCE(qp->usq.hdr->no_doorbell, 0);
 		qp->uring_bad = false;
+	}
+	if (qp->urq.map) {	/* none with an SRQ */
+		qp->rq.prod = READ_ONCE(qp->urq.hdr->prod);
+		WRITE_ONCE(qp->urq.hdr->flags, 0);
 	}
 	qp->sq.cons = qp->sq.prod;
 	qp->rq.cons = qp->rq.prod;
@@ -561,21 +619,27 @@ static void srdma_qp_to_sqd(struct srdma_qp *qp)
 /* Transition to ERR, asked for: flush everything posted. */
 static void srdma_qp_to_err(struct srdma_qp *qp)
 {
+	bool was_err = qp->state == IB_QPS_ERR;
+
 	lockdep_assert_held(&qp->lock);
 	qp->state = IB_QPS_ERR;
 	qp->attr.qp_state = IB_QPS_ERR;
 	srdma_qp_flush(qp);
+	if (!was_err)
+		srdma_qp_last_wqe(qp);
 }
 
 /*
  * Resolve the AV of @attr into @av and a route (*@dstp, *@cookie), without
  * touching the QP: the caller publishes all of it at once. A connected
- * QP's peer is one QP, never a multicast group. Process context.
+ * QP's peer is one QP, never a multicast group or an IPv4 broadcast.
+ * Process context.
  */
 static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 			    struct srdma_av *av, struct dst_entry **dstp,
 			    u32 *cookie)
 {
+	struct rtable *rt;
 	int err;
 
 	err = srdma_av_from_attr(qp->sdev, &attr->ah_attr, av);
@@ -588,9 +652,20 @@ static int srdma_resolve_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	}
 	/* The host's routing, not the caller's input: worth an error. */
 	err = srdma_route_lookup(qp->sdev, av, dstp, cookie);
-	if (err)
+	if (err) {
 		srdma_err_qp(qp, "no route to the destination: %d\n", err);
-	return err;
+		return err;
+	}
+	/* Nor a broadcast address, limited or directed. */
+	rt = av->ipv6 ? NULL : container_of(*dstp, struct rtable, dst);
+	if (rt && (ipv4_is_lbcast(av->daddr.v4) ||
+		   rt->rt_type == RTN_BROADCAST)) {
+		srdma_dbg_qp(qp, "modify_qp: a broadcast destination\n");
+		dst_release(*dstp);
+		*dstp = NULL;
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Is each attribute of @mask in its range, whatever the state? */
@@ -619,10 +694,6 @@ static int srdma_qp_check_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
 	    attr->max_dest_rd_atomic > SRDMA_MAX_RD_ATOM)
 		return -EINVAL;
-	/*
-	 * REMOTE_ATOMIC is accepted, as the IB CM sets it with any responder
-	 * resources; srdma drops atomic requests either way (for now).
-	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
 	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
 				       IB_ACCESS_REMOTE_READ |
@@ -935,14 +1006,16 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->path_mig_state = IB_MIG_MIGRATED;
 	attr->port_num = SRDMA_PORT_NUM;
 	attr->cap.max_send_wr = qp->sq.max_wr;
-	attr->cap.max_recv_wr = qp->rq.max_wr;
+	/* An SRQ's QP has no RQ of its own to report. */
+	attr->cap.max_recv_wr = srdma_qp_srq(qp) ? 0 : qp->rq.max_wr;
 	attr->cap.max_send_sge = qp->sq.max_sge;
-	attr->cap.max_recv_sge = qp->rq.max_sge;
+	attr->cap.max_recv_sge = srdma_qp_srq(qp) ? 0 : qp->rq.max_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 
 	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->cap = attr->cap;
 	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 	return 0;

@@ -101,10 +101,22 @@ static void srdma_rcv_dgid(struct sk_buff *skb, bool ipv6, union ib_gid *dgid)
 				       (struct in6_addr *)dgid->raw);
 }
 
+/*
+ * Is @skb addressed to more than one host: a multicast group, or an IPv4
+ * broadcast (limited, or directed as the route that took it in says)?
+ */
 static bool srdma_rcv_to_mcast(struct sk_buff *skb, bool ipv6)
 {
-	return ipv6 ? ipv6_addr_is_multicast(&ipv6_hdr(skb)->daddr) :
-		      ipv4_is_multicast(ip_hdr(skb)->daddr);
+	struct rtable *rt;
+	__be32 daddr;
+
+	if (ipv6)
+		return ipv6_addr_is_multicast(&ipv6_hdr(skb)->daddr);
+	daddr = ip_hdr(skb)->daddr;
+	if (ipv4_is_multicast(daddr) || ipv4_is_lbcast(daddr))
+		return true;
+	rt = skb_rtable(skb);
+	return rt && (rt->rt_flags & RTCF_BROADCAST);
 }
 
 /*

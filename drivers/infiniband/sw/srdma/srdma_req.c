@@ -199,6 +199,10 @@ static enum ib_wc_opcode srdma_wc_opcode(u32 wr_opcode)
 		return IB_WC_RDMA_WRITE;
 	case IB_WR_RDMA_READ:
 		return IB_WC_RDMA_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
 	default:
 		return IB_WC_SEND;
 	}
@@ -221,8 +225,8 @@ void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 	struct ib_wc wc = {};
 
 	lockdep_assert_held(&qp->lock);
-	if (wqe->opcode == IB_WR_RDMA_READ && wqe->started && !wqe->done &&
-	    qp->rd_outstanding)
+	if (srdma_wr_is_rd_atomic(wqe->opcode) && wqe->started &&
+	    !wqe->done && qp->rd_outstanding)
 		qp->rd_outstanding--;
 	/* The slot is free by the time the completion can be seen. */
 	qp->sq.cons++;
@@ -232,7 +236,8 @@ void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 		wc.wr_id = wqe->wr_id;
 		wc.status = status;
 		wc.opcode = srdma_wc_opcode(wqe->opcode);
-		wc.byte_len = wqe->opcode == IB_WR_RDMA_READ ? wqe->length : 0;
+		wc.byte_len = srdma_wr_is_rd_atomic(wqe->opcode) ?
+			      wqe->length : 0;
 		wc.qp = &qp->ibqp;
 		wc.port_num = SRDMA_PORT_NUM;
 		srdma_cq_post(to_scq(qp->ibqp.send_cq), &wc, false);
@@ -281,6 +286,13 @@ static void srdma_rd_forget(struct srdma_qp *qp, u32 i, u32 off)
 		wqe = srdma_ring_slot(&qp->sq, i);
 		if (!wqe->started)
 			break;
+		if (srdma_wr_is_atomic(wqe->opcode)) {
+			/* One request, held until its ACK arrives. */
+			if (!wqe->done && wqe->rd_sent_off && qp->rd_reqs)
+				qp->rd_reqs--;
+			wqe->rd_sent_off = 0;
+			continue;
+		}
 		if (wqe->opcode != IB_WR_RDMA_READ)
 			continue;
 		qp->rd_reqs -= min(qp->rd_reqs, srdma_rd_chunks_out(qp, wqe));
@@ -456,7 +468,7 @@ static bool srdma_more_follows(struct srdma_qp *qp)
 		return false;
 	next = srdma_ring_slot(&qp->sq, qp->sq_next + 1);
 	return (next->started && !next->done) ||
-	       (next->opcode != IB_WR_RDMA_READ &&
+	       (!srdma_wr_is_rd_atomic(next->opcode) &&
 		!(next->send_flags & IB_SEND_FENCE));
 }
 
@@ -560,6 +572,69 @@ static int srdma_req_read_packet(struct srdma_qp *qp,
 }
 
 /*
+ * May the 8-byte local SGE of atomic @wqe take its result? Checked before
+ * the request goes out, so that the responder never carries out an
+ * atomic whose result has nowhere to go, and again when the result comes
+ * back (srdma_sge_copy()). 0 or -EACCES.
+ */
+static int srdma_req_atomic_sge_ok(struct srdma_qp *qp,
+				   struct srdma_send_wqe *wqe)
+{
+	struct srdma_sge *sge = &wqe->sge[0];
+	struct srdma_mr *mr;
+	int err;
+
+	if (wqe->num_sge != 1 || sge->length != sizeof(u64))
+		return -EINVAL;
+	mr = srdma_mr_get(qp->sdev, sge->lkey, false);
+	if (!mr)
+		return -EACCES;
+	if (mr->type == SRDMA_MR_DMA && qp->is_user)
+		err = -EACCES;
+	else
+		err = srdma_mr_check(mr, qp->ibqp.pd, sge->addr, sge->length,
+				     IB_ACCESS_LOCAL_WRITE);
+	srdma_mr_put(mr);
+	return err ? -EACCES : 0;
+}
+
+/*
+ * Send the COMPARE SWAP or FETCH ADD request of @wqe (again, after a
+ * loss: the responder answers a duplicate from its replay cache and never
+ * carries it out twice). It counts against max_rd_atomic like a READ
+ * request until its ATOMIC ACKNOWLEDGE arrives.
+ */
+static int srdma_req_atomic_packet(struct srdma_qp *qp,
+				   struct srdma_send_wqe *wqe,
+				   struct srdma_pkt *pkt)
+{
+	bool cas = wqe->opcode == IB_WR_ATOMIC_CMP_AND_SWP;
+	struct sk_buff *skb;
+	u8 *payload;
+	int err;
+
+	err = srdma_req_atomic_sge_ok(qp, wqe);
+	if (err)
+		return err;
+	pkt->opcode = cas ? SRDMA_OP_COMPARE_SWAP : SRDMA_OP_FETCH_ADD;
+	pkt->va = wqe->remote_addr;
+	pkt->rkey = wqe->rkey;
+	pkt->swap_add = cas ? wqe->swap : wqe->compare_add;
+	pkt->compare = cas ? wqe->compare_add : 0;
+	pkt->ackreq = 1;
+	skb = srdma_alloc_pkt(qp, pkt, &payload);
+	if (!skb)
+		return -ENOMEM;
+	if (!wqe->rd_sent_off) {
+		qp->rd_reqs++;
+		wqe->rd_sent_off = wqe->length;
+	}
+	qp->sq_next_off = wqe->length;
+	qp->pkts_since_ackreq = 0;
+	return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
+}
+
+/*
  * Does the next SEND or WRITE packet, @last of its message or not, ask
  * for an ACK? ACKs are coalesced: ask for one at the end of what can be
  * sent now, and at least four times per window to keep it moving.
@@ -632,13 +707,16 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	srdma_rtt_start(qp, pkt.psn);
 	if (wqe->opcode == IB_WR_RDMA_READ)
 		return srdma_req_read_packet(qp, wqe, &pkt);
+	if (srdma_wr_is_atomic(wqe->opcode))
+		return srdma_req_atomic_packet(qp, wqe, &pkt);
 	return srdma_req_data_packet(qp, wqe, &pkt);
 }
 
 /*
  * May @wqe, the next work request not started, start now? Not in SQD, not
- * a READ while the responder holds all the READs it takes, not a fenced
- * one while READs are outstanding, not beyond the congestion window.
+ * a READ or atomic while the responder holds all the READs and atomics it
+ * takes, not a fenced one while READs or atomics are outstanding, not
+ * beyond the congestion window.
  */
 static bool srdma_req_may_start(struct srdma_qp *qp,
 				struct srdma_send_wqe *wqe)
@@ -646,7 +724,7 @@ static bool srdma_req_may_start(struct srdma_qp *qp,
 	/* SQD: finish what was started, start nothing new. */
 	if (qp->state == IB_QPS_SQD)
 		return false;
-	if (wqe->opcode == IB_WR_RDMA_READ &&
+	if (srdma_wr_is_rd_atomic(wqe->opcode) &&
 	    (qp->rd_outstanding >= max_t(u8, qp->attr.max_rd_atomic, 1) ||
 	     srdma_rd_full(qp)))
 		return false;
@@ -676,7 +754,7 @@ static int srdma_req_start(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	wqe->done = false;
 	qp->next_psn = srdma_psn_add(qp->next_psn, wqe->npkts);
 	qp->sq_next_off = 0;
-	if (wqe->opcode == IB_WR_RDMA_READ)
+	if (srdma_wr_is_rd_atomic(wqe->opcode))
 		qp->rd_outstanding++;
 	return 0;
 }
@@ -698,6 +776,10 @@ static bool srdma_req_resume(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		if (srdma_rd_full(qp))
 			return false;
 	}
+	/* An atomic sent again after a rewind counts anew. */
+	if (srdma_wr_is_atomic(wqe->opcode) && !wqe->rd_sent_off &&
+	    srdma_rd_full(qp))
+		return false;
 	psn = srdma_psn_add(wqe->first_psn, qp->sq_next_off / qp->mtu);
 	return srdma_psn_diff(psn, qp->una_psn) < (s32)qp->cwnd;
 }
@@ -1180,7 +1262,7 @@ out_unlock:
 	spin_unlock_bh(&qp->lock);
 }
 
-/* What a QP can post: UD only SENDs, UC no READs. */
+/* What a QP can post: UD only SENDs, UC no READs or atomics. */
 static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 {
 	switch (opcode) {
@@ -1190,7 +1272,10 @@ static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 		return !srdma_qp_is_ud(qp);
+	/* UC has no READ and no atomics (IBTA table 38). */
 	case IB_WR_RDMA_READ:
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return qp->ibqp.qp_type == IB_QPT_RC;
 	default:
 		return false;
@@ -1220,8 +1305,14 @@ static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 		return -EINVAL;
 	}
 	if ((wr->send_flags & IB_SEND_INLINE) &&
-	    wr->opcode == IB_WR_RDMA_READ) {
-		srdma_dbg_qp(qp, "post_send: a READ with inline data\n");
+	    (wr->opcode == IB_WR_RDMA_READ || srdma_wr_is_atomic(wr->opcode))) {
+		srdma_dbg_qp(qp, "post_send: a READ or atomic with inline data\n");
+		return -EINVAL;
+	}
+	/* An atomic's result goes to one SGE of exactly 8 bytes. */
+	if (srdma_wr_is_atomic(wr->opcode) &&
+	    (wr->num_sge != 1 || wr->sg_list[0].length != sizeof(u64))) {
+		srdma_dbg_qp(qp, "post_send: atomic needs one 8-byte SGE\n");
 		return -EINVAL;
 	}
 	if (srdma_qp_is_ud(qp) &&
@@ -1331,7 +1422,13 @@ static void srdma_sq_push(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 	wqe->num_sge = wr->send_flags & IB_SEND_INLINE ? 0 : wr->num_sge;
 	wqe->started = false;
 	wqe->done = false;
-	if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) {
+	if (srdma_wr_is_atomic(wr->opcode)) {
+		wqe->remote_addr = atomic_wr(wr)->remote_addr;
+		wqe->rkey = atomic_wr(wr)->rkey;
+		wqe->compare_add = atomic_wr(wr)->compare_add;
+		wqe->swap = atomic_wr(wr)->swap;
+	} else if (wr->opcode != IB_WR_SEND &&
+		   wr->opcode != IB_WR_SEND_WITH_IMM) {
 		wqe->remote_addr = rdma_wr(wr)->remote_addr;
 		wqe->rkey = rdma_wr(wr)->rkey;
 	} else {
@@ -1364,6 +1461,32 @@ static int srdma_sq_read_inline(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 }
 
 /*
+ * The operands of atomic ring entry @u, each read once, into @w, which
+ * is the rdma member of the caller's union with an ib_atomic_wr. The
+ * result goes to one SGE of 8 bytes; anything else marks the ring bad:
+ * -EINVAL.
+ */
+static int srdma_sq_read_atomic(struct srdma_qp *qp,
+				struct srdma_usend_wqe *u,
+				struct srdma_send_wqe *wqe, struct ib_rdma_wr *w)
+{
+	struct ib_atomic_wr *a = container_of(&w->wr, struct ib_atomic_wr,
+					      wr);
+
+	if (w->wr.num_sge != 1 || wqe->sge[0].length != sizeof(u64)) {
+		srdma_err_qp(qp, "send ring entry %u: atomic with %d SGEs, not one of 8 bytes\n",
+			     qp->sq.prod, w->wr.num_sge);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	a->remote_addr = READ_ONCE(u->remote_addr);
+	a->rkey = READ_ONCE(u->rkey);
+	a->compare_add = READ_ONCE(u->compare_add);
+	a->swap = READ_ONCE(u->swap);
+	return 0;
+}
+
+/*
  * Read mapped SQ entry @u, each field once, into @wqe's SGEs (or inline
  * data) and @w, and validate it. A bad entry marks the ring bad: -EINVAL.
  */
@@ -1380,7 +1503,8 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 	op = READ_ONCE(u->opcode);
 	flags = READ_ONCE(u->send_flags);
 	if (!srdma_opcode_ok(qp, op) || (flags & ~flags_ok) ||
-	    ((flags & IB_SEND_INLINE) && op == IB_WR_RDMA_READ)) {
+	    ((flags & IB_SEND_INLINE) &&
+	     (op == IB_WR_RDMA_READ || srdma_wr_is_atomic(op)))) {
 		srdma_err_qp(qp, "send ring entry %u: opcode %u, flags %#x refused\n",
 			     qp->sq.prod, op, flags);
 		qp->uring_bad = true;
@@ -1408,6 +1532,8 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 	w->wr.num_sge = n;
 	if (srdma_qp_is_ud(qp))
 		return srdma_sq_read_ud(qp, u, wqe);
+	if (srdma_wr_is_atomic(op))
+		return srdma_sq_read_atomic(qp, u, wqe, w);
 	if (op != IB_WR_SEND && op != IB_WR_SEND_WITH_IMM) {
 		w->remote_addr = READ_ONCE(u->remote_addr);
 		w->rkey = READ_ONCE(u->rkey);
@@ -1431,7 +1557,11 @@ int srdma_sq_pull(struct srdma_qp *qp)
 {
 	struct srdma_usend_wqe *u;
 	struct srdma_send_wqe *wqe;
-	struct ib_rdma_wr w = {};
+	/* Both start with the ib_send_wr: atomics read into the second. */
+	union {
+		struct ib_rdma_wr rdma;
+		struct ib_atomic_wr atomic;
+	} w = {};
 	u32 uprod, len;
 	int err;
 
@@ -1440,10 +1570,10 @@ int srdma_sq_pull(struct srdma_qp *qp)
 	while (!err && qp->sq.prod != uprod) {
 		u = srdma_uring_slot(&qp->usq, qp->sq.prod);
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.prod);
-		err = srdma_sq_read_entry(qp, u, wqe, &w, &len);
+		err = srdma_sq_read_entry(qp, u, wqe, &w.rdma, &len);
 		if (err)
 			return err;
-		srdma_sq_push(qp, wqe, &w.wr, len);
+		srdma_sq_push(qp, wqe, &w.rdma.wr, len);
 	}
 	return err;
 }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * srdma responder: post_recv, and SEND, WRITE and READ requests arriving
- * in softirq. SEND and WRITE payloads go straight from the skb into the
- * target memory; READ requests are queued (up to max_dest_rd_atomic) and
- * answered by a work item, which may sleep between packets.
+ * srdma responder: post_recv, and SEND, WRITE, READ and atomic requests
+ * arriving in softirq. SEND and WRITE payloads go straight from the skb
+ * into the target memory; READ requests are queued (up to
+ * max_dest_rd_atomic) and answered by a work item, which may sleep between
+ * packets. Atomics are carried out at once; their ACKs wait behind the
+ * READ responses queued before them.
  */
 #include <linux/skbuff.h>
 #include <net/ip.h>
@@ -49,13 +51,41 @@ int srdma_rq_pull(struct srdma_qp *qp)
 }
 
 /*
+ * Take one receive from the QP's SRQ into its one-slot RQ, where it stays
+ * until a message completes it or the QP is flushed. An empty SRQ is
+ * counted; one in error gives nothing, and the QP that needed a receive
+ * goes to ERR, as with a bad mapped RQ. QP lock held.
+ */
+static void srdma_rq_from_srq(struct srdma_qp *qp, struct srdma_srq *srq)
+{
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	err = srdma_srq_take(srq, srdma_ring_slot(&qp->rq, qp->rq.prod));
+	if (!err) {
+		qp->rq.prod++;
+	} else if (err == -EAGAIN) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_SRQ_EMPTY);
+	} else {
+		srdma_dbg_qp(qp, "its SRQ is in error\n");
+		srdma_qp_error(qp);
+	}
+}
+
+/*
  * Is a receive posted? For a user QP this takes what was written to the
- * mapped RQ; a bad entry there moves the QP to ERR. QP lock held.
+ * mapped RQ; a bad entry there moves the QP to ERR. A QP with an SRQ takes
+ * one from the SRQ. QP lock held.
  */
 static bool srdma_rq_ready(struct srdma_qp *qp)
 {
+	struct srdma_srq *srq = srdma_qp_srq(qp);
+
 	lockdep_assert_held(&qp->lock);
-	if (qp->rq.cons == qp->rq.prod && qp->urq.map && srdma_rq_pull(qp))
+	if (qp->rq.cons == qp->rq.prod && srq)
+		srdma_rq_from_srq(qp, srq);
+	else if (qp->rq.cons == qp->rq.prod && qp->urq.map &&
+		 srdma_rq_pull(qp))
 		srdma_qp_error(qp);
 	return (s32)(qp->rq.prod - qp->rq.cons) > 0;
 }
@@ -93,8 +123,8 @@ static int srdma_post_recv_user(struct srdma_qp *qp,
  *
  * Context: any context, also with IRQs off; does not sleep; takes the QP
  * lock.
- * Return: 0, -EINVAL for a bad receive or a QP in RESET, -ENOMEM if the
- * RQ is full.
+ * Return: 0, -EINVAL for a bad receive, a QP in RESET or a QP with an
+ * SRQ, -ENOMEM if the RQ is full.
  */
 int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
@@ -105,6 +135,12 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	int err = 0;
 	u32 len;
 
+	if (srdma_qp_srq(qp)) {
+		/* Its receives are posted to the SRQ; a doorbell is moot. */
+		srdma_dbg_qp(qp, "post_recv on a QP with an SRQ\n");
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	if (qp->urq.map)
 		return srdma_post_recv_user(qp, wr, bad_wr);
 	irqs_off = srdma_qp_lock_post(qp);
@@ -657,7 +693,7 @@ static bool srdma_rd_dup_ok(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	lockdep_assert_held(&qp->lock);
 	for (i = 0; qp->rd_hist && i <= qp->rd_hist_mask; i++) {
 		h = &qp->rd_hist[i];
-		if (!h->mtu || h->rkey != pkt->rkey)
+		if (!h->mtu || h->atomic_op || h->rkey != pkt->rkey)
 			continue;
 		idx = srdma_psn_diff(pkt->psn, h->psn);
 		if (idx < 0 || (u32)idx >= srdma_npkts(h->len, h->mtu))
@@ -794,13 +830,19 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 				 IB_WC_REM_INV_REQ_ERR);
 		return -EBUSY;
 	}
+	/*
+	 * Every field: the slot may have held an atomic reply (atomic_op,
+	 * orig), which a READ must not inherit.
+	 */
 	job = &qp->rd_jobs[qp->rd_prod & qp->rd_mask];
-	job->va = pkt->va;
-	job->rkey = pkt->rkey;
-	job->len = pkt->dmalen;
-	job->psn = pkt->psn;
-	job->mtu = qp->mtu;
-	job->serial = serial;
+	*job = (struct srdma_read_job){
+		.va = pkt->va,
+		.rkey = pkt->rkey,
+		.len = pkt->dmalen,
+		.psn = pkt->psn,
+		.mtu = qp->mtu,
+		.serial = serial,
+	};
 	if (!dup)
 		srdma_rd_remember(qp, job);
 	if (!srdma_rd_queued(qp) &&
@@ -809,6 +851,136 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	qp->rd_prod++;
 	queue_work(srdma_wq, &qp->read_work);
 	return 0;
+}
+
+/* Send the ATOMIC ACKNOWLEDGE of @job with @msn; QP lock held. */
+static void srdma_send_atomic_ack(struct srdma_qp *qp,
+				  const struct srdma_read_job *job, u32 msn)
+{
+	struct srdma_pkt pkt = {
+		.opcode = SRDMA_OP_ATOMIC_ACK,
+		.pkey = SRDMA_DEFAULT_PKEY,
+		.dqpn = qp->attr.dest_qp_num,
+		.psn = job->psn,
+		.syndrome = SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID,
+		.msn = msn,
+		.orig = job->orig,
+	};
+	struct sk_buff *skb;
+	u8 *payload;
+
+	lockdep_assert_held(&qp->lock);
+	/* Lost for want of memory: the requester asks again. */
+	skb = srdma_alloc_pkt(qp, &pkt, &payload);
+	if (skb)
+		srdma_xmit(qp, skb);
+}
+
+/*
+ * Answer atomic @job: at once, with @msn, unless READ responses queued
+ * before it are still to go; then it waits its turn in the READ queue
+ * (-EBUSY if that is full). QP lock held.
+ */
+static int srdma_atomic_reply(struct srdma_qp *qp,
+			      const struct srdma_read_job *job, u32 msn)
+{
+	lockdep_assert_held(&qp->lock);
+	if (!srdma_rd_queued(qp)) {
+		srdma_send_atomic_ack(qp, job, msn);
+		return 0;
+	}
+	if (srdma_rd_queued(qp) >= srdma_rd_queue_max(qp))
+		return -EBUSY;
+	qp->rd_jobs[qp->rd_prod++ & qp->rd_mask] = *job;
+	queue_work(srdma_wq, &qp->read_work);
+	return 0;
+}
+
+/*
+ * A new atomic request in sequence: refused as an invalid request without
+ * responder resources, with a misaligned address or more READs and
+ * atomics outstanding than the queue takes; as a remote access error if
+ * the QP or the MR (its R_Key, PD, range of 8 bytes) does not allow
+ * remote atomics. Otherwise it is carried out once, its result kept in
+ * the replay cache (the READ history) and sent back. QP lock held.
+ */
+static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	struct srdma_read_job job = {
+		.va = pkt->va,
+		.rkey = pkt->rkey,
+		.len = sizeof(u64),
+		.psn = pkt->psn,
+		.mtu = qp->mtu,
+		.atomic_op = pkt->opcode,
+	};
+	struct srdma_mr *mr;
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	if (!qp->rd_jobs || !IS_ALIGNED(pkt->va, sizeof(u64)) ||
+	    srdma_rd_queued(qp) >= srdma_rd_queue_max(qp)) {
+		srdma_dbg_qp(qp, "atomic psn %u at %#llx refused: %s\n",
+			     pkt->psn, pkt->va,
+			     !qp->rd_jobs ? "no responder resources" :
+			     !IS_ALIGNED(pkt->va, sizeof(u64)) ?
+			     "misaligned" : "too many outstanding");
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+				 IB_WC_REM_INV_REQ_ERR);
+		return -EINVAL;
+	}
+	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, sizeof(u64),
+			   IB_ACCESS_REMOTE_ATOMIC, 0);
+	err = mr ? srdma_mr_atomic(mr, pkt->va, pkt->opcode, pkt->swap_add,
+				   pkt->compare, &job.orig) : -EACCES;
+	if (mr) {
+		job.serial = mr->serial;
+		srdma_mr_put(mr);
+	}
+	if (err) {
+		srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
+		srdma_dbg_qp(qp, "atomic at %#llx rkey %#x refused\n",
+			     pkt->va, pkt->rkey);
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_REMOTE_ACCESS,
+				 IB_WC_REM_ACCESS_ERR);
+		return -EACCES;
+	}
+	srdma_rd_remember(qp, &job);
+	/* Room was checked above: this cannot fail. */
+	return srdma_atomic_reply(qp, &job, srdma_resp_msn_next(qp));
+}
+
+/*
+ * An atomic request behind the expected PSN: the requester sent it again.
+ * It is never carried out twice. If the replay cache holds it (the same
+ * PSN, opcode, R_Key and address), the value found the first time goes
+ * back again, after whatever older READ responses are still queued;
+ * anything newer in the queue is stale (the requester went back to this
+ * PSN). Otherwise it is dropped. QP lock held.
+ */
+static void srdma_resp_atomic_dup(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	const struct srdma_read_job *h;
+	struct srdma_read_job job;
+	u32 i;
+
+	lockdep_assert_held(&qp->lock);
+	/* Newest first: an older entry of the same PSN is from before a wrap. */
+	for (i = 1; qp->rd_hist && i <= qp->rd_hist_mask + 1; i++) {
+		h = &qp->rd_hist[(qp->rd_hist_next - i) & qp->rd_hist_mask];
+		if (h->atomic_op != pkt->opcode || h->psn != pkt->psn ||
+		    h->rkey != pkt->rkey || h->va != pkt->va)
+			continue;
+		job = *h;
+		srdma_count(qp->sdev, SRDMA_CNT_ATOMIC_REPLAYS);
+		srdma_rd_drop_stale(qp, pkt);
+		if (srdma_atomic_reply(qp, &job, qp->msn))
+			srdma_dbg_qp(qp, "atomic psn %u: replay waits\n",
+				     pkt->psn);
+		return;
+	}
+	srdma_count(qp->sdev, SRDMA_CNT_ATOMIC_REPLAY_MISS);
+	srdma_dbg_qp(qp, "atomic psn %u not in the replay cache\n", pkt->psn);
 }
 
 /*
@@ -833,18 +1005,25 @@ static void srdma_resp_dup(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 	if (pkt->flags & SRDMA_F_READ)
 		srdma_resp_read(qp, pkt);
+	else if (pkt->flags & SRDMA_F_ATOMIC)
+		srdma_resp_atomic_dup(qp, pkt);
 	else if (pkt->ackreq)
 		srdma_send_ack_ok(qp, srdma_psn_prev(qp->epsn));
 }
 
 /*
  * Request @pkt was carried out: expect the PSN after it (after its
- * responses for a READ, which also completes the message) and ACK it if
- * asked to.
+ * responses for a READ, which also completes the message, as an atomic
+ * does) and ACK it if asked to (an atomic has its own ACK).
  */
 static void srdma_resp_advance(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	qp->resp_opcode = pkt->opcode;
+	if (pkt->flags & SRDMA_F_ATOMIC) {
+		qp->epsn = srdma_psn_add(qp->epsn, 1);
+		srdma_resp_msg_done(qp);
+		return;
+	}
 	if (pkt->flags & SRDMA_F_READ) {
 		qp->epsn = srdma_psn_add(qp->epsn,
 					 srdma_npkts(pkt->dmalen, qp->mtu));
@@ -908,14 +1087,15 @@ static void srdma_uc_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /**
- * srdma_resp_rcv() - take a SEND, WRITE or READ request
+ * srdma_resp_rcv() - take a SEND, WRITE, READ or atomic request
  * @qp: the QP it is for
  * @pkt: the packet, parsed and checked by srdma_rcv()
  * @skb: the packet's skb
  * @payoff: where its payload starts in @skb
  *
  * A request in sequence is carried out and acknowledged if it asks; a gap
- * draws a sequence NAK, a duplicate an ACK (a READ is answered again). A
+ * draws a sequence NAK, a duplicate an ACK (a READ is answered again, an
+ * atomic from the replay cache). A
  * request the peer had no right to make draws a NAK and moves the QP to
  * ERR.
  *
@@ -961,6 +1141,8 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		err = srdma_resp_send(qp, pkt, skb, payoff);
 	else if (pkt->flags & SRDMA_F_WRITE)
 		err = srdma_resp_write(qp, pkt, skb, payoff);
+	else if (pkt->flags & SRDMA_F_ATOMIC)
+		err = srdma_resp_atomic(qp, pkt);
 	else
 		err = srdma_resp_read(qp, pkt);
 	if (!err)
@@ -991,6 +1173,12 @@ void srdma_read_work(struct work_struct *work)
 		job = qp->rd_jobs[qp->rd_cons & qp->rd_mask];
 		msn = qp->msn;
 		gen = qp->rd_gen;
+		if (job.atomic_op) {
+			/* The READ responses before it have gone. */
+			srdma_send_atomic_ack(qp, &job, msn);
+			srdma_rd_queue_pop(qp, gen);
+			continue;
+		}
 		srdma_dbg_qp(qp, "READ job psn %u len %u gen %u\n", job.psn,
 			     job.len, gen);
 

@@ -39,6 +39,9 @@ MODULE_PARM_DESC(max_mr, "memory regions per device (default and max 65536)");
 static unsigned int max_ah = SRDMA_MAX_AH;
 module_param(max_ah, uint, 0444);
 MODULE_PARM_DESC(max_ah, "user address handles per device (default and max 65536)");
+static unsigned int max_srq = SRDMA_MAX_SRQ;
+module_param(max_srq, uint, 0444);
+MODULE_PARM_DESC(max_srq, "shared receive queues per device (default and max 4096)");
 
 static u32 srdma_limit(unsigned int param, u32 hard)
 {
@@ -90,10 +93,18 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_mr = sdev->res_max[SRDMA_RES_MR];
 	attr->max_pd = sdev->res_max[SRDMA_RES_PD];
 	attr->max_ah = sdev->res_max[SRDMA_RES_AH];
+	attr->max_srq = sdev->res_max[SRDMA_RES_SRQ];
+	attr->max_srq_wr = SRDMA_MAX_QP_WR;
+	attr->max_srq_sge = SRDMA_MAX_SGE;
 	attr->max_qp_rd_atom = SRDMA_MAX_RD_ATOM;
 	attr->max_qp_init_rd_atom = SRDMA_MAX_RD_ATOM;
 	attr->max_res_rd_atom = SRDMA_MAX_RD_ATOM * attr->max_qp;
-	attr->atomic_cap = IB_ATOMIC_NONE;
+	/*
+	 * Atomics are locked cmpxchg on the target's pinned page (see
+	 * srdma_mr_atomic()): atomic with respect to every srdma device's
+	 * atomics and to the CPUs' atomic instructions.
+	 */
+	attr->atomic_cap = IB_ATOMIC_GLOB;
 	attr->max_pkeys = SRDMA_PKEY_TBL_LEN;
 	attr->max_mcast_grp = SRDMA_MAX_MCAST_GRP;
 	attr->max_mcast_qp_attach = SRDMA_MAX_MCAST_QP_ATTACH;
@@ -180,7 +191,7 @@ static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct srdma_dev *sdev = to_sdev(ibuc->device);
 	struct srdma_alloc_ucontext_resp resp = {
 		.abi_version = SRDMA_UVERBS_ABI_VERSION,
-		.caps = SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD,
+		.caps = SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD | SRDMA_CAP_SRQ,
 	};
 	int err;
 
@@ -237,6 +248,10 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_RX_UD_SHORT_BUF].name = "rx_ud_short_buffer",
 	[SRDMA_CNT_RX_MCAST_NO_GROUP].name = "rx_mcast_no_group",
 	[SRDMA_CNT_RX_UC_MSG_DROPPED].name = "rx_uc_msg_dropped",
+	[SRDMA_CNT_ATOMIC_REPLAYS].name = "atomic_replays",
+	[SRDMA_CNT_ATOMIC_REPLAY_MISS].name = "atomic_replay_misses",
+
+	[SRDMA_CNT_RX_SRQ_EMPTY].name = "rx_srq_empty",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -294,6 +309,11 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.destroy_ah = srdma_destroy_ah,
 	.query_ah = srdma_query_ah,
 	.create_qp = srdma_create_qp,
+	.create_srq = srdma_create_srq,
+	.modify_srq = srdma_modify_srq,
+	.query_srq = srdma_query_srq,
+	.destroy_srq = srdma_destroy_srq,
+	.post_srq_recv = srdma_post_srq_recv,
 	.modify_qp = srdma_modify_qp,
 	.query_qp = srdma_query_qp,
 	.destroy_qp = srdma_destroy_qp,
@@ -311,6 +331,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ah, srdma_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, srdma_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_qp, srdma_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, srdma_srq, ibsrq),
 };
 
 /* The AH table's lock class (see srdma_init_device()). */
@@ -331,6 +352,7 @@ void srdma_init_device(struct srdma_dev *sdev)
 	sdev->res_max[SRDMA_RES_QP] = srdma_limit(max_qp, SRDMA_MAX_QP);
 	sdev->res_max[SRDMA_RES_MR] = srdma_limit(max_mr, SRDMA_MAX_MR);
 	sdev->res_max[SRDMA_RES_AH] = srdma_limit(max_ah, SRDMA_MAX_AH);
+	sdev->res_max[SRDMA_RES_SRQ] = srdma_limit(max_srq, SRDMA_MAX_SRQ);
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	/*

@@ -29,6 +29,11 @@
 #define SRDMA_DETH_QKEY		0
 #define SRDMA_DETH_RESV8	4
 #define SRDMA_DETH_SQPN		5
+/* AtomicETH (IBTA 9.3.3.3) and AtomicAckETH (9.3.3.4) byte offsets. */
+#define SRDMA_ATOMIC_ETH_VA	0
+#define SRDMA_ATOMIC_ETH_RKEY	8
+#define SRDMA_ATOMIC_ETH_SWAP	12
+#define SRDMA_ATOMIC_ETH_CMP	20
 
 /*
  * Variant fields of the IP and UDP headers, which the ICRC covers as ones
@@ -43,7 +48,7 @@
 
 #define PL	SRDMA_F_PAYLOAD
 
-static const u16 srdma_opflags_tbl[SRDMA_OP_ACK + 1] = {
+static const u16 srdma_opflags_tbl[SRDMA_OP_FETCH_ADD + 1] = {
 	[SRDMA_OP_SEND_FIRST]	= SRDMA_F_SEND | SRDMA_F_FIRST | PL,
 	[SRDMA_OP_SEND_MIDDLE]	= SRDMA_F_SEND | SRDMA_F_MIDDLE | PL,
 	[SRDMA_OP_SEND_LAST]	= SRDMA_F_SEND | SRDMA_F_LAST | PL,
@@ -63,6 +68,9 @@ static const u16 srdma_opflags_tbl[SRDMA_OP_ACK + 1] = {
 	[SRDMA_OP_READ_RESP_LAST] = SRDMA_F_RRESP | SRDMA_F_LAST | SRDMA_F_AETH | PL,
 	[SRDMA_OP_READ_RESP_ONLY] = SRDMA_F_RRESP | SRDMA_F_ONLY | SRDMA_F_AETH | PL,
 	[SRDMA_OP_ACK]		= SRDMA_F_ACK | SRDMA_F_ONLY | SRDMA_F_AETH,
+	[SRDMA_OP_ATOMIC_ACK]	= SRDMA_F_AACK | SRDMA_F_ONLY | SRDMA_F_AETH,
+	[SRDMA_OP_COMPARE_SWAP]	= SRDMA_F_ATOMIC | SRDMA_F_ONLY,
+	[SRDMA_OP_FETCH_ADD]	= SRDMA_F_ATOMIC | SRDMA_F_ONLY,
 };
 
 /* UD has single-packet messages only: SEND ONLY, with or without ImmDt. */
@@ -89,7 +97,7 @@ u32 srdma_op_flags(u8 opcode)
 		return SRDMA_F_UD_SEND;
 	if (opcode == SRDMA_OP_UD_SEND_ONLY_IMM)
 		return SRDMA_F_UD_SEND | SRDMA_F_IMM;
-	return opcode <= SRDMA_OP_ACK ? srdma_opflags_tbl[opcode] : 0;
+	return opcode <= SRDMA_OP_FETCH_ADD ? srdma_opflags_tbl[opcode] : 0;
 }
 
 /**
@@ -106,7 +114,20 @@ u32 srdma_hdr_len(u8 opcode)
 	return SRDMA_BTH_LEN + (f & SRDMA_F_RETH ? SRDMA_RETH_LEN : 0) +
 	       (f & SRDMA_F_DETH ? SRDMA_DETH_LEN : 0) +
 	       (f & SRDMA_F_AETH ? SRDMA_AETH_LEN : 0) +
-	       (f & SRDMA_F_IMM ? SRDMA_IMM_LEN : 0);
+	       (f & SRDMA_F_IMM ? SRDMA_IMM_LEN : 0) +
+	       (f & SRDMA_F_ATOMIC ? SRDMA_ATOMIC_ETH_LEN : 0) +
+	       (f & SRDMA_F_AACK ? SRDMA_ATOMIC_ACK_ETH_LEN : 0);
+}
+
+static u64 srdma_get_be64(const u8 *p)
+{
+	return (u64)srdma_get_be32(p) << 32 | srdma_get_be32(p + 4);
+}
+
+static void srdma_put_be64(u8 *p, u64 v)
+{
+	srdma_put_be32(p, (u32)(v >> 32));
+	srdma_put_be32(p + 4, (u32)v);
 }
 
 /* The BTH fields of @hdr into @pkt: opcode, flags, P_Key, QPN, PSN. */
@@ -148,7 +169,8 @@ static int srdma_parse_lengths(struct srdma_pkt *pkt, u32 avail,
 
 /*
  * The extension headers pkt->flags announce, in their wire order: RETH,
- * DETH, AETH, ImmDt. DETH's reserved byte is ignored on receive.
+ * DETH, AtomicETH, AETH, AtomicAckETH, ImmDt. DETH's reserved byte is
+ * ignored on receive.
  */
 static void srdma_parse_ext(const u8 *hdr, struct srdma_pkt *pkt)
 {
@@ -166,10 +188,22 @@ static void srdma_parse_ext(const u8 *hdr, struct srdma_pkt *pkt)
 		pkt->sqpn = srdma_get_be24(hdr + off + SRDMA_DETH_SQPN);
 		off += SRDMA_DETH_LEN;
 	}
+	if (pkt->flags & SRDMA_F_ATOMIC) {
+		pkt->va = srdma_get_be64(hdr + off + SRDMA_ATOMIC_ETH_VA);
+		pkt->rkey = srdma_get_be32(hdr + off + SRDMA_ATOMIC_ETH_RKEY);
+		pkt->swap_add = srdma_get_be64(hdr + off +
+					       SRDMA_ATOMIC_ETH_SWAP);
+		pkt->compare = srdma_get_be64(hdr + off + SRDMA_ATOMIC_ETH_CMP);
+		off += SRDMA_ATOMIC_ETH_LEN;
+	}
 	if (pkt->flags & SRDMA_F_AETH) {
 		pkt->syndrome = hdr[off + SRDMA_AETH_SYNDROME];
 		pkt->msn = srdma_get_be24(hdr + off + SRDMA_AETH_MSN);
 		off += SRDMA_AETH_LEN;
+	}
+	if (pkt->flags & SRDMA_F_AACK) {
+		pkt->orig = srdma_get_be64(hdr + off);
+		off += SRDMA_ATOMIC_ACK_ETH_LEN;
 	}
 	if (pkt->flags & SRDMA_F_IMM)
 		memcpy(&pkt->imm, hdr + off, SRDMA_IMM_LEN);
@@ -259,11 +293,22 @@ u32 srdma_build_hdr(u8 *buf, const struct srdma_pkt *pkt)
 			       pkt->sqpn & SRDMA_QPN_MASK);
 		off += SRDMA_DETH_LEN;
 	}
+	if (f & SRDMA_F_ATOMIC) {
+		srdma_put_be64(buf + off + SRDMA_ATOMIC_ETH_VA, pkt->va);
+		srdma_put_be32(buf + off + SRDMA_ATOMIC_ETH_RKEY, pkt->rkey);
+		srdma_put_be64(buf + off + SRDMA_ATOMIC_ETH_SWAP, pkt->swap_add);
+		srdma_put_be64(buf + off + SRDMA_ATOMIC_ETH_CMP, pkt->compare);
+		off += SRDMA_ATOMIC_ETH_LEN;
+	}
 	if (f & SRDMA_F_AETH) {
 		buf[off + SRDMA_AETH_SYNDROME] = pkt->syndrome;
 		srdma_put_be24(buf + off + SRDMA_AETH_MSN,
 			       pkt->msn & SRDMA_MSN_MASK);
 		off += SRDMA_AETH_LEN;
+	}
+	if (f & SRDMA_F_AACK) {
+		srdma_put_be64(buf + off, pkt->orig);
+		off += SRDMA_ATOMIC_ACK_ETH_LEN;
 	}
 	if (f & SRDMA_F_IMM) {
 		memcpy(buf + off, &pkt->imm, SRDMA_IMM_LEN);

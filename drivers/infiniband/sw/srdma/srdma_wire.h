@@ -24,7 +24,12 @@
 #define SRDMA_IMM_LEN		4
 #define SRDMA_DETH_LEN		8
 #define SRDMA_ICRC_LEN		4
-#define SRDMA_MAX_HDR_LEN	(SRDMA_BTH_LEN + SRDMA_RETH_LEN + SRDMA_IMM_LEN)
+/* AtomicETH (IBTA 9.3.3.3): VA, R_Key, swap or add data, compare data. */
+#define SRDMA_ATOMIC_ETH_LEN	28
+/* AtomicAckETH (IBTA 9.3.3.4): the original data at the address. */
+#define SRDMA_ATOMIC_ACK_ETH_LEN 8
+/* The longest headers: BTH and AtomicETH (BTH, RETH, ImmDt is 32). */
+#define SRDMA_MAX_HDR_LEN	(SRDMA_BTH_LEN + SRDMA_ATOMIC_ETH_LEN)
 
 /* The transport bits of a BTH opcode: 000b RC, 001b UC, 011b UD. */
 #define SRDMA_OP_TRANSPORT_MASK	0xe0
@@ -75,6 +80,9 @@ enum srdma_opcode {
 	SRDMA_OP_READ_RESP_LAST		= 0x0f,
 	SRDMA_OP_READ_RESP_ONLY		= 0x10,
 	SRDMA_OP_ACK			= 0x11,
+	SRDMA_OP_ATOMIC_ACK		= 0x12,
+	SRDMA_OP_COMPARE_SWAP		= 0x13,
+	SRDMA_OP_FETCH_ADD		= 0x14,
 	SRDMA_OP_UC			= 0x20,	/* the UC group */
 	SRDMA_OP_UC_WRITE_ONLY_IMM	= 0x2b,	/* the last UC opcode */
 	SRDMA_OP_UD_SEND_ONLY		= 0x64,
@@ -97,8 +105,15 @@ enum srdma_opflags {
 	SRDMA_F_ACK	= 1 << 11,
 	SRDMA_F_DETH	= 1 << 12,
 	SRDMA_F_UD	= 1 << 13,	/* an Unreliable Datagram opcode */
-	SRDMA_F_UC	= 1 << 15,	/* an Unreliable Connected opcode */
-	SRDMA_F_REQ	= SRDMA_F_SEND | SRDMA_F_WRITE | SRDMA_F_READ,
+	SRDMA_F_ATOMIC	= 1 << 14,	/* atomic request, with AtomicETH */
+	SRDMA_F_AACK	= 1 << 15,	/* atomic ACK, with AtomicAckETH */
+	/*
+	 * Never in the (u16) opcode table: srdma_op_flags() adds it from
+	 * the opcode's transport bits.
+	 */
+	SRDMA_F_UC	= 1 << 16,	/* an Unreliable Connected opcode */
+	SRDMA_F_REQ	= SRDMA_F_SEND | SRDMA_F_WRITE | SRDMA_F_READ |
+			  SRDMA_F_ATOMIC,
 	SRDMA_F_ONLY	= SRDMA_F_FIRST | SRDMA_F_LAST,
 };
 
@@ -135,6 +150,9 @@ struct srdma_pkt {
 	u32 qkey;		/* DETH */
 	u32 sqpn;
 	u32 imm;		/* ImmDt, kept in wire (big-endian) order */
+	u64 swap_add;		/* AtomicETH; its VA and R_Key go to va, rkey */
+	u64 compare;
+	u64 orig;		/* AtomicAckETH */
 	u32 hdr_len;		/* BTH + extension headers */
 	u32 paylen;		/* payload bytes, without pad and ICRC */
 };

@@ -1,0 +1,830 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * RC atomics: compare and swap, fetch and add, from QPs of a requester
+ * device to QPs of a target device ($SRDMA_DEV, default srdma0, and
+ * $SRDMA_ATOMIC_PEER, default the same device in loopback). Either may be
+ * an rdma_rxe device: the interop runs in selftests/tests/atomic.sh.
+ *
+ * Checked: the values found and left, every field of every completion, a
+ * counter fetched-and-added by two QPs that ends exactly right with every
+ * value handed out once (which under loss shows that the responder's
+ * replay cache answered the duplicates, never carrying one out twice),
+ * unsignaled atomics, the ibv_qp_ex posting API, and the errors: a
+ * misaligned address, a result SGE that is not 8 bytes, an MR or a QP
+ * without remote atomic access, a bad R_Key or L_Key.
+ *
+ * $SRDMA_ATOMIC_ITERS: fetch-and-adds per QP in the counter test (500).
+ * $SRDMA_ATOMIC_TESTS: comma-separated test names to run, the others
+ * skip (the loss runs take only those whose outcome loss cannot change).
+ */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kselftest_harness.h"
+#include "srdma_test.h"
+
+#define BUF_SIZE	4096		/* 512 words; the tests use words 3 to 500 */
+#define DEPTH		4		/* atomics in flight per QP */
+#define NQP		2
+#define PSN0		0x123
+#define ACCESS_ALL	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+static const char *peer_name(void)
+{
+	const char *p = getenv("SRDMA_ATOMIC_PEER");
+
+	return p && *p ? p : srdma_test_devname();
+}
+
+static bool is_rxe(const char *name)
+{
+	return !strncmp(name, "rxe", 3);
+}
+
+/* Is test @name selected by $SRDMA_ATOMIC_TESTS (all if unset)? */
+static bool wanted(const char *name)
+{
+	const char *list = getenv("SRDMA_ATOMIC_TESTS");
+	size_t n = strlen(name);
+	const char *p;
+
+	if (!list || !*list)
+		return true;
+	for (p = list; (p = strstr(p, name)); p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
+#define SELECTED() do {							\
+	if (!wanted(_metadata->name))					\
+		SKIP(return, "not in SRDMA_ATOMIC_TESTS");		\
+} while (0)
+
+static struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+/* One side: a device, a PD, a CQ, a page-aligned buffer and its MR. */
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint64_t *buf;
+	union ibv_gid gid;
+	int gidx;
+	struct ibv_qp *qp[NQP];
+};
+
+/* Completion wait bound, in 100 us steps: 20 s, longer when slow. */
+static int wc_steps(void)
+{
+	return 200000 * (srdma_test_slow() + 1);
+}
+
+/* Up to @n completions within the bound; how many came. */
+static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	int got = 0, i, r;
+
+	for (i = 0; i < wc_steps() && got < n; i++) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return r;
+		got += r;
+		if (got < n)
+			usleep(100);
+	}
+	return got;
+}
+
+static int qp_init(struct ibv_qp *qp, int access)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = access,
+	};
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+/* INIT -> RTR -> RTS of @qp towards @rqpn at @rgid. */
+static int qp_connect(struct ibv_qp *qp, const struct side *me,
+		      uint32_t rqpn, const union ibv_gid *rgid)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = rqpn;
+	a.rq_psn = PSN0;
+	a.max_dest_rd_atomic = DEPTH;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *rgid;
+	a.ah_attr.grh.sgid_index = me->gidx;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14 + srdma_test_slow();
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = PSN0;
+	a.max_rd_atomic = DEPTH;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Requester QP 1 is an extended QP with the atomic posting API. */
+static struct ibv_qp *make_qp(struct side *s, bool ex)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_RC,
+		.send_cq = s->cq,
+		.recv_cq = s->cq,
+		.cap = { .max_send_wr = 32, .max_recv_wr = 4,
+			 .max_send_sge = 2, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = s->pd,
+	};
+
+	if (ex) {
+		a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+				   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+				   IBV_QP_EX_WITH_RDMA_READ;
+	}
+	return ibv_create_qp_ex(s->ctx, &a);
+}
+
+static int side_open(struct side *s, const char *name, int access)
+{
+	s->ctx = open_dev(name);
+	if (!s->ctx)
+		return -1;
+	s->gidx = srdma_test_ipv4_gid(s->ctx, &s->gid);
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
+	if (s->gidx < 0 || !s->pd || !s->cq ||
+	    posix_memalign((void **)&s->buf, BUF_SIZE, BUF_SIZE))
+		return -1;
+	memset(s->buf, 0, BUF_SIZE);
+	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE, access);
+	return s->mr ? 0 : -1;
+}
+
+static void side_close(struct side *s)
+{
+	int i;
+
+	for (i = 0; i < NQP; i++)
+		if (s->qp[i])
+			ibv_destroy_qp(s->qp[i]);
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->cq)
+		ibv_destroy_cq(s->cq);
+	if (s->pd)
+		ibv_dealloc_pd(s->pd);
+	if (s->ctx)
+		ibv_close_device(s->ctx);
+	free(s->buf);
+}
+
+/* Post one atomic from @qp with the result going to @res in @mr. */
+static int post_atomic(struct ibv_qp *qp, uint64_t wr_id,
+		       enum ibv_wr_opcode op, struct ibv_sge *sge, int nsge,
+		       uint64_t raddr, uint32_t rkey, uint64_t cmp_add,
+		       uint64_t swap, unsigned int flags)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.sg_list = sge;
+	wr.num_sge = nsge;
+	wr.send_flags = flags;
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static struct ibv_sge sge_of(struct ibv_mr *mr, void *addr, uint32_t len)
+{
+	struct ibv_sge s = {
+		.addr = (uintptr_t)addr, .length = len, .lkey = mr->lkey,
+	};
+
+	return s;
+}
+
+FIXTURE(atomic) {
+	struct side req;	/* posts the atomics, gets the results */
+	struct side tgt;	/* holds the words they act on */
+	bool same;		/* one device, in loopback */
+	bool req_srdma;		/* the requester is srdma (not rxe) */
+	bool tgt_rxe;
+};
+
+FIXTURE_SETUP(atomic)
+{
+	const char *rn = srdma_test_devname(), *tn = peer_name();
+	int i;
+
+	memset(&self->req, 0, sizeof(self->req));
+	memset(&self->tgt, 0, sizeof(self->tgt));
+	self->same = !strcmp(rn, tn);
+	self->req_srdma = !is_rxe(rn);
+	self->tgt_rxe = is_rxe(tn);
+	ASSERT_EQ(0, side_open(&self->req, rn, IBV_ACCESS_LOCAL_WRITE))
+		TH_LOG("cannot set up %s: %s", rn, strerror(errno));
+	ASSERT_EQ(0, side_open(&self->tgt, tn, ACCESS_ALL))
+		TH_LOG("cannot set up %s: %s", tn, strerror(errno));
+	for (i = 0; i < NQP; i++) {
+		self->req.qp[i] = make_qp(&self->req, i == 1);
+		self->tgt.qp[i] = make_qp(&self->tgt, false);
+		ASSERT_NE(NULL, self->req.qp[i]) TH_LOG("qp: %s",
+							strerror(errno));
+		ASSERT_NE(NULL, self->tgt.qp[i]);
+		ASSERT_EQ(0, qp_init(self->req.qp[i], IBV_ACCESS_LOCAL_WRITE));
+		ASSERT_EQ(0, qp_init(self->tgt.qp[i], ACCESS_ALL));
+	}
+	for (i = 0; i < NQP; i++) {
+		ASSERT_EQ(0, qp_connect(self->req.qp[i], &self->req,
+					self->tgt.qp[i]->qp_num,
+					&self->tgt.gid));
+		ASSERT_EQ(0, qp_connect(self->tgt.qp[i], &self->tgt,
+					self->req.qp[i]->qp_num,
+					&self->req.gid));
+	}
+}
+
+FIXTURE_TEARDOWN(atomic)
+{
+	side_close(&self->req);
+	side_close(&self->tgt);
+}
+
+/* Every field a send completion has, for a successful atomic. */
+static void check_wc(struct __test_metadata *_metadata,
+		     const struct ibv_wc *wc, uint64_t wr_id,
+		     enum ibv_wc_opcode op, const struct ibv_qp *qp)
+{
+	EXPECT_EQ(wr_id, wc->wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc->status) TH_LOG("wr %llu: %s",
+		(unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status));
+	EXPECT_EQ(op, wc->opcode);
+	EXPECT_EQ(8U, wc->byte_len);
+	EXPECT_EQ(qp->qp_num, wc->qp_num);
+	EXPECT_EQ(0U, wc->wc_flags);
+	EXPECT_EQ(0U, wc->imm_data);
+	EXPECT_EQ(0U, wc->vendor_err);
+}
+
+/* The requester and target devices advertise atomics. */
+TEST_F(atomic, caps)
+{
+	struct ibv_device_attr a;
+
+	SELECTED();
+	ASSERT_EQ(0, ibv_query_device(self->req.ctx, &a));
+	EXPECT_NE(IBV_ATOMIC_NONE, a.atomic_cap);
+	EXPECT_LE(DEPTH, a.max_qp_init_rd_atom);
+	if (self->req_srdma) {
+		EXPECT_EQ(IBV_ATOMIC_GLOB, a.atomic_cap);
+		EXPECT_EQ(128, a.max_qp_rd_atom);
+		EXPECT_EQ(128, a.max_qp_init_rd_atom);
+	}
+	ASSERT_EQ(0, ibv_query_device(self->tgt.ctx, &a));
+	EXPECT_NE(IBV_ATOMIC_NONE, a.atomic_cap);
+	EXPECT_LE(DEPTH, a.max_qp_rd_atom);
+}
+
+/* Compare and swap, matching and not, with full 64-bit values. */
+TEST_F(atomic, cas)
+{
+	uint64_t *w = &self->tgt.buf[3], *res = self->req.buf;
+	struct ibv_qp *qp = self->req.qp[0];
+	struct ibv_sge s;
+	struct ibv_wc wc[2];
+
+	SELECTED();
+	*w = 0x0123456789abcdefULL;
+	res[0] = res[1] = 0x5555555555555555ULL;
+	s = sge_of(self->req.mr, &res[0], 8);
+	ASSERT_EQ(0, post_atomic(qp, 11, IBV_WR_ATOMIC_CMP_AND_SWP, &s, 1,
+				 (uintptr_t)w, self->tgt.mr->rkey,
+				 0x0123456789abcdefULL, 0xfedcba9876543210ULL,
+				 IBV_SEND_SIGNALED));
+	ASSERT_EQ(1, poll_n(self->req.cq, wc, 1));
+	check_wc(_metadata, &wc[0], 11, IBV_WC_COMP_SWAP, qp);
+	EXPECT_EQ(0x0123456789abcdefULL, res[0]);
+	EXPECT_EQ(0xfedcba9876543210ULL, *w);
+
+	/* the compare value differs only in the top byte: no swap */
+	s = sge_of(self->req.mr, &res[1], 8);
+	ASSERT_EQ(0, post_atomic(qp, 12, IBV_WR_ATOMIC_CMP_AND_SWP, &s, 1,
+				 (uintptr_t)w, self->tgt.mr->rkey,
+				 0x00dcba9876543210ULL, 42, IBV_SEND_SIGNALED));
+	ASSERT_EQ(1, poll_n(self->req.cq, wc, 1));
+	check_wc(_metadata, &wc[0], 12, IBV_WC_COMP_SWAP, qp);
+	EXPECT_EQ(0xfedcba9876543210ULL, res[1]);
+	EXPECT_EQ(0xfedcba9876543210ULL, *w);
+	/* the neighbours are untouched */
+	EXPECT_EQ(0ULL, self->tgt.buf[2]);
+	EXPECT_EQ(0ULL, self->tgt.buf[4]);
+	EXPECT_EQ(0ULL, res[2]);
+}
+
+/* Fetch and add, with a carry across the halves and a wrap. */
+TEST_F(atomic, faa)
+{
+	uint64_t *w = &self->tgt.buf[100], *res = self->req.buf;
+	struct ibv_qp *qp = self->req.qp[0];
+	struct ibv_sge s;
+	struct ibv_wc wc;
+
+	SELECTED();
+	*w = 0x00000000ffffffffULL;
+	s = sge_of(self->req.mr, &res[5], 8);
+	ASSERT_EQ(0, post_atomic(qp, 21, IBV_WR_ATOMIC_FETCH_AND_ADD, &s, 1,
+				 (uintptr_t)w, self->tgt.mr->rkey, 1,
+				 0x7777777777777777ULL, IBV_SEND_SIGNALED));
+	ASSERT_EQ(1, poll_n(self->req.cq, &wc, 1));
+	check_wc(_metadata, &wc, 21, IBV_WC_FETCH_ADD, qp);
+	EXPECT_EQ(0x00000000ffffffffULL, res[5]);
+	EXPECT_EQ(0x0000000100000000ULL, *w);
+
+	*w = 0xfffffffffffffffeULL;
+	s = sge_of(self->req.mr, &res[6], 8);
+	ASSERT_EQ(0, post_atomic(qp, 22, IBV_WR_ATOMIC_FETCH_AND_ADD, &s, 1,
+				 (uintptr_t)w, self->tgt.mr->rkey, 5, 0,
+				 IBV_SEND_SIGNALED));
+	ASSERT_EQ(1, poll_n(self->req.cq, &wc, 1));
+	check_wc(_metadata, &wc, 22, IBV_WC_FETCH_ADD, qp);
+	EXPECT_EQ(0xfffffffffffffffeULL, res[6]);
+	EXPECT_EQ(3ULL, *w);
+}
+
+/*
+ * READs and an atomic through one responder queue: a 16 KiB READ (queued
+ * for the read work), a FETCH ADD whose reply waits behind it, then 30
+ * more 16 KiB READs, more than the queue's slots, so READs reuse the slot
+ * the atomic's reply used. Every READ completes with the remote bytes (a
+ * READ that inherited the atomic's reply got an ATOMIC ACKNOWLEDGE and no
+ * data), the FETCH ADD with the word's old value.
+ */
+TEST_F(atomic, reads_around_atomic)
+{
+	const uint32_t rlen = 16384, nread = 31, lbufs = 4;
+	uint64_t *w = &self->tgt.buf[300], *res = self->req.buf;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_qp *qp = self->req.qp[0];
+	struct ibv_mr *rmr, *lmr;
+	unsigned char *rbuf, *lbuf;
+	struct ibv_wc wc[32];
+	struct ibv_sge s;
+	uint32_t i, j;
+	int n;
+
+	SELECTED();
+	rbuf = malloc(rlen);
+	lbuf = calloc(lbufs, rlen);
+	ASSERT_NE(NULL, rbuf);
+	ASSERT_NE(NULL, lbuf);
+	for (i = 0; i < rlen; i++)
+		rbuf[i] = (unsigned char)(i * 7 + 3);
+	rmr = ibv_reg_mr(self->tgt.pd, rbuf, rlen, ACCESS_ALL);
+	lmr = ibv_reg_mr(self->req.pd, lbuf, lbufs * rlen,
+			 IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, rmr);
+	ASSERT_NE(NULL, lmr);
+	*w = 41;
+	for (i = 0; i <= nread; i++) {
+		if (i == 1) {
+			s = sge_of(self->req.mr, &res[7], 8);
+			ASSERT_EQ(0, post_atomic(qp, 1000,
+						 IBV_WR_ATOMIC_FETCH_AND_ADD,
+						 &s, 1, (uintptr_t)w,
+						 self->tgt.mr->rkey, 1, 0,
+						 IBV_SEND_SIGNALED));
+			continue;
+		}
+		s = sge_of(lmr, lbuf + (i % lbufs) * rlen, rlen);
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = i;
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = (uintptr_t)rbuf;
+		wr.wr.rdma.rkey = rmr->rkey;
+		ASSERT_EQ(0, ibv_post_send(qp, &wr, &bad));
+	}
+	n = poll_n(self->req.cq, wc, nread + 1);
+	ASSERT_EQ((int)nread + 1, n);
+	for (j = 0; j < nread + 1; j++) {
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[j].status)
+			TH_LOG("wr %llu: %s", (unsigned long long)wc[j].wr_id,
+			       ibv_wc_status_str(wc[j].status));
+		EXPECT_EQ(qp->qp_num, wc[j].qp_num);
+		EXPECT_EQ(0U, wc[j].wc_flags);
+		EXPECT_EQ(0U, wc[j].vendor_err);
+		if (j == 1) {
+			check_wc(_metadata, &wc[j], 1000, IBV_WC_FETCH_ADD,
+				 qp);
+			continue;
+		}
+		/* completions come in the order posted */
+		EXPECT_EQ(j, wc[j].wr_id);
+		EXPECT_EQ(IBV_WC_RDMA_READ, wc[j].opcode);
+		EXPECT_EQ(rlen, wc[j].byte_len);
+	}
+	EXPECT_EQ(41ULL, res[7]);
+	EXPECT_EQ(42ULL, *w);
+	for (i = 0; i < lbufs; i++)
+		EXPECT_EQ(0, memcmp(lbuf + i * rlen, rbuf, rlen));
+	EXPECT_EQ(0, ibv_dereg_mr(lmr));
+	EXPECT_EQ(0, ibv_dereg_mr(rmr));
+	free(lbuf);
+	free(rbuf);
+}
+
+/*
+ * Two QPs fetch-and-add 1 to one word, DEPTH at a time each: it ends at
+ * exactly twice the iterations, and every value from 0 up was handed out
+ * exactly once.
+ */
+TEST_F(atomic, counter)
+{
+	const char *it = getenv("SRDMA_ATOMIC_ITERS");
+	uint32_t iters = it ? (uint32_t)atoi(it) : 500;
+	uint64_t *w = &self->tgt.buf[200], *res = self->req.buf;
+	uint32_t posted[NQP] = { 0 }, done = 0, total = NQP * iters;
+	unsigned char *seen = calloc(total ? total : 1, 1);
+	struct ibv_wc wc[16];
+	struct ibv_sge s;
+	uint64_t v;
+	int q, i, n, slot;
+
+	SELECTED();
+	ASSERT_NE(NULL, seen);
+	ASSERT_GE(total, 2U);
+	*w = 0;
+	/* Fill both pipelines; wr_id = qp * DEPTH + slot. */
+	for (q = 0; q < NQP; q++)
+		for (slot = 0; slot < DEPTH && posted[q] < iters; slot++) {
+			s = sge_of(self->req.mr, &res[q * DEPTH + slot], 8);
+			ASSERT_EQ(0, post_atomic(self->req.qp[q],
+						 q * DEPTH + slot,
+						 IBV_WR_ATOMIC_FETCH_AND_ADD,
+						 &s, 1, (uintptr_t)w,
+						 self->tgt.mr->rkey, 1, 0,
+						 IBV_SEND_SIGNALED));
+			posted[q]++;
+		}
+	while (done < total) {
+		n = poll_n(self->req.cq, wc, 1);
+		ASSERT_EQ(1, n) TH_LOG("stalled after %u of %u", done, total);
+		n = ibv_poll_cq(self->req.cq, 15, wc + 1) + 1;
+		for (i = 0; i < n; i++) {
+			q = (int)(wc[i].wr_id / DEPTH);
+			slot = (int)(wc[i].wr_id % DEPTH);
+			ASSERT_LT(q, NQP);
+			check_wc(_metadata, &wc[i], wc[i].wr_id,
+				 IBV_WC_FETCH_ADD, self->req.qp[q]);
+			ASSERT_EQ(IBV_WC_SUCCESS, wc[i].status);
+			v = res[q * DEPTH + slot];
+			ASSERT_LT(v, (uint64_t)total)
+				TH_LOG("value %llu handed out", (unsigned long long)v);
+			ASSERT_EQ(0, seen[v])
+				TH_LOG("value %llu handed out twice", (unsigned long long)v);
+			seen[v] = 1;
+			res[q * DEPTH + slot] = UINT64_MAX;
+			done++;
+			if (posted[q] == iters)
+				continue;
+			s = sge_of(self->req.mr, &res[q * DEPTH + slot], 8);
+			ASSERT_EQ(0, post_atomic(self->req.qp[q], wc[i].wr_id,
+						 IBV_WR_ATOMIC_FETCH_AND_ADD,
+						 &s, 1, (uintptr_t)w,
+						 self->tgt.mr->rkey, 1, 0,
+						 IBV_SEND_SIGNALED));
+			posted[q]++;
+		}
+	}
+	EXPECT_EQ((uint64_t)total, *w);
+	for (v = 0; v < total; v++)
+		EXPECT_EQ(1, seen[v]);
+	free(seen);
+}
+
+/* Unsignaled atomics place their results too; only the signaled one completes. */
+TEST_F(atomic, unsignaled)
+{
+	uint64_t *w = &self->tgt.buf[300], *res = self->req.buf + 16;
+	struct ibv_qp *qp = self->req.qp[0];
+	struct ibv_sge s;
+	struct ibv_wc wc[2];
+	int i;
+
+	SELECTED();
+	*w = 1000;
+	for (i = 0; i < 4; i++) {
+		res[i] = UINT64_MAX;
+		s = sge_of(self->req.mr, &res[i], 8);
+		ASSERT_EQ(0, post_atomic(qp, 40 + i,
+					 IBV_WR_ATOMIC_FETCH_AND_ADD, &s, 1,
+					 (uintptr_t)w, self->tgt.mr->rkey, 10,
+					 0, i == 3 ? IBV_SEND_SIGNALED : 0));
+	}
+	ASSERT_EQ(1, poll_n(self->req.cq, wc, 1));
+	check_wc(_metadata, &wc[0], 43, IBV_WC_FETCH_ADD, qp);
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(1000ULL + 10 * i, res[i]);
+	EXPECT_EQ(1040ULL, *w);
+	usleep(100000);
+	EXPECT_EQ(0, ibv_poll_cq(self->req.cq, 2, wc));
+}
+
+/* The ibv_qp_ex posting API: one batch of CAS, FAA, FAA; bad batches. */
+TEST_F(atomic, qpex)
+{
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(self->req.qp[1]);
+	uint64_t *w = &self->tgt.buf[400], *res = self->req.buf + 32;
+	struct ibv_wc wc[3];
+	int i;
+
+	SELECTED();
+	ASSERT_NE(NULL, x);
+	*w = 7;
+	ibv_wr_start(x);
+	x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_id = 51;
+	ibv_wr_atomic_cmp_swp(x, self->tgt.mr->rkey, (uintptr_t)w, 7, 100);
+	ibv_wr_set_sge(x, self->req.mr->lkey, (uintptr_t)&res[0], 8);
+	x->wr_id = 52;
+	ibv_wr_atomic_fetch_add(x, self->tgt.mr->rkey, (uintptr_t)w, 11);
+	ibv_wr_set_sge(x, self->req.mr->lkey, (uintptr_t)&res[1], 8);
+	x->wr_id = 53;
+	ibv_wr_atomic_cmp_swp(x, self->tgt.mr->rkey, (uintptr_t)w, 7, 200);
+	ibv_wr_set_sge(x, self->req.mr->lkey, (uintptr_t)&res[2], 8);
+	ASSERT_EQ(0, ibv_wr_complete(x));
+	ASSERT_EQ(3, poll_n(self->req.cq, wc, 3));
+	check_wc(_metadata, &wc[0], 51, IBV_WC_COMP_SWAP, self->req.qp[1]);
+	check_wc(_metadata, &wc[1], 52, IBV_WC_FETCH_ADD, self->req.qp[1]);
+	check_wc(_metadata, &wc[2], 53, IBV_WC_COMP_SWAP, self->req.qp[1]);
+	EXPECT_EQ(7ULL, res[0]);
+	EXPECT_EQ(100ULL, res[1]);
+	EXPECT_EQ(111ULL, res[2]);
+	EXPECT_EQ(111ULL, *w);
+
+	if (!self->req_srdma)
+		return;
+	/* srdma refuses an atomic without one 8-byte SGE: nothing posted */
+	for (i = 0; i < 3; i++) {
+		ibv_wr_start(x);
+		x->wr_id = 60 + i;
+		ibv_wr_atomic_fetch_add(x, self->tgt.mr->rkey, (uintptr_t)w, 1);
+		if (i == 0)
+			ibv_wr_set_sge(x, self->req.mr->lkey,
+				       (uintptr_t)&res[3], 4);
+		if (i == 1) {
+			struct ibv_sge two[2] = {
+				sge_of(self->req.mr, &res[3], 4),
+				sge_of(self->req.mr, (char *)&res[3] + 4, 4),
+			};
+
+			ibv_wr_set_sge_list(x, 2, two);
+		}
+		/* i == 2: no SGE at all */
+		EXPECT_EQ(EINVAL, ibv_wr_complete(x));
+	}
+	usleep(100000);
+	EXPECT_EQ(0, ibv_poll_cq(self->req.cq, 3, wc));
+	EXPECT_EQ(111ULL, *w);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->req.qp[1]));
+}
+
+/* A result SGE that is not one of 8 bytes: post_send says EINVAL. */
+TEST_F(atomic, wrong_size)
+{
+	uint64_t *w = &self->tgt.buf[500], *res = self->req.buf + 48;
+	struct ibv_qp *qp = self->req.qp[0];
+	struct ibv_sge s[2];
+	struct ibv_wc wc;
+
+	SELECTED();
+	if (!self->req_srdma)
+		SKIP(return, "the requester is not srdma");
+	*w = 5;
+	s[0] = sge_of(self->req.mr, &res[0], 4);
+	EXPECT_EQ(EINVAL, post_atomic(qp, 70, IBV_WR_ATOMIC_FETCH_AND_ADD, s,
+				      1, (uintptr_t)w, self->tgt.mr->rkey, 1,
+				      0, IBV_SEND_SIGNALED));
+	s[0] = sge_of(self->req.mr, &res[0], 16);
+	EXPECT_EQ(EINVAL, post_atomic(qp, 71, IBV_WR_ATOMIC_CMP_AND_SWP, s, 1,
+				      (uintptr_t)w, self->tgt.mr->rkey, 5, 6,
+				      IBV_SEND_SIGNALED));
+	s[0] = sge_of(self->req.mr, &res[0], 4);
+	s[1] = sge_of(self->req.mr, (char *)&res[0] + 4, 4);
+	EXPECT_EQ(EINVAL, post_atomic(qp, 72, IBV_WR_ATOMIC_FETCH_AND_ADD, s,
+				      2, (uintptr_t)w, self->tgt.mr->rkey, 1,
+				      0, IBV_SEND_SIGNALED));
+	EXPECT_EQ(EINVAL, post_atomic(qp, 73, IBV_WR_ATOMIC_FETCH_AND_ADD, s,
+				      0, (uintptr_t)w, self->tgt.mr->rkey, 1,
+				      0, IBV_SEND_SIGNALED));
+	usleep(100000);
+	EXPECT_EQ(0, ibv_poll_cq(self->req.cq, 1, &wc));
+	EXPECT_EQ(5ULL, *w);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(qp));
+	/* and the QP still works */
+	s[0] = sge_of(self->req.mr, &res[1], 8);
+	ASSERT_EQ(0, post_atomic(qp, 74, IBV_WR_ATOMIC_FETCH_AND_ADD, s, 1,
+				 (uintptr_t)w, self->tgt.mr->rkey, 1, 0,
+				 IBV_SEND_SIGNALED));
+	ASSERT_EQ(1, poll_n(self->req.cq, &wc, 1));
+	check_wc(_metadata, &wc, 74, IBV_WC_FETCH_ADD, qp);
+	EXPECT_EQ(5ULL, res[1]);
+	EXPECT_EQ(6ULL, *w);
+}
+
+/*
+ * An atomic that fails with @status after posting: the completion's
+ * wr_id, status and qp_num, the word unchanged, both QPs in ERR when the
+ * responder refused it (@resp_err), else only the requester's.
+ */
+static void expect_fail(struct __test_metadata *_metadata,
+			FIXTURE_DATA(atomic) *self, struct ibv_sge *s,
+			uint64_t *w, uint32_t rkey,
+			enum ibv_wc_status status, bool resp_err)
+{
+	struct ibv_qp *qp = self->req.qp[0];
+	struct ibv_sge s1;
+	struct ibv_wc wc;
+
+	*w = 77;
+	ASSERT_EQ(0, post_atomic(qp, 90, IBV_WR_ATOMIC_FETCH_AND_ADD, s, 1,
+				 (uintptr_t)w, rkey, 1, 0, IBV_SEND_SIGNALED));
+	ASSERT_EQ(1, poll_n(self->req.cq, &wc, 1));
+	EXPECT_EQ(90U, wc.wr_id);
+	EXPECT_EQ(status, wc.status) TH_LOG("got %s, expected %s",
+					    ibv_wc_status_str(wc.status),
+					    ibv_wc_status_str(status));
+	EXPECT_EQ(qp->qp_num, wc.qp_num);
+	EXPECT_EQ(77ULL, *w);
+	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(qp));
+	if (resp_err)
+		EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->tgt.qp[0]));
+	/* the other connection carries on */
+	s1 = sge_of(self->req.mr, self->req.buf + 60, 8);
+	ASSERT_EQ(0, post_atomic(self->req.qp[1], 91,
+				 IBV_WR_ATOMIC_FETCH_AND_ADD, &s1, 1,
+				 (uintptr_t)w, self->tgt.mr->rkey, 1, 0,
+				 IBV_SEND_SIGNALED));
+	ASSERT_EQ(1, poll_n(self->req.cq, &wc, 1));
+	check_wc(_metadata, &wc, 91, IBV_WC_FETCH_ADD, self->req.qp[1]);
+	EXPECT_EQ(77ULL, self->req.buf[60]);
+	EXPECT_EQ(78ULL, *w);
+}
+
+/*
+ * An address not 8-byte aligned: the srdma requester sends it and the
+ * responder NAKs it as an invalid request. (rdma_rxe's requester refuses
+ * it in post_send with EINVAL instead.)
+ */
+TEST_F(atomic, misaligned)
+{
+	struct ibv_sge s = sge_of(self->req.mr, self->req.buf, 8);
+	uint64_t *w = &self->tgt.buf[440];
+	int ret;
+
+	SELECTED();
+	*w = 77;
+	ret = post_atomic(self->req.qp[0], 90, IBV_WR_ATOMIC_FETCH_AND_ADD, &s,
+			  1, (uintptr_t)w + 4, self->tgt.mr->rkey, 1, 0,
+			  IBV_SEND_SIGNALED);
+	if (!self->req_srdma && ret == EINVAL)
+		SKIP(return, "the rxe requester refuses it in post_send");
+	ASSERT_EQ(0, ret);
+	{
+		struct ibv_wc wc;
+
+		ASSERT_EQ(1, poll_n(self->req.cq, &wc, 1));
+		EXPECT_EQ(90U, wc.wr_id);
+		EXPECT_EQ(IBV_WC_REM_INV_REQ_ERR, wc.status)
+			TH_LOG("got %s", ibv_wc_status_str(wc.status));
+		EXPECT_EQ(self->req.qp[0]->qp_num, wc.qp_num);
+	}
+	EXPECT_EQ(77ULL, *w);
+	EXPECT_EQ(0ULL, self->tgt.buf[441]);
+	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->req.qp[0]));
+	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->tgt.qp[0]));
+}
+
+/* An MR without remote atomic access: NAK remote access error. */
+TEST_F(atomic, mr_no_access)
+{
+	struct ibv_sge s = sge_of(self->req.mr, self->req.buf, 8);
+	uint64_t *w = &self->tgt.buf[448];
+	struct ibv_mr *mr;
+
+	SELECTED();
+	mr = ibv_reg_mr(self->tgt.pd, w, 64, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	ASSERT_NE(NULL, mr);
+	expect_fail(_metadata, self, &s, w, mr->rkey, IBV_WC_REM_ACCESS_ERR,
+		    true);
+	ibv_dereg_mr(mr);
+}
+
+/* An R_Key that names no MR: NAK remote access error. */
+TEST_F(atomic, bad_rkey)
+{
+	struct ibv_sge s = sge_of(self->req.mr, self->req.buf, 8);
+
+	SELECTED();
+	expect_fail(_metadata, self, &s, &self->tgt.buf[456],
+		    self->tgt.mr->rkey ^ 0x80, IBV_WC_REM_ACCESS_ERR, true);
+}
+
+/*
+ * A target QP without remote atomic access: srdma NAKs it as a remote
+ * access error, as it does READ and WRITE; rdma_rxe as an invalid request.
+ */
+TEST_F(atomic, qp_no_access)
+{
+	struct ibv_sge s = sge_of(self->req.mr, self->req.buf, 8);
+	struct ibv_qp_attr a = {
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ,
+	};
+
+	SELECTED();
+	ASSERT_EQ(0, ibv_modify_qp(self->tgt.qp[0], &a, IBV_QP_ACCESS_FLAGS));
+	expect_fail(_metadata, self, &s, &self->tgt.buf[464],
+		    self->tgt.mr->rkey, self->tgt_rxe ?
+		    IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_ACCESS_ERR, true);
+}
+
+/*
+ * A bad L_Key, or an MR without local write, for the result: a local
+ * protection error. srdma checks before sending, so the word is never
+ * touched; rdma_rxe finds out when the result comes back.
+ */
+TEST_F(atomic, bad_lkey)
+{
+	struct ibv_sge s = sge_of(self->req.mr, self->req.buf, 8);
+
+	SELECTED();
+	if (!self->req_srdma)
+		SKIP(return, "the requester is not srdma");
+	s.lkey ^= 0x80;
+	expect_fail(_metadata, self, &s, &self->tgt.buf[472],
+		    self->tgt.mr->rkey, IBV_WC_LOC_PROT_ERR, false);
+}
+
+/* The same with a result MR the requester may only read. */
+TEST_F(atomic, readonly_result)
+{
+	struct ibv_mr *ro;
+	struct ibv_sge s;
+
+	SELECTED();
+	if (!self->req_srdma)
+		SKIP(return, "the requester is not srdma");
+	ro = ibv_reg_mr(self->req.pd, self->req.buf + 256, 64, 0);
+	ASSERT_NE(NULL, ro);
+	s = sge_of(ro, self->req.buf + 256, 8);
+	expect_fail(_metadata, self, &s, &self->tgt.buf[480],
+		    self->tgt.mr->rkey, IBV_WC_LOC_PROT_ERR, false);
+	ibv_dereg_mr(ro);
+}
+
+TEST_HARNESS_MAIN
