@@ -5,7 +5,7 @@
 usage: hostile.py NETNS TEST GIDX
 
 Starts srdma_target (one RC QP on $SRDMA_DEV, default srdma0, at
-10.0.0.1) in the current namespace, connected to a peer QP that does not
+10.0.0.1; a UC QP for the tests named uc_*) in the current namespace, connected to a peer QP that does not
 exist: this script, which then enters network namespace NETNS (10.0.0.2),
 speaks RoCEv2 itself over a raw IPv4 socket (ICRC computed here), listens
 on UDP 4791 for what the QP answers, and asserts the QP's answers, state,
@@ -34,6 +34,8 @@ SYN_ACK, SYN_RNR, SYN_NAK = 0x00, 0x20, 0x60
 NAK_SEQ, NAK_INV, NAK_ACC = 0x60, 0x61, 0x62
 QPS_RTS, QPS_ERR = 3, 6
 WC_RECV_RDMA_WITH_IMM, WC_WITH_IMM, WC_FLUSH = 129, 2, 5
+WC_RECV = 128
+UC = 0x20                           # the UC group: UC | an RC opcode
 
 
 def fail(msg):
@@ -44,10 +46,11 @@ def fail(msg):
 class Target:
     """srdma_target, driven over its stdin/stdout."""
 
-    def __init__(self, gidx):
+    def __init__(self, gidx, uc=False):
         self.p = subprocess.Popen(
             ["srdma_target", "-d", os.environ.get("SRDMA_DEV", "srdma0"),
-             "-g", str(gidx), "-r", SRC, "-q", str(PEER_QPN)],
+             "-g", str(gidx), "-r", SRC, "-q", str(PEER_QPN)] +
+            (["-u"] if uc else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         hello = self.p.stdout.readline().split()
         if not hello:
@@ -478,12 +481,58 @@ def t_atomic_replay(t, w):
         fail("the misaligned FETCH ADD changed memory")
 
 
+def hw_counter(name):
+    """A hw counter of the device under test (sysfs of the init netns)."""
+    with open("/sys/class/infiniband/%s/ports/1/hw_counters/%s" %
+              (os.environ.get("SRDMA_DEV", "srdma0"), name)) as f:
+        return int(f.read())
+
+
+def t_uc_resync(t, w):
+    """UC: a stray MIDDLE far ahead or LAST far behind moves no PSN; a
+    packet just behind is a duplicate; the peer's next SEND ONLY lands."""
+    if t.cmd("recv 2") != "ok":
+        fail("post_recv")
+    d0 = hw_counter("rx_uc_msg_dropped")
+    w.send(UC | OP["SEND_MIDDLE"], RQ_PSN + 0x400000, b"\xee" * 64)
+    one, two = bytes(range(100)), bytes(range(200, 0, -1))
+    w.send(UC | OP["SEND_ONLY"], RQ_PSN, one)
+    time.sleep(0.3)
+    want = {"wr_id": 0x100, "status": 0, "opcode": WC_RECV,
+            "byte_len": len(one), "imm": 0, "wc_flags": 0,
+            "src_qp": PEER_QPN, "qp_num": t.qpn}
+    wcs = t.poll()
+    if wcs != [want]:
+        fail("after a stray MIDDLE: completions %s, want [%s]" % (wcs, want))
+    if t.cmd("dump 0 %d" % len(one)) != one.hex():
+        fail("SEND ONLY data not in place")
+    # the same PSN again (late or twice): dropped, placed at most once
+    w.send(UC | OP["SEND_ONLY"], RQ_PSN, b"\xdd" * 64)
+    # a LAST far behind: dropped, the expected PSN stays
+    w.send(UC | OP["SEND_LAST"], RQ_PSN - 0x3fffff, b"\xcc" * 64)
+    w.send(UC | OP["SEND_ONLY"], RQ_PSN + 1, two)
+    time.sleep(0.3)
+    want.update(wr_id=0x101, byte_len=len(two))
+    wcs = t.poll()
+    if wcs != [want]:
+        fail("after a duplicate and a stray LAST: completions %s, want [%s]"
+             % (wcs, want))
+    if t.cmd("dump 0 %d" % len(two)) != two.hex():
+        fail("second SEND ONLY data not in place")
+    d = hw_counter("rx_uc_msg_dropped") - d0
+    if d != 2:
+        fail("rx_uc_msg_dropped went up by %d, want 2 (MIDDLE, LAST)" % d)
+    expect_state(t, QPS_RTS)
+    if w.drain(0.2):
+        fail("a UC responder answered")
+
+
 def main():
     ns, test, gidx = sys.argv[1], sys.argv[2], int(sys.argv[3])
     fn = globals().get("t_" + test)
     if not fn:
         fail("no test " + test)
-    t = Target(gidx)
+    t = Target(gidx, uc=test.startswith("uc_"))
     enter_netns(ns)
     w = Wire(t.qpn)
     try:

@@ -1036,12 +1036,32 @@ static void srdma_resp_advance(struct srdma_qp *qp, struct srdma_pkt *pkt)
 }
 
 /*
- * A UC request (IBTA 9.8.3). A PSN beyond the expected one means packets
- * were lost or reordered: the message in progress is dropped, and a FIRST
- * or ONLY begins the next message there, while a MIDDLE or LAST is
- * dropped with the rest of its message. A PSN behind the expected one is
- * a packet that came late or twice: dropped, so that messages are placed
- * in order and at most once. No ACK, no NAK, no RNR NAK. QP lock held.
+ * How far behind the expected PSN a UC packet is taken as late or
+ * duplicated. Beyond that, a FIRST or ONLY begins a new message.
+ */
+#define SRDMA_UC_LATE_WINDOW	1024
+
+/*
+ * UC: drop packet @pkt alone, outside the message in progress: the
+ * message it belongs to is counted once, and once its LAST went by the
+ * next dropped packet belongs to another message. QP lock held.
+ */
+static void srdma_uc_drop_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	srdma_uc_drop(qp);
+	if (pkt->flags & SRDMA_F_LAST)
+		qp->uc_dropping = false;
+}
+
+/*
+ * A UC request (IBTA 9.8.3). The expected PSN moves only with a packet at
+ * that PSN, or with a FIRST or ONLY that begins a new message: a PSN up to
+ * SRDMA_UC_LATE_WINDOW behind it is a packet that came late or twice,
+ * dropped, so that messages are placed in order and at most once; at any
+ * other PSN a FIRST or ONLY begins the next message there (packets were
+ * lost; the message in progress is dropped), while a MIDDLE or LAST is
+ * dropped alone. A stray or spoofed packet thus never moves the expected
+ * PSN away from the peer's. No ACK, no NAK, no RNR NAK. QP lock held.
  */
 static void srdma_uc_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			 struct sk_buff *skb, int payoff)
@@ -1052,30 +1072,36 @@ static void srdma_uc_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	int err;
 
 	lockdep_assert_held(&qp->lock);
-	if (d < 0) {
+	if (d < 0 && d >= -SRDMA_UC_LATE_WINDOW) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 		return;
 	}
-	if (d > 0) {
+	if (d) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
 		srdma_dbg_qp(qp, "UC psn %u, expected %u\n", pkt->psn,
 			     qp->epsn);
+		if (!(pkt->flags & SRDMA_F_FIRST)) {
+			/* the message in progress, if any, is left alone */
+			if (!in_msg)
+				srdma_uc_drop_pkt(qp, pkt);
+			return;
+		}
 	}
 	qp->epsn = srdma_psn_add(pkt->psn, 1);
-	if (in_msg && (d > 0 || (pkt->flags & SRDMA_F_FIRST))) {
+	if (in_msg && (d || (pkt->flags & SRDMA_F_FIRST))) {
 		srdma_uc_drop(qp);		/* a packet of it went missing */
 		in_msg = false;
 	}
 	if (pkt->flags & SRDMA_F_FIRST) {
 		qp->uc_dropping = false;	/* a new message begins */
 	} else if (!in_msg) {
-		srdma_uc_drop(qp);		/* its beginning went missing */
+		srdma_uc_drop_pkt(qp, pkt);	/* its beginning went missing */
 		return;
 	}
 	if (!srdma_resp_seq_ok(qp, pkt)) {
 		srdma_dbg_qp(qp, "UC opcode %#x out of sequence after %#x\n",
 			     pkt->opcode, qp->resp_opcode);
-		srdma_uc_drop(qp);
+		srdma_uc_drop_pkt(qp, pkt);
 		return;
 	}
 	if (pkt->flags & SRDMA_F_SEND)
@@ -1084,6 +1110,8 @@ static void srdma_uc_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		err = srdma_resp_write(qp, pkt, skb, payoff);
 	if (!err)
 		qp->resp_opcode = pkt->opcode;
+	else if (pkt->flags & SRDMA_F_LAST)
+		qp->uc_dropping = false;	/* its message is over */
 }
 
 /**
