@@ -199,7 +199,7 @@ TEST_F(qp, create_limits)
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
 	EXPECT_EQ(EINVAL, errno);
 	init.cap.max_inline_data = 0;
-	/* RC, UC and UD are supported (srdma_ud_test, srdma_uc_test). */
+	/* RC, UC and UD are supported (srdma_ud_test, srdma_inline_test). */
 	init.qp_type = IBV_QPT_RAW_PACKET;
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
 	EXPECT_EQ(EOPNOTSUPP, errno);

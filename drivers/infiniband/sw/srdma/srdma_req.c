@@ -1015,9 +1015,14 @@ static void srdma_uc_run(struct srdma_qp *qp)
 	lockdep_assert_held(&qp->lock);
 	while (qp->sq.cons != qp->sq.prod) {
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		if (!wqe->started && qp->state != IB_QPS_RTS)
+			break;
+		/* Started only once a packet of it goes out (SQD). */
+		if (!budget--) {
+			queue_work(srdma_wq, &qp->send_work);
+			return;
+		}
 		if (!wqe->started) {
-			if (qp->state != IB_QPS_RTS)
-				break;
 			if (srdma_npkts(wqe->length, qp->mtu) >
 			    SRDMA_MAX_MSG_PKTS) {
 				/* Posted before the path MTU shrank. */
@@ -1026,10 +1031,6 @@ static void srdma_uc_run(struct srdma_qp *qp)
 			}
 			wqe->started = true;
 			qp->sq_next_off = 0;
-		}
-		if (!budget--) {
-			queue_work(srdma_wq, &qp->send_work);
-			return;
 		}
 		if (srdma_uc_packet(qp, wqe)) {
 			srdma_dbg_qp(qp, "wr %llu: local protection error\n",
@@ -1052,9 +1053,9 @@ static void srdma_uc_run(struct srdma_qp *qp)
  * srdma_send_work() - run the requester from process context
  * @work: the QP's send_work
  *
- * For what a UD requester run left over (it sends another budget and
- * queues this work again if more is left), and for work requests a kernel
- * consumer posted with IRQs off, which could not be sent from there.
+ * For what a UD or UC requester run left over (it sends another budget
+ * and queues this work again if more is left), and for work requests a
+ * kernel consumer posted with IRQs off, which could not be sent from there.
  * Does nothing once the QP has left RTS; destroy_qp moves it to RESET
  * before it cancels this work.
  *
