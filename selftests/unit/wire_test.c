@@ -452,6 +452,10 @@ TEST(uc_opcodes)
 	struct srdma_pkt in, out;
 	u32 op, rc, f, hl, pay;
 
+	/* no RC or UD opcode is taken for UC (atomics and their ACK) */
+	for (op = 0; op <= 0xff; op++)
+		if ((op & SRDMA_OP_TRANSPORT_MASK) != SRDMA_OP_UC)
+			EXPECT_FALSE(srdma_op_flags(op) & SRDMA_F_UC);
 	for (op = 0x20; op <= 0x3f; op++) {
 		rc = op & 0x1f;
 		f = srdma_op_flags(op);
@@ -460,7 +464,11 @@ TEST(uc_opcodes)
 			continue;
 		}
 		EXPECT_EQ(srdma_op_flags(rc) | SRDMA_F_UC, f);
-		EXPECT_FALSE(f & (SRDMA_F_UD | SRDMA_F_DETH | SRDMA_F_AETH));
+		EXPECT_FALSE(f & (SRDMA_F_UD | SRDMA_F_DETH | SRDMA_F_AETH |
+				  SRDMA_F_READ | SRDMA_F_RRESP |
+				  SRDMA_F_ATOMIC | SRDMA_F_AACK));
+		/* the UC bit is apart from every flag of the table */
+		EXPECT_FALSE(srdma_op_flags(rc) & SRDMA_F_UC);
 		EXPECT_EQ(srdma_hdr_len(rc), srdma_hdr_len(op));
 		memset(&in, 0, sizeof(in));
 		in.opcode = op;
