@@ -59,7 +59,17 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	    pkt2.msn != pkt.msn || pkt2.syndrome != pkt.syndrome ||
 	    pkt2.imm != pkt.imm || pkt2.qkey != pkt.qkey ||
 	    pkt2.sqpn != pkt.sqpn || pkt2.paylen != pkt.paylen ||
-	    pkt2.se != pkt.se || pkt2.ackreq != pkt.ackreq)
+	    pkt2.se != pkt.se || pkt2.ackreq != pkt.ackreq ||
+	    pkt2.inv_rkey != pkt.inv_rkey)
+		abort();
+	/* The IETH ends a SEND, and comes with no other extension header. */
+	if ((pkt.flags & SRDMA_F_IETH) &&
+	    (!(pkt.flags & SRDMA_F_SEND) || !(pkt.flags & SRDMA_F_LAST) ||
+	     (pkt.flags & (SRDMA_F_IMM | SRDMA_F_RETH | SRDMA_F_DETH |
+			   SRDMA_F_AETH | SRDMA_F_UD)) ||
+	     pkt.hdr_len != SRDMA_BTH_LEN + SRDMA_IETH_LEN))
+		abort();
+	if (!(pkt.flags & SRDMA_F_IETH) && pkt.inv_rkey)
 		abort();
 	return 0;
 }

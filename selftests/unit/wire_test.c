@@ -156,6 +156,7 @@ TEST(build_parse_roundtrip)
 	u8 buf[SRDMA_MAX_HDR_LEN + 64 + SRDMA_ICRC_LEN];
 	static const u32 ud_ops[] = {
 		SRDMA_OP_UD_SEND_ONLY, SRDMA_OP_UD_SEND_ONLY_IMM,
+		SRDMA_OP_SEND_LAST_INV, SRDMA_OP_SEND_ONLY_INV,
 	};
 	struct srdma_pkt in, out;
 	u32 i, op, hl, pay;
@@ -179,6 +180,7 @@ TEST(build_parse_roundtrip)
 		in.imm = 0x01020304;
 		in.qkey = 0x80010000;
 		in.sqpn = 0x000001;
+		in.inv_rkey = 0x00abcd5a;
 		pay = in.flags & SRDMA_F_PAYLOAD ? 64 : 0;
 		hl = srdma_build_hdr(buf, &in);
 		EXPECT_EQ(srdma_hdr_len(op), hl);
@@ -205,7 +207,77 @@ TEST(build_parse_roundtrip)
 		}
 		if (in.flags & SRDMA_F_IMM)
 			EXPECT_EQ(in.imm, out.imm);
+		if (in.flags & SRDMA_F_IETH) {
+			EXPECT_EQ(in.inv_rkey, out.inv_rkey);
+		} else {
+			EXPECT_EQ(0U, out.inv_rkey);
+		}
 	}
+}
+
+/*
+ * SEND ONLY and SEND LAST with Invalidate, written out by hand from IBTA
+ * 9.2 and 9.3.7: BTH, IETH (R_Key 0x00123456), 5 bytes of payload and 3
+ * of pad.
+ */
+TEST(parse_send_with_inv)
+{
+	static const u8 p[] = {
+		0x17, 0xb0, 0xff, 0xff, 0x00, 0x00, 0x00, 0x42,	/* BTH */
+		0x80, 0x00, 0x00, 0x09,
+		0x00, 0x12, 0x34, 0x56,				/* IETH */
+		1, 2, 3, 4, 5, 0, 0, 0,				/* data, pad */
+		0, 0, 0, 0,					/* ICRC */
+	};
+	u8 q[sizeof(p)];
+	struct srdma_pkt out;
+
+	ASSERT_EQ(0, srdma_parse(p, 16, sizeof(p), &out));
+	EXPECT_EQ(SRDMA_OP_SEND_ONLY_INV, out.opcode);
+	EXPECT_EQ(SRDMA_F_ONLY, out.flags & SRDMA_F_ONLY);
+	EXPECT_TRUE(out.flags & SRDMA_F_SEND);
+	EXPECT_TRUE(out.flags & SRDMA_F_IETH);
+	EXPECT_FALSE(out.flags & (SRDMA_F_IMM | SRDMA_F_RETH | SRDMA_F_UD));
+	EXPECT_EQ(1, out.se);
+	EXPECT_EQ(1, out.ackreq);
+	EXPECT_EQ(0x42U, out.dqpn);
+	EXPECT_EQ(9U, out.psn);
+	EXPECT_EQ(0x00123456U, out.inv_rkey);
+	EXPECT_EQ(16U, out.hdr_len);
+	EXPECT_EQ(5U, out.paylen);
+	EXPECT_EQ(3, out.pad);
+	EXPECT_EQ(0U, out.imm);
+
+	/* SEND LAST with Invalidate: the end of a message, not its start */
+	memcpy(q, p, sizeof(q));
+	q[0] = 0x16;
+	ASSERT_EQ(0, srdma_parse(q, 16, sizeof(q), &out));
+	EXPECT_EQ(SRDMA_OP_SEND_LAST_INV, out.opcode);
+	EXPECT_EQ(SRDMA_F_LAST, out.flags & SRDMA_F_ONLY);
+	EXPECT_EQ(0x00123456U, out.inv_rkey);
+
+	/* an empty SEND with Invalidate (no pad) is valid */
+	q[0] = 0x17;
+	q[1] = 0x80;
+	ASSERT_EQ(0, srdma_parse(q, 16, 16 + 4, &out));
+	EXPECT_EQ(0U, out.paylen);
+	EXPECT_EQ(0x00123456U, out.inv_rkey);
+	/* the datagram ends inside the IETH */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 14, 14, &out));
+	/* room for the IETH but not the ICRC */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 16, 16 + 3, &out));
+	/* fewer header bytes available than the IETH needs */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 15, sizeof(p), &out));
+	/* the same opcode bits in the UC and RD ranges name nothing */
+	q[0] = 0x36;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(q, 16, sizeof(q), &out));
+	q[0] = 0x57;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(q, 16, sizeof(q), &out));
+	/* built back, the same bytes */
+	memset(q, 0, sizeof(q));
+	ASSERT_EQ(0, srdma_parse(p, 16, sizeof(p), &out));
+	EXPECT_EQ(16U, srdma_build_hdr(q, &out));
+	EXPECT_EQ(0, memcmp(p, q, 16));
 }
 
 /*

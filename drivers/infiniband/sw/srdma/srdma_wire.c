@@ -29,6 +29,8 @@
 #define SRDMA_DETH_QKEY		0
 #define SRDMA_DETH_RESV8	4
 #define SRDMA_DETH_SQPN		5
+/* IETH (IBTA 9.3.7): one R_Key. */
+#define SRDMA_IETH_RKEY		0
 
 /*
  * Variant fields of the IP and UDP headers, which the ICRC covers as ones
@@ -69,6 +71,13 @@ static const u16 srdma_opflags_tbl[SRDMA_OP_ACK + 1] = {
 #define SRDMA_F_UD_SEND	(SRDMA_F_UD | SRDMA_F_SEND | SRDMA_F_ONLY | \
 			 SRDMA_F_DETH | SRDMA_F_PAYLOAD)
 
+/*
+ * SEND with Invalidate ends a SEND: LAST or ONLY, never with ImmDt (the
+ * IETH takes its place).
+ */
+#define SRDMA_F_SEND_INV (SRDMA_F_SEND | SRDMA_F_LAST | SRDMA_F_IETH | \
+			  SRDMA_F_PAYLOAD)
+
 #undef PL
 
 /**
@@ -84,6 +93,10 @@ u32 srdma_op_flags(u8 opcode)
 		return SRDMA_F_UD_SEND;
 	if (opcode == SRDMA_OP_UD_SEND_ONLY_IMM)
 		return SRDMA_F_UD_SEND | SRDMA_F_IMM;
+	if (opcode == SRDMA_OP_SEND_LAST_INV)
+		return SRDMA_F_SEND_INV;
+	if (opcode == SRDMA_OP_SEND_ONLY_INV)
+		return SRDMA_F_SEND_INV | SRDMA_F_FIRST;
 	return opcode <= SRDMA_OP_ACK ? srdma_opflags_tbl[opcode] : 0;
 }
 
@@ -101,7 +114,8 @@ u32 srdma_hdr_len(u8 opcode)
 	return SRDMA_BTH_LEN + (f & SRDMA_F_RETH ? SRDMA_RETH_LEN : 0) +
 	       (f & SRDMA_F_DETH ? SRDMA_DETH_LEN : 0) +
 	       (f & SRDMA_F_AETH ? SRDMA_AETH_LEN : 0) +
-	       (f & SRDMA_F_IMM ? SRDMA_IMM_LEN : 0);
+	       (f & SRDMA_F_IMM ? SRDMA_IMM_LEN : 0) +
+	       (f & SRDMA_F_IETH ? SRDMA_IETH_LEN : 0);
 }
 
 /* The BTH fields of @hdr into @pkt: opcode, flags, P_Key, QPN, PSN. */
@@ -143,7 +157,8 @@ static int srdma_parse_lengths(struct srdma_pkt *pkt, u32 avail,
 
 /*
  * The extension headers pkt->flags announce, in their wire order: RETH,
- * DETH, AETH, ImmDt. DETH's reserved byte is ignored on receive.
+ * DETH, AETH, ImmDt, IETH (which no opcode srdma takes carries with any
+ * of the others). DETH's reserved byte is ignored on receive.
  */
 static void srdma_parse_ext(const u8 *hdr, struct srdma_pkt *pkt)
 {
@@ -166,8 +181,12 @@ static void srdma_parse_ext(const u8 *hdr, struct srdma_pkt *pkt)
 		pkt->msn = srdma_get_be24(hdr + off + SRDMA_AETH_MSN);
 		off += SRDMA_AETH_LEN;
 	}
-	if (pkt->flags & SRDMA_F_IMM)
+	if (pkt->flags & SRDMA_F_IMM) {
 		memcpy(&pkt->imm, hdr + off, SRDMA_IMM_LEN);
+		off += SRDMA_IMM_LEN;
+	}
+	if (pkt->flags & SRDMA_F_IETH)
+		pkt->inv_rkey = srdma_get_be32(hdr + off + SRDMA_IETH_RKEY);
 }
 
 /* Where a packet sits in its message decides the payload it may carry. */
@@ -263,6 +282,10 @@ u32 srdma_build_hdr(u8 *buf, const struct srdma_pkt *pkt)
 	if (f & SRDMA_F_IMM) {
 		memcpy(buf + off, &pkt->imm, SRDMA_IMM_LEN);
 		off += SRDMA_IMM_LEN;
+	}
+	if (f & SRDMA_F_IETH) {
+		srdma_put_be32(buf + off + SRDMA_IETH_RKEY, pkt->inv_rkey);
+		off += SRDMA_IETH_LEN;
 	}
 	return off;
 }

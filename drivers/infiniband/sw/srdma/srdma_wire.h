@@ -23,6 +23,7 @@
 #define SRDMA_AETH_LEN		4
 #define SRDMA_IMM_LEN		4
 #define SRDMA_DETH_LEN		8
+#define SRDMA_IETH_LEN		4
 #define SRDMA_ICRC_LEN		4
 #define SRDMA_MAX_HDR_LEN	(SRDMA_BTH_LEN + SRDMA_RETH_LEN + SRDMA_IMM_LEN)
 
@@ -70,6 +71,9 @@ enum srdma_opcode {
 	SRDMA_OP_READ_RESP_LAST		= 0x0f,
 	SRDMA_OP_READ_RESP_ONLY		= 0x10,
 	SRDMA_OP_ACK			= 0x11,
+	/* SEND with Invalidate: the IETH names an R_Key to invalidate. */
+	SRDMA_OP_SEND_LAST_INV		= 0x16,
+	SRDMA_OP_SEND_ONLY_INV		= 0x17,
 	SRDMA_OP_UD_SEND_ONLY		= 0x64,
 	SRDMA_OP_UD_SEND_ONLY_IMM	= 0x65,
 };
@@ -90,6 +94,8 @@ enum srdma_opflags {
 	SRDMA_F_ACK	= 1 << 11,
 	SRDMA_F_DETH	= 1 << 12,
 	SRDMA_F_UD	= 1 << 13,	/* an Unreliable Datagram opcode */
+	/* IETH (IBTA 9.3.7): out of the others' way, past the u16 table */
+	SRDMA_F_IETH	= 1 << 20,
 	SRDMA_F_REQ	= SRDMA_F_SEND | SRDMA_F_WRITE | SRDMA_F_READ,
 	SRDMA_F_ONLY	= SRDMA_F_FIRST | SRDMA_F_LAST,
 };
@@ -127,6 +133,7 @@ struct srdma_pkt {
 	u32 qkey;		/* DETH */
 	u32 sqpn;
 	u32 imm;		/* ImmDt, kept in wire (big-endian) order */
+	u32 inv_rkey;		/* IETH: the R_Key to invalidate */
 	u32 hdr_len;		/* BTH + extension headers */
 	u32 paylen;		/* payload bytes, without pad and ICRC */
 };
