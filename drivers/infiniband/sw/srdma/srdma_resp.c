@@ -226,6 +226,10 @@ static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		wc.wc_flags = IB_WC_WITH_IMM;
 		wc.ex.imm_data = (__force __be32)pkt->imm;
 	}
+	if (status == IB_WC_SUCCESS && (pkt->flags & SRDMA_F_IETH)) {
+		wc.wc_flags = IB_WC_WITH_INVALIDATE;
+		wc.ex.invalidate_rkey = pkt->inv_rkey;
+	}
 	qp->recv_active = false;
 	srdma_rq_complete(qp, &wc, pkt->se);
 }
@@ -300,6 +304,27 @@ static int srdma_resp_need_recv(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	return qp->state == IB_QPS_ERR ? -EIO : srdma_send_rnr(qp, pkt->psn);
 }
 
+/*
+ * SEND with Invalidate @pkt, its payload placed: invalidate the R_Key its
+ * IETH names before the receive completes. Refused (not a fast
+ * registration of the QP's PD with remote rights, not valid), the
+ * receive completes in error and the QP fails (IBTA 9.9.3, class J):
+ * -EINVAL.
+ */
+static int srdma_resp_invalidate(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	if (!srdma_fr_invalidate(qp, pkt->inv_rkey, true)) {
+		srdma_count(qp->sdev, SRDMA_CNT_REMOTE_INV);
+		return 0;
+	}
+	srdma_count(qp->sdev, SRDMA_CNT_REMOTE_INV_ERR);
+	srdma_dbg_qp(qp, "SEND with Invalidate of R_Key %#x refused\n",
+		     pkt->inv_rkey);
+	srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+			 IB_WC_REM_INV_REQ_ERR);
+	return -EINVAL;
+}
+
 static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			   struct sk_buff *skb, int payoff)
 {
@@ -336,6 +361,11 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return err;
 	}
 	qp->recv_off += pkt->paylen;
+	if (pkt->flags & SRDMA_F_IETH) {
+		err = srdma_resp_invalidate(qp, pkt);
+		if (err)
+			return err;
+	}
 	if (pkt->flags & SRDMA_F_LAST) {
 		srdma_resp_msg_done(qp);
 		srdma_recv_done(qp, pkt, IB_WC_SUCCESS, IB_WC_RECV,
@@ -357,7 +387,7 @@ static struct srdma_mr *srdma_resp_mr(struct srdma_qp *qp, u32 rkey, u64 va,
 	if (!(qp->attr.qp_access_flags & access))
 		return NULL;
 	mr = srdma_mr_get(qp->sdev, rkey, true);
-	if (mr && ((serial && mr->serial != serial) ||
+	if (mr && ((serial && READ_ONCE(mr->serial) != serial) ||
 		   srdma_mr_check(mr, qp->ibqp.pd, va, len, access))) {
 		srdma_mr_put(mr);
 		mr = NULL;
@@ -415,7 +445,7 @@ static int srdma_resp_write_first(struct srdma_qp *qp, struct srdma_pkt *pkt)
 			return srdma_resp_access_err(qp, pkt, pkt->va,
 						     pkt->dmalen, pkt->rkey,
 						     false);
-		qp->write_mr_serial = mr->serial;
+		qp->write_mr_serial = READ_ONCE(mr->serial);
 		srdma_mr_put(mr);
 	}
 	qp->write_va = pkt->va;
@@ -681,7 +711,7 @@ static int srdma_resp_read_check(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	if (!mr)
 		return srdma_resp_access_err(qp, pkt, pkt->va, pkt->dmalen,
 					     pkt->rkey, true);
-	*serial = mr->serial;
+	*serial = READ_ONCE(mr->serial);
 	srdma_mr_put(mr);
 	return 0;
 }
