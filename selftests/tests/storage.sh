@@ -66,18 +66,23 @@ nvme_storage_dev() {
 
 nvme_storage_gone() { ! nvme_storage_dev; }
 
-# The nvmet target: subsystem, file-backed namespace of $1 MiB, RDMA port
-# on 10.0.0.1:4420.
+# Does block device $1 have the namespace's 64 MiB yet?
+nvme_storage_sized() { [ "$(blockdev --getsize64 "$1")" = $((64 << 20)) ]; }
+
+# The nvmet target: subsystem, a namespace on a RAM disk (brd) of $1 MiB,
+# RDMA port on 10.0.0.1:4420. (A file on the guest's overlayfs root will
+# not do: overlayfs inodes report no block size, and nvmet then describes
+# a namespace of 1-byte blocks, which the host refuses as empty.)
 nvmet_setup() {
 	local s=$STORAGE_CFG/subsystems/$STORAGE_NQN p=$STORAGE_CFG/ports/1
 	modprobe nvmet && modprobe nvmet-rdma || return 1
 	mountpoint -q /sys/kernel/config ||
 		mount -t configfs none /sys/kernel/config || return 1
-	truncate -s "${1}M" /tmp/nvmet.img || return 1
+	modprobe brd rd_nr=1 rd_size=$(($1 * 1024)) || return 1
+	wait_for 5 test -b /dev/ram0 || return 1
 	mkdir "$s" && echo 1 > "$s/attr_allow_any_host" || return 1
 	mkdir "$s/namespaces/1" || return 1
-	echo /tmp/nvmet.img > "$s/namespaces/1/device_path"
-	echo 1 > "$s/namespaces/1/buffered_io"
+	echo /dev/ram0 > "$s/namespaces/1/device_path"
 	echo 1 > "$s/namespaces/1/enable" || return 1
 	mkdir "$p" || return 1
 	echo rdma > "$p/addr_trtype"
@@ -98,7 +103,8 @@ nvme_storage_teardown() {
 		{ echo 0 > "$s/namespaces/1/enable"; rmdir "$s/namespaces/1"; }
 	rmdir "$s" 2>/dev/null
 	modprobe -r nvme-rdma nvmet-rdma nvmet 2>/dev/null
-	rm -f /tmp/nvmet.img /tmp/storage.*
+	modprobe -r brd 2>/dev/null
+	rm -f /tmp/storage.*
 }
 
 # Connect the host to the target; the namespace's block device on stdout.
@@ -134,7 +140,7 @@ storage_nothing_left() {
 
 test_storage_nvme_rdma() {
 	local dev before after d
-	storage_need nvmet nvmet-rdma nvme-rdma nvme.bin
+	storage_need nvmet nvmet-rdma nvme-rdma brd nvme.bin
 	trap nvme_storage_teardown EXIT
 	modprobe rdma_cm || fail "rdma_cm"
 	setup_bound_veth || fail "link add"
@@ -145,7 +151,9 @@ test_storage_nvme_rdma() {
 	before=$(storage_counters)
 	modprobe nvme-rdma || fail "modprobe nvme-rdma"
 	dev=$(nvme_storage_connect) || fail "nvme connect -t rdma: $(dmesg | tail -5)"
-	echo "# $dev: $(cat /sys/block/"$(basename "$dev")"/queue/max_hw_sectors_kb) KiB per I/O at most"
+	wait_for 10 nvme_storage_sized "$dev" ||
+		fail "$dev: $(blockdev --getsize64 "$dev") bytes"
+	echo "# $dev: $(cat /sys/block/"${dev#/dev/}"/queue/max_hw_sectors_kb) KiB per I/O at most"
 
 	# 1 MiB: 256 pages in one MR; 128 KiB; 8 KiB (two pages, beyond the
 	# inline data); 4 KiB (a write in the command capsule, a read
