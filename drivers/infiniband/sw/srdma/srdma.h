@@ -310,6 +310,7 @@ struct srdma_sge {
 /* Where the payload of a packet comes from (srdma_data_pkt()). */
 struct srdma_payload_src {
 	struct srdma_mr *mr;		/* a checked MR, or NULL: the SGEs */
+	u64 serial;			/* the registration of @mr checked */
 	u64 iova;			/* in @mr */
 	struct srdma_sge *sge;		/* a local SGE list, lkeys unchecked */
 	u32 num_sge;
@@ -795,11 +796,11 @@ u64 srdma_mr_new_serial(void);
 struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote);
 struct srdma_mr *srdma_mr_get_fast(struct srdma_dev *sdev, u32 key);
 void srdma_mr_put(struct srdma_mr *mr);
-int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
-		   int access);
-int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
-		  bool to_mr);
-int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
+int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u32 key, u64 iova,
+		   u32 len, int access, u64 *serial);
+int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
+		  u32 len, bool to_mr);
+int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len);
 int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		    u32 len);

@@ -416,29 +416,44 @@ static int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len,
  * srdma_mr_check() - May a range of an MR be used for an access?
  * @mr: the MR
  * @pd: the PD of the QP that asks
+ * @key: the lkey or rkey the MR was found by
  * @iova: the start of the range
  * @len: its length
  * @access: the IB_ACCESS_* rights needed
+ * @serial: in, the registration the caller checked before (a later packet
+ *	    of a message), or 0 for any; out, the registration checked
  *
- * A fast-registration MR must also be VALID; its copies check that again.
+ * A fast-registration MR must also be VALID with key @key; all of it is
+ * checked under the MR lock, and the serial returned is the one checked,
+ * for srdma_mr_copy() and srdma_mr_copy_skb() to check again under the
+ * lock around the copy. Other MRs keep their key and serial for life.
  *
  * Context: Any context.
  * Return: 0 if [@iova, @iova + @len) lies in @mr, of @pd, with @access
- * allowed; -EACCES for another PD, a missing right or an MR not valid;
- * -EFAULT for a range outside the MR.
+ * allowed; -EACCES for another PD, key or registration, a missing right or
+ * an MR not valid; -EFAULT for a range outside the MR.
  */
-int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
-		   int access)
+int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u32 key, u64 iova,
+		   u32 len, int access, u64 *serial)
 {
 	int err;
 
 	if (mr->ibmr.pd != pd)
 		return -EACCES;
-	if (mr->type != SRDMA_MR_FAST)
+	if (mr->type != SRDMA_MR_FAST) {
+		if (mr->key != key || (*serial && mr->serial != *serial))
+			return -EACCES;
+		*serial = mr->serial;
 		return srdma_mr_range_ok(mr, iova, len, access);
+	}
 	spin_lock_bh(&mr->lock);
-	err = mr->state == SRDMA_MR_VALID ?
-	      srdma_mr_range_ok(mr, iova, len, access) : -EACCES;
+	if (mr->state != SRDMA_MR_VALID || mr->key != key ||
+	    (*serial && mr->serial != *serial))
+		err = -EACCES;
+	else
+		err = srdma_mr_range_ok(mr, iova, len, access);
+	if (!err)
+		*serial = mr->serial;
 	spin_unlock_bh(&mr->lock);
 	return err;
 }
@@ -491,10 +506,12 @@ static u32 srdma_fr_chunk(struct srdma_mr *mr, u64 off, u32 left, void **va)
 
 /*
  * srdma_mr_copy() and srdma_mr_copy_skb() for a fast-registration MR:
- * under its lock, only while it is VALID, so nothing moves once an
- * invalidation has returned. Its pages are kernel memory: memcpy().
+ * under its lock, only while it is VALID with registration @serial, the
+ * one srdma_mr_check() checked, so nothing moves once an invalidation has
+ * returned, and nothing reaches a later registration. Its pages are
+ * kernel memory: memcpy().
  */
-static int srdma_fr_copy(struct srdma_mr *mr, u64 iova, void *buf,
+static int srdma_fr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 			 const struct sk_buff *skb, int skb_off, u32 len,
 			 bool to_mr)
 {
@@ -504,7 +521,8 @@ static int srdma_fr_copy(struct srdma_mr *mr, u64 iova, void *buf,
 	void *va;
 
 	spin_lock_bh(&mr->lock);
-	if (mr->state != SRDMA_MR_VALID || iova < mr->iova)
+	if (mr->state != SRDMA_MR_VALID || mr->serial != serial ||
+	    iova < mr->iova)
 		err = -EFAULT;
 	for (done = 0; !err && done < len; done += n) {
 		if (check_add_overflow(iova - mr->iova, (u64)done, &off))
@@ -527,6 +545,7 @@ static int srdma_fr_copy(struct srdma_mr *mr, u64 iova, void *buf,
 /**
  * srdma_mr_copy() - Copy between a buffer and an MR.
  * @mr: the MR
+ * @serial: the registration srdma_mr_check() returned
  * @iova: where in the MR
  * @buf: the kernel buffer
  * @len: bytes to copy
@@ -535,10 +554,11 @@ static int srdma_fr_copy(struct srdma_mr *mr, u64 iova, void *buf,
  * The caller checked the range with srdma_mr_check().
  *
  * Context: Any context.
- * Return: 0, or -EFAULT if the range leaves the MR.
+ * Return: 0, or -EFAULT if the range leaves the MR or the registration is
+ * no longer @serial.
  */
-int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
-		  bool to_mr)
+int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
+		  u32 len, bool to_mr)
 {
 	struct page *pg;
 	u32 n, done, pgoff;
@@ -552,7 +572,8 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 		return 0;
 	}
 	if (mr->type == SRDMA_MR_FAST)
-		return srdma_fr_copy(mr, iova, buf, NULL, 0, len, to_mr);
+		return srdma_fr_copy(mr, serial, iova, buf, NULL, 0, len,
+				     to_mr);
 	for (done = 0; done < len; done += n) {
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
 		if (!n)
@@ -570,6 +591,7 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 /**
  * srdma_mr_copy_skb() - Copy part of a packet into an MR.
  * @mr: the MR
+ * @serial: the registration srdma_mr_check() returned
  * @iova: where in the MR
  * @skb: the packet
  * @off: where in @skb
@@ -579,10 +601,10 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
  * srdma_mr_check().
  *
  * Context: Any context.
- * Return: 0, -EFAULT if the range leaves the MR, or skb_copy_bits()'s error
- * if @skb is too short.
+ * Return: 0, -EFAULT if the range leaves the MR or the registration is no
+ * longer @serial, or skb_copy_bits()'s error if @skb is too short.
  */
-int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
+int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len)
 {
 	struct page *pg;
@@ -593,7 +615,8 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 	if (mr->type == SRDMA_MR_DMA)
 		return skb_copy_bits(skb, off, (void *)(uintptr_t)iova, len);
 	if (mr->type == SRDMA_MR_FAST)
-		return srdma_fr_copy(mr, iova, NULL, skb, off, len, true);
+		return srdma_fr_copy(mr, serial, iova, NULL, skb, off, len,
+				     true);
 
 	for (done = 0; done < len; done += n) {
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
@@ -702,6 +725,7 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 {
 	struct srdma_mr *mr;
 	u32 i, n, done = 0;
+	u64 serial;
 	int err = 0;
 
 	for (i = 0; i < num_sge && done < len; i++) {
@@ -713,21 +737,25 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		mr = srdma_mr_get(qp->sdev, sge[i].lkey, false);
 		if (!mr)
 			return -EACCES;
+		serial = 0;
 		if (mr->type != SRDMA_MR_USER && qp->is_user)
 			err = -EACCES;
 		else
-			err = srdma_mr_check(mr, qp->ibqp.pd, sge[i].addr + off,
-					     n, to_mr ? IB_ACCESS_LOCAL_WRITE :
-					     0);
+			err = srdma_mr_check(mr, qp->ibqp.pd, sge[i].lkey,
+					     sge[i].addr + off, n,
+					     to_mr ? IB_ACCESS_LOCAL_WRITE : 0,
+					     &serial);
 		if (!err) {
 			if (skb && to_mr)
-				err = srdma_mr_copy_skb(mr, sge[i].addr + off,
+				err = srdma_mr_copy_skb(mr, serial,
+							sge[i].addr + off,
 							skb, skb_off + done, n);
 			else if (skb)
 				err = srdma_mr_attach(mr, sge[i].addr + off,
 						      skb, n);
 			else
-				err = srdma_mr_copy(mr, sge[i].addr + off,
+				err = srdma_mr_copy(mr, serial,
+						    sge[i].addr + off,
 						    buf + done, n, to_mr);
 		}
 		srdma_mr_put(mr);

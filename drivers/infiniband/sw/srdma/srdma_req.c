@@ -487,7 +487,8 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 				      buf, skb, 0, len, false);
 	if (skb)
 		return srdma_mr_attach(src->mr, src->iova, skb, len);
-	return srdma_mr_copy(src->mr, src->iova, buf, len, false) ?
+	return srdma_mr_copy(src->mr, src->serial, src->iova, buf, len,
+			     false) ?
 	       -EACCES : 0;
 }
 

@@ -376,19 +376,21 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 
 /*
  * The MR that rkey @rkey names, if [va, va + len) lies in it with @access
- * and the QP allows @access; with a reference. A @serial other than 0 must
- * match: the key must still name the MR that the message started with.
+ * and the QP allows @access; with a reference. A *@serial other than 0 must
+ * match: the key must still name the registration that the message started
+ * with. *@serial is set to the registration checked, under the MR lock
+ * (srdma_mr_check()), for the copy to check again.
  */
 static struct srdma_mr *srdma_resp_mr(struct srdma_qp *qp, u32 rkey, u64 va,
-				      u32 len, int access, u64 serial)
+				      u32 len, int access, u64 *serial)
 {
 	struct srdma_mr *mr;
 
 	if (!(qp->attr.qp_access_flags & access))
 		return NULL;
 	mr = srdma_mr_get(qp->sdev, rkey, true);
-	if (mr && ((serial && READ_ONCE(mr->serial) != serial) ||
-		   srdma_mr_check(mr, qp->ibqp.pd, va, len, access))) {
+	if (mr && srdma_mr_check(mr, qp->ibqp.pd, rkey, va, len, access,
+				 serial)) {
 		srdma_mr_put(mr);
 		mr = NULL;
 	}
@@ -432,22 +434,23 @@ static int srdma_resp_dmalen(struct srdma_qp *qp, struct srdma_pkt *pkt)
 static int srdma_resp_write_first(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	struct srdma_mr *mr;
+	u64 serial;
 	int err;
 
 	err = srdma_resp_dmalen(qp, pkt);
 	if (err)
 		return err;
-	qp->write_mr_serial = 0;
+	serial = 0;
 	if (pkt->dmalen) {
 		mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
-				   IB_ACCESS_REMOTE_WRITE, 0);
+				   IB_ACCESS_REMOTE_WRITE, &serial);
 		if (!mr)
 			return srdma_resp_access_err(qp, pkt, pkt->va,
 						     pkt->dmalen, pkt->rkey,
 						     false);
-		qp->write_mr_serial = READ_ONCE(mr->serial);
 		srdma_mr_put(mr);
 	}
+	qp->write_mr_serial = serial;
 	qp->write_va = pkt->va;
 	qp->write_rkey = pkt->rkey;
 	qp->write_left = pkt->dmalen;
@@ -463,16 +466,18 @@ static int srdma_resp_write_first(struct srdma_qp *qp, struct srdma_pkt *pkt)
 static int srdma_resp_write_place(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				  struct sk_buff *skb, int payoff)
 {
+	u64 serial = qp->write_mr_serial;
 	struct srdma_mr *mr;
 	int err;
 
 	mr = srdma_resp_mr(qp, qp->write_rkey, qp->write_va, pkt->paylen,
-			   IB_ACCESS_REMOTE_WRITE, qp->write_mr_serial);
+			   IB_ACCESS_REMOTE_WRITE, &serial);
 	if (!mr)
 		return srdma_resp_access_err(qp, pkt, qp->write_va,
 					     pkt->paylen, qp->write_rkey,
 					     false);
-	err = srdma_mr_copy_skb(mr, qp->write_va, skb, payoff, pkt->paylen);
+	err = srdma_mr_copy_skb(mr, serial, qp->write_va, skb, payoff,
+				pkt->paylen);
 	srdma_mr_put(mr);
 	if (err)
 		return srdma_resp_access_err(qp, pkt, qp->write_va,
@@ -555,14 +560,17 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 		.msn = msn,
 		.paylen = min(job->mtu, job->len - off),
 	};
-	struct srdma_payload_src src = { .iova = job->va + off };
+	struct srdma_payload_src src = {
+		.iova = job->va + off,
+		.serial = job->serial,
+	};
 	struct sk_buff *skb;
 
 	lockdep_assert_held(&qp->lock);
 	if (pkt.paylen) {
 		/* The MR the READ was accepted for, not one with its key. */
 		src.mr = srdma_resp_mr(qp, job->rkey, src.iova, pkt.paylen,
-				       IB_ACCESS_REMOTE_READ, job->serial);
+				       IB_ACCESS_REMOTE_READ, &src.serial);
 		if (!src.mr)
 			return -EACCES;
 	}
@@ -707,11 +715,10 @@ static int srdma_resp_read_check(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return 0;
 	}
 	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
-			   IB_ACCESS_REMOTE_READ, *serial);
+			   IB_ACCESS_REMOTE_READ, serial);
 	if (!mr)
 		return srdma_resp_access_err(qp, pkt, pkt->va, pkt->dmalen,
 					     pkt->rkey, true);
-	*serial = READ_ONCE(mr->serial);
 	srdma_mr_put(mr);
 	return 0;
 }
