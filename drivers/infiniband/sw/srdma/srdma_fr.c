@@ -43,8 +43,9 @@ static u64 *srdma_fr_alloc_pages(u32 n)
  * The MR starts FREE: no access until a REG_MR makes it VALID.
  *
  * Context: Process context.
- * Return: the MR, or an ERR_PTR: -EOPNOTSUPP for another @type, -EINVAL
- * for @max_num_sg 0 or over SRDMA_MAX_FAST_REG_PAGES, -ENOMEM, also when
+ * Return: the MR, or an ERR_PTR: -EINVAL for a user PD, -EOPNOTSUPP for
+ * another @type, -EINVAL for @max_num_sg 0 or over
+ * SRDMA_MAX_FAST_REG_PAGES, -ENOMEM, also when
  * the device has its limit of MRs.
  */
 struct ib_mr *srdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
@@ -54,6 +55,14 @@ struct ib_mr *srdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 	struct srdma_mr *mr;
 	int err;
 
+	/*
+	 * Kernel consumers only: remote invalidation relies on user PDs
+	 * having no fast-registration MRs.
+	 */
+	if (ibpd->uobject) {
+		srdma_dbg(sdev, "alloc_mr: a user PD\n");
+		return ERR_PTR(-EINVAL);
+	}
 	if (type != IB_MR_TYPE_MEM_REG) {
 		srdma_dbg(sdev, "alloc_mr: type %d not supported\n", type);
 		return ERR_PTR(-EOPNOTSUPP);
