@@ -8,7 +8,7 @@
 # srdma's local delivery.
 #
 # NVMe over Fabrics: nvmet with an RDMA port on 10.0.0.1 and a
-# file-backed namespace, nvme-rdma connected to it (nvme-cli), data
+# namespace on a RAM disk (brd), nvme-rdma connected to it (nvme-cli), data
 # written, read back and compared (dd, then fio with verify). Sizes are
 # above the target's 4 KiB of inline data and span many MR pages (1 MiB
 # is 256 pages, nvme-rdma's most). Reads come back as RDMA WRITEs to the
