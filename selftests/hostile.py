@@ -28,7 +28,8 @@ MTU = 1024
 OP = dict(SEND_FIRST=0, SEND_MIDDLE=1, SEND_LAST=2, SEND_ONLY=4,
           WRITE_FIRST=6, WRITE_MIDDLE=7, WRITE_LAST=8, WRITE_LAST_IMM=9,
           WRITE_ONLY=10, WRITE_ONLY_IMM=11, READ_REQ=12, ACK=0x11,
-          ATOMIC_ACK=0x12, CMP_SWAP=0x13, FETCH_ADD=0x14)
+          ATOMIC_ACK=0x12, CMP_SWAP=0x13, FETCH_ADD=0x14,
+          SEND_LAST_INV=0x16, SEND_ONLY_INV=0x17)
 READ_RESP = (13, 14, 15, 16)
 SYN_ACK, SYN_RNR, SYN_NAK = 0x00, 0x20, 0x60
 NAK_SEQ, NAK_INV, NAK_ACC = 0x60, 0x61, 0x62
@@ -36,6 +37,7 @@ QPS_RTS, QPS_ERR = 3, 6
 WC_RECV_RDMA_WITH_IMM, WC_WITH_IMM, WC_FLUSH = 129, 2, 5
 WC_RECV = 128
 UC = 0x20                           # the UC group: UC | an RC opcode
+WC_REM_INV_REQ = 9
 
 
 def fail(msg):
@@ -525,6 +527,40 @@ def t_uc_resync(t, w):
     expect_state(t, QPS_RTS)
     if w.drain(0.2):
         fail("a UC responder answered")
+
+
+def t_send_inv_user(t, w):
+    """SEND with Invalidate to a user QP, naming its own MR's rkey: user
+    MRs are never invalidated (a user PD has no fast-registration MR), so
+    the receive completes in error, the answer is an invalid request NAK
+    and the QP goes to ERR."""
+    if t.cmd("recv 1") != "ok":
+        fail("post_recv")
+    w.send(OP["SEND_FIRST"], RQ_PSN, b"\x66" * MTU)
+    # SEND LAST with Invalidate: the IETH sits where an ImmDt would.
+    w.send(OP["SEND_LAST_INV"], RQ_PSN + 1, b"\x77" * 8, imm=t.rkey,
+           ackreq=True)
+    expect_syn(w, RQ_PSN + 1, NAK_INV, "SEND with Invalidate of a user rkey")
+    expect_state(t, QPS_ERR, "invalid request")
+    wcs = t.poll()
+    if [(c["wr_id"], c["status"]) for c in wcs] != [(0x100, WC_REM_INV_REQ)]:
+        fail("completions %s, want wr_id 0x100 with status %d" %
+             (wcs, WC_REM_INV_REQ))
+
+
+def t_send_inv_dup(t, w):
+    """A SEND ONLY with Invalidate behind the expected PSN (a duplicate) is
+    ACKed and nothing else: no invalidation, no receive consumed."""
+    if t.cmd("recv 1") != "ok":
+        fail("post_recv")
+    old = (RQ_PSN - 1) & 0xffffff
+    w.send(OP["SEND_ONLY_INV"], old, b"\x88" * 8, imm=t.rkey, ackreq=True)
+    expect_syn(w, old, 0x1f, "duplicate SEND with Invalidate")
+    if t.poll():
+        fail("a duplicate SEND with Invalidate completed a receive")
+    expect_state(t, QPS_RTS)
+    if t.cmd("dump 0 8") != "00" * 8:
+        fail("a duplicate SEND with Invalidate was placed")
 
 
 def main():

@@ -158,6 +158,7 @@ TEST(build_parse_roundtrip)
 		SRDMA_OP_UD_SEND_ONLY, SRDMA_OP_UD_SEND_ONLY_IMM,
 		SRDMA_OP_ATOMIC_ACK, SRDMA_OP_COMPARE_SWAP,
 		SRDMA_OP_FETCH_ADD,
+		SRDMA_OP_SEND_LAST_INV, SRDMA_OP_SEND_ONLY_INV,
 	};
 	struct srdma_pkt in, out;
 	u32 i, op, hl, pay;
@@ -184,6 +185,7 @@ TEST(build_parse_roundtrip)
 		in.swap_add = 0x8070605040302010ULL;
 		in.compare = 0xfedcba9876543210ULL;
 		in.orig = 0x0123456789abcdefULL;
+		in.inv_rkey = 0x00abcd5a;
 		pay = in.flags & SRDMA_F_PAYLOAD ? 64 : 0;
 		hl = srdma_build_hdr(buf, &in);
 		EXPECT_EQ(srdma_hdr_len(op), hl);
@@ -221,6 +223,11 @@ TEST(build_parse_roundtrip)
 			EXPECT_EQ(0ULL, out.compare);
 		}
 		EXPECT_EQ(in.flags & SRDMA_F_AACK ? in.orig : 0ULL, out.orig);
+		if (in.flags & SRDMA_F_IETH) {
+			EXPECT_EQ(in.inv_rkey, out.inv_rkey);
+		} else {
+			EXPECT_EQ(0U, out.inv_rkey);
+		}
 	}
 }
 
@@ -318,6 +325,71 @@ TEST(parse_atomic_ack)
 	/* cut inside the AtomicAckETH; with payload */
 	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 20, 20 + 4, &out));
 	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 24, sizeof(p) + 8, &out));
+}
+
+/*
+ * SEND ONLY and SEND LAST with Invalidate, written out by hand from IBTA
+ * 9.2 and 9.3.7: BTH, IETH (R_Key 0x00123456), 5 bytes of payload and 3
+ * of pad.
+ */
+TEST(parse_send_with_inv)
+{
+	static const u8 p[] = {
+		0x17, 0xb0, 0xff, 0xff, 0x00, 0x00, 0x00, 0x42,	/* BTH */
+		0x80, 0x00, 0x00, 0x09,
+		0x00, 0x12, 0x34, 0x56,				/* IETH */
+		1, 2, 3, 4, 5, 0, 0, 0,				/* data, pad */
+		0, 0, 0, 0,					/* ICRC */
+	};
+	u8 q[sizeof(p)];
+	struct srdma_pkt out;
+
+	ASSERT_EQ(0, srdma_parse(p, 16, sizeof(p), &out));
+	EXPECT_EQ(SRDMA_OP_SEND_ONLY_INV, out.opcode);
+	EXPECT_EQ(SRDMA_F_ONLY, out.flags & SRDMA_F_ONLY);
+	EXPECT_TRUE(out.flags & SRDMA_F_SEND);
+	EXPECT_TRUE(out.flags & SRDMA_F_IETH);
+	EXPECT_FALSE(out.flags & (SRDMA_F_IMM | SRDMA_F_RETH | SRDMA_F_UD));
+	EXPECT_EQ(1, out.se);
+	EXPECT_EQ(1, out.ackreq);
+	EXPECT_EQ(0x42U, out.dqpn);
+	EXPECT_EQ(9U, out.psn);
+	EXPECT_EQ(0x00123456U, out.inv_rkey);
+	EXPECT_EQ(16U, out.hdr_len);
+	EXPECT_EQ(5U, out.paylen);
+	EXPECT_EQ(3, out.pad);
+	EXPECT_EQ(0U, out.imm);
+
+	/* SEND LAST with Invalidate: the end of a message, not its start */
+	memcpy(q, p, sizeof(q));
+	q[0] = 0x16;
+	ASSERT_EQ(0, srdma_parse(q, 16, sizeof(q), &out));
+	EXPECT_EQ(SRDMA_OP_SEND_LAST_INV, out.opcode);
+	EXPECT_EQ(SRDMA_F_LAST, out.flags & SRDMA_F_ONLY);
+	EXPECT_EQ(0x00123456U, out.inv_rkey);
+
+	/* an empty SEND with Invalidate (no pad) is valid */
+	q[0] = 0x17;
+	q[1] = 0x80;
+	ASSERT_EQ(0, srdma_parse(q, 16, 16 + 4, &out));
+	EXPECT_EQ(0U, out.paylen);
+	EXPECT_EQ(0x00123456U, out.inv_rkey);
+	/* the datagram ends inside the IETH */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 14, 14, &out));
+	/* room for the IETH but not the ICRC */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 16, 16 + 3, &out));
+	/* fewer header bytes available than the IETH needs */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 15, sizeof(p), &out));
+	/* the same opcode bits in the UC and RD ranges name nothing */
+	q[0] = 0x36;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(q, 16, sizeof(q), &out));
+	q[0] = 0x57;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(q, 16, sizeof(q), &out));
+	/* built back, the same bytes */
+	memset(q, 0, sizeof(q));
+	ASSERT_EQ(0, srdma_parse(p, 16, sizeof(p), &out));
+	EXPECT_EQ(16U, srdma_build_hdr(q, &out));
+	EXPECT_EQ(0, memcmp(p, q, 16));
 }
 
 /*
@@ -466,7 +538,8 @@ TEST(uc_opcodes)
 		EXPECT_EQ(srdma_op_flags(rc) | SRDMA_F_UC, f);
 		EXPECT_FALSE(f & (SRDMA_F_UD | SRDMA_F_DETH | SRDMA_F_AETH |
 				  SRDMA_F_READ | SRDMA_F_RRESP |
-				  SRDMA_F_ATOMIC | SRDMA_F_AACK));
+				  SRDMA_F_ATOMIC | SRDMA_F_AACK |
+				  SRDMA_F_IETH));
 		/* the UC bit is apart from every flag of the table */
 		EXPECT_FALSE(srdma_op_flags(rc) & SRDMA_F_UC);
 		EXPECT_EQ(srdma_hdr_len(rc), srdma_hdr_len(op));
@@ -521,6 +594,41 @@ TEST(uc_opcodes)
 	/* pad on a UC SEND MIDDLE */
 	EXPECT_EQ(-EPROTO, srdma_parse((const u8[]){ 0x21, 0x10, 0xff, 0xff,
 			0, 0, 0, 1, 0, 0, 0, 1 }, 12, 12 + 8 + 4, &out));
+}
+
+/*
+ * The flags past the u16 opcode table (UC, IETH) are apart from each
+ * other and from every bit the table holds; only the two SEND with
+ * Invalidate opcodes carry the IETH, and only the UC group SRDMA_F_UC.
+ */
+TEST(opflag_bits)
+{
+	static const u32 bits[] = {
+		SRDMA_F_SEND, SRDMA_F_WRITE, SRDMA_F_READ, SRDMA_F_RRESP,
+		SRDMA_F_FIRST, SRDMA_F_MIDDLE, SRDMA_F_LAST, SRDMA_F_RETH,
+		SRDMA_F_AETH, SRDMA_F_IMM, SRDMA_F_PAYLOAD, SRDMA_F_ACK,
+		SRDMA_F_DETH, SRDMA_F_UD, SRDMA_F_ATOMIC, SRDMA_F_AACK,
+		SRDMA_F_UC, SRDMA_F_IETH,
+	};
+	u32 seen = 0, i, f;
+
+	for (i = 0; i < ARRAY_SIZE(bits); i++) {
+		EXPECT_EQ(0U, bits[i] & (bits[i] - 1));	/* one bit */
+		EXPECT_EQ(0U, seen & bits[i]);		/* not taken */
+		seen |= bits[i];
+	}
+	EXPECT_EQ(1U << 14, (u32)SRDMA_F_ATOMIC);
+	EXPECT_EQ(1U << 15, (u32)SRDMA_F_AACK);
+	EXPECT_TRUE(SRDMA_F_UC > 0xffff && SRDMA_F_IETH > 0xffff);
+	for (i = 0; i <= 0xff; i++) {
+		f = srdma_op_flags(i);
+		EXPECT_EQ(i == SRDMA_OP_SEND_LAST_INV ||
+			  i == SRDMA_OP_SEND_ONLY_INV, !!(f & SRDMA_F_IETH));
+		EXPECT_FALSE((f & SRDMA_F_IETH) &&
+			     (f & (SRDMA_F_UC | SRDMA_F_UD | SRDMA_F_IMM |
+				   SRDMA_F_ATOMIC | SRDMA_F_AACK)));
+		EXPECT_FALSE((f & SRDMA_F_ATOMIC) && (f & SRDMA_F_UC));
+	}
 }
 
 TEST(psn_arithmetic)

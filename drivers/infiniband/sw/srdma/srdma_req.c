@@ -203,9 +203,19 @@ static enum ib_wc_opcode srdma_wc_opcode(u32 wr_opcode)
 		return IB_WC_COMP_SWAP;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case IB_WR_REG_MR:
+		return IB_WC_REG_MR;
+	case IB_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
 	default:
 		return IB_WC_SEND;
 	}
+}
+
+/* A work request the requester carries out alone, without a packet. */
+static bool srdma_wr_is_local(u32 wr_opcode)
+{
+	return wr_opcode == IB_WR_REG_MR || wr_opcode == IB_WR_LOCAL_INV;
 }
 
 /**
@@ -430,6 +440,8 @@ static u8 srdma_req_opcode(struct srdma_send_wqe *wqe, bool first, bool last)
 			return imm ? SRDMA_OP_WRITE_LAST_IMM : SRDMA_OP_WRITE_LAST;
 		return SRDMA_OP_WRITE_MIDDLE;
 	}
+	if (wqe->opcode == IB_WR_SEND_WITH_INV && last)
+		return first ? SRDMA_OP_SEND_ONLY_INV : SRDMA_OP_SEND_LAST_INV;
 	if (first && last)
 		return imm ? SRDMA_OP_SEND_ONLY_IMM : SRDMA_OP_SEND_ONLY;
 	if (first)
@@ -458,7 +470,8 @@ static void srdma_req_doorbell(struct srdma_qp *qp, bool skip)
 /*
  * Will another SEND or WRITE packet follow the current work request's
  * last one right away? Not if nothing is posted behind it, or if what is
- * waits for this one's ACK (a fence, a READ over the limit, SQD).
+ * waits for this one's ACK (a fence, a READ over the limit, SQD), or is a
+ * local operation (which sends nothing).
  */
 static bool srdma_more_follows(struct srdma_qp *qp)
 {
@@ -467,6 +480,8 @@ static bool srdma_more_follows(struct srdma_qp *qp)
 	if (qp->sq_next + 1 == qp->sq.prod || qp->state != IB_QPS_RTS)
 		return false;
 	next = srdma_ring_slot(&qp->sq, qp->sq_next + 1);
+	if (srdma_wr_is_local(next->opcode))
+		return false;
 	return (next->started && !next->done) ||
 	       (!srdma_wr_is_rd_atomic(next->opcode) &&
 		!(next->send_flags & IB_SEND_FENCE));
@@ -488,7 +503,8 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 				      buf, skb, 0, len, false);
 	if (skb)
 		return srdma_mr_attach(src->mr, src->iova, skb, len);
-	return srdma_mr_copy(src->mr, src->iova, buf, len, false) ?
+	return srdma_mr_copy(src->mr, src->serial, src->iova, buf, len,
+			     false) ?
 	       -EACCES : 0;
 }
 
@@ -582,6 +598,7 @@ static int srdma_req_atomic_sge_ok(struct srdma_qp *qp,
 {
 	struct srdma_sge *sge = &wqe->sge[0];
 	struct srdma_mr *mr;
+	u64 serial = 0;
 	int err;
 
 	if (wqe->num_sge != 1 || sge->length != sizeof(u64))
@@ -589,11 +606,13 @@ static int srdma_req_atomic_sge_ok(struct srdma_qp *qp,
 	mr = srdma_mr_get(qp->sdev, sge->lkey, false);
 	if (!mr)
 		return -EACCES;
-	if (mr->type == SRDMA_MR_DMA && qp->is_user)
+	/* As srdma_sge_copy(): a user QP's SGEs name user MRs only. */
+	if (mr->type != SRDMA_MR_USER && qp->is_user)
 		err = -EACCES;
 	else
-		err = srdma_mr_check(mr, qp->ibqp.pd, sge->addr, sge->length,
-				     IB_ACCESS_LOCAL_WRITE);
+		err = srdma_mr_check(mr, qp->ibqp.pd, sge->lkey, sge->addr,
+				     sge->length, IB_ACCESS_LOCAL_WRITE,
+				     &serial);
 	srdma_mr_put(mr);
 	return err ? -EACCES : 0;
 }
@@ -680,6 +699,8 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 		pkt->dmalen = wqe->length;
 	}
 	pkt->imm = (__force u32)wqe->imm;
+	if (wqe->opcode == IB_WR_SEND_WITH_INV)
+		pkt->inv_rkey = wqe->rkey;
 	pkt->se = last && (wqe->send_flags & IB_SEND_SOLICITED);
 	pkt->ackreq = srdma_req_ackreq(qp, last);
 	skb = srdma_data_pkt(qp, pkt, &src);
@@ -785,11 +806,12 @@ static bool srdma_req_resume(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 }
 
 /*
- * @wqe, at qp->sq_next, cannot be sent (@err): the older work requests
- * are flushed, @wqe fails with a local error and the QP goes to ERR.
+ * @wqe, at qp->sq_next, failed with @status: the older work requests are
+ * flushed, @wqe completes with @status and the QP goes to ERR.
  */
-static void srdma_req_fail(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
-			   int err)
+static void srdma_req_fail_status(struct srdma_qp *qp,
+				  struct srdma_send_wqe *wqe,
+				  enum ib_wc_status status)
 {
 	struct srdma_send_wqe *old;
 
@@ -798,8 +820,15 @@ static void srdma_req_fail(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 		old = srdma_ring_slot(&qp->sq, qp->sq.cons);
 		srdma_req_complete(qp, old, IB_WC_WR_FLUSH_ERR);
 	}
-	srdma_req_complete(qp, wqe, err == -EACCES || err == -EINVAL ?
-			   IB_WC_LOC_PROT_ERR : IB_WC_LOC_LEN_ERR);
+	srdma_req_complete(qp, wqe, status);
+}
+
+/* @wqe cannot be sent (@err): a local error, as srdma_req_fail_status(). */
+static void srdma_req_fail(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
+			   int err)
+{
+	srdma_req_fail_status(qp, wqe, err == -EACCES || err == -EINVAL ?
+			      IB_WC_LOC_PROT_ERR : IB_WC_LOC_LEN_ERR);
 }
 
 /* The transmit position moves on to the next work request. */
@@ -807,6 +836,46 @@ static void srdma_req_next_wqe(struct srdma_qp *qp)
 {
 	qp->sq_next++;
 	qp->sq_next_off = 0;
+}
+
+/*
+ * Carry out local @wqe (REG_MR, LOCAL_INV) at qp->sq_next, in order with
+ * the work requests around it: when it is reached, after what the fence
+ * makes it wait for. It takes no PSN; its last PSN is the one before it,
+ * so it retires as soon as the work requests before it have (at once if
+ * they have already). False if it failed: the QP is in ERR.
+ */
+static bool srdma_req_local(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	bool reg = wqe->opcode == IB_WR_REG_MR;
+	int err;
+
+	if (reg)
+		err = srdma_fr_register(qp, wqe->reg_mr, wqe->rkey,
+					wqe->reg_access, wqe->remote_addr,
+					wqe->reg_len);
+	else
+		err = srdma_fr_invalidate(qp, wqe->rkey, false);
+	wqe->npkts = 0;
+	wqe->first_psn = srdma_psn_prev(qp->next_psn);
+	wqe->last_psn = wqe->first_psn;
+	wqe->rd_next_psn = wqe->first_psn;
+	wqe->rd_sent_off = 0;
+	wqe->started = true;
+	wqe->done = true;
+	if (err) {
+		srdma_count(qp->sdev, SRDMA_CNT_FAST_REG_ERR);
+		srdma_dbg_qp(qp, "wr %llu: %s of key %#x failed\n", wqe->wr_id,
+			     reg ? "REG_MR" : "LOCAL_INV", wqe->rkey);
+		srdma_req_fail_status(qp, wqe, IB_WC_LOC_QP_OP_ERR);
+		return false;
+	}
+	srdma_count(qp->sdev, reg ? SRDMA_CNT_FAST_REG : SRDMA_CNT_LOCAL_INV);
+	if (qp->sq.cons == qp->sq_next)
+		srdma_req_complete(qp, wqe, IB_WC_SUCCESS);	/* moves on */
+	else
+		srdma_req_next_wqe(qp);
+	return true;
 }
 
 /*
@@ -825,6 +894,11 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, int *err)
 		if (!wqe->started) {
 			if (!srdma_req_may_start(qp, wqe))
 				break;
+			if (srdma_wr_is_local(wqe->opcode)) {
+				if (!srdma_req_local(qp, wqe))
+					return false;
+				continue;
+			}
 			ret = srdma_req_start(qp, wqe);
 			if (ret) {
 				srdma_req_fail(qp, wqe, ret);
@@ -1263,7 +1337,12 @@ out_unlock:
 	spin_unlock_bh(&qp->lock);
 }
 
-/* What a QP can post: UD only SENDs, UC no READs or atomics. */
+/*
+ * What a QP can post: UD only SENDs, UC no READs or atomics; fast
+ * registration and invalidation on kernel RC QPs only (user PDs have no
+ * fast-registration MRs; UC has no SEND with Invalidate, and its
+ * requester no local operations).
+ */
 static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 {
 	switch (opcode) {
@@ -1278,6 +1357,10 @@ static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return qp->ibqp.qp_type == IB_QPT_RC;
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_REG_MR:
+	case IB_WR_LOCAL_INV:
+		return qp->ibqp.qp_type == IB_QPT_RC && !qp->is_user;
 	default:
 		return false;
 	}
@@ -1300,6 +1383,14 @@ static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 			     wr->opcode);
 		return -EINVAL;
 	}
+	if (srdma_wr_is_local(wr->opcode) &&
+	    (wr->send_flags & IB_SEND_INLINE)) {
+		srdma_dbg_qp(qp, "post_send: a local operation with inline data\n");
+		return -EINVAL;
+	}
+	if (srdma_wr_is_local(wr->opcode))	/* no SGEs */
+		return wr->opcode == IB_WR_REG_MR ?
+		       srdma_fr_check_wr(qp, reg_wr(wr)) : 0;
 	if (wr->num_sge < 0 || wr->num_sge > qp->sq.max_sge) {
 		srdma_dbg_qp(qp, "post_send: %d SGEs, max %u\n",
 			     wr->num_sge, qp->sq.max_sge);
@@ -1392,6 +1483,9 @@ static int srdma_wr_inline(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 static int srdma_wr_sges(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			 const struct ib_send_wr *wr, u32 *len)
 {
+	*len = 0;
+	if (srdma_wr_is_local(wr->opcode))
+		return 0;
 	if (wr->send_flags & IB_SEND_INLINE) {
 		if (srdma_wr_inline(qp, wqe, wr, len))
 			return -EINVAL;
@@ -1408,9 +1502,50 @@ static int srdma_wr_sges(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 }
 
 /*
+ * The key, address and rights of @wr that @wqe keeps: only RDMA operations
+ * and atomics (with their operands) have a remote address; invalidations
+ * name a key; REG_MR the MR, its new
+ * key, rights and range (as the MR holds it now: its user may have moved
+ * the iova since map_mr_sg).
+ */
+static void srdma_wr_keys(struct srdma_send_wqe *wqe,
+			  const struct ib_send_wr *wr)
+{
+	wqe->remote_addr = 0;
+	wqe->rkey = 0;
+	wqe->reg_mr = NULL;
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+		break;
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
+		wqe->rkey = wr->ex.invalidate_rkey;
+		break;
+	case IB_WR_REG_MR:
+		wqe->reg_mr = to_smr(reg_wr(wr)->mr);
+		wqe->rkey = reg_wr(wr)->key;
+		wqe->reg_access = reg_wr(wr)->access;
+		wqe->remote_addr = reg_wr(wr)->mr->iova;
+		wqe->reg_len = reg_wr(wr)->mr->length;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		wqe->remote_addr = atomic_wr(wr)->remote_addr;
+		wqe->rkey = atomic_wr(wr)->rkey;
+		wqe->compare_add = atomic_wr(wr)->compare_add;
+		wqe->swap = atomic_wr(wr)->swap;
+		break;
+	default:
+		wqe->remote_addr = rdma_wr(wr)->remote_addr;
+		wqe->rkey = rdma_wr(wr)->rkey;
+		break;
+	}
+}
+
+/*
  * Fill send WQE @wqe, the next free slot of the SQ, from @wr, its SGEs
- * (@len bytes in all) already in place, and post it. Only RDMA operations
- * have a remote address.
+ * (@len bytes in all) already in place, and post it.
  */
 static void srdma_sq_push(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			  const struct ib_send_wr *wr, u32 len)
@@ -1420,22 +1555,11 @@ static void srdma_sq_push(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 	wqe->send_flags = wr->send_flags;
 	wqe->imm = wr->ex.imm_data;
 	wqe->length = len;
-	wqe->num_sge = wr->send_flags & IB_SEND_INLINE ? 0 : wr->num_sge;
+	wqe->num_sge = wr->send_flags & IB_SEND_INLINE ||
+		       srdma_wr_is_local(wr->opcode) ? 0 : wr->num_sge;
 	wqe->started = false;
 	wqe->done = false;
-	if (srdma_wr_is_atomic(wr->opcode)) {
-		wqe->remote_addr = atomic_wr(wr)->remote_addr;
-		wqe->rkey = atomic_wr(wr)->rkey;
-		wqe->compare_add = atomic_wr(wr)->compare_add;
-		wqe->swap = atomic_wr(wr)->swap;
-	} else if (wr->opcode != IB_WR_SEND &&
-		   wr->opcode != IB_WR_SEND_WITH_IMM) {
-		wqe->remote_addr = rdma_wr(wr)->remote_addr;
-		wqe->rkey = rdma_wr(wr)->rkey;
-	} else {
-		wqe->remote_addr = 0;
-		wqe->rkey = 0;
-	}
+	srdma_wr_keys(wqe, wr);
 	qp->sq.prod++;
 }
 

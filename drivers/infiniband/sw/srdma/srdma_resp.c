@@ -262,6 +262,10 @@ static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		wc.wc_flags = IB_WC_WITH_IMM;
 		wc.ex.imm_data = (__force __be32)pkt->imm;
 	}
+	if (status == IB_WC_SUCCESS && (pkt->flags & SRDMA_F_IETH)) {
+		wc.wc_flags = IB_WC_WITH_INVALIDATE;
+		wc.ex.invalidate_rkey = pkt->inv_rkey;
+	}
 	qp->recv_active = false;
 	srdma_rq_complete(qp, &wc, pkt->se);
 }
@@ -375,6 +379,27 @@ static int srdma_resp_need_recv(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	return srdma_send_rnr(qp, pkt->psn);
 }
 
+/*
+ * SEND with Invalidate @pkt, its payload placed: invalidate the R_Key its
+ * IETH names before the receive completes. Refused (not a fast
+ * registration of the QP's PD with remote rights, not valid), the
+ * receive completes in error and the QP fails (IBTA 9.9.3, class J):
+ * -EINVAL.
+ */
+static int srdma_resp_invalidate(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	if (!srdma_fr_invalidate(qp, pkt->inv_rkey, true)) {
+		srdma_count(qp->sdev, SRDMA_CNT_REMOTE_INV);
+		return 0;
+	}
+	srdma_count(qp->sdev, SRDMA_CNT_REMOTE_INV_ERR);
+	srdma_dbg_qp(qp, "SEND with Invalidate of R_Key %#x refused\n",
+		     pkt->inv_rkey);
+	srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+			 IB_WC_REM_INV_REQ_ERR);
+	return -EINVAL;
+}
+
 static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			   struct sk_buff *skb, int payoff)
 {
@@ -411,6 +436,11 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return err;
 	}
 	qp->recv_off += pkt->paylen;
+	if (pkt->flags & SRDMA_F_IETH) {
+		err = srdma_resp_invalidate(qp, pkt);
+		if (err)
+			return err;
+	}
 	if (pkt->flags & SRDMA_F_LAST) {
 		srdma_resp_msg_done(qp);
 		srdma_recv_done(qp, pkt, IB_WC_SUCCESS, IB_WC_RECV,
@@ -421,19 +451,21 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 
 /*
  * The MR that rkey @rkey names, if [va, va + len) lies in it with @access
- * and the QP allows @access; with a reference. A @serial other than 0 must
- * match: the key must still name the MR that the message started with.
+ * and the QP allows @access; with a reference. A *@serial other than 0 must
+ * match: the key must still name the registration that the message started
+ * with. *@serial is set to the registration checked, under the MR lock
+ * (srdma_mr_check()), for the copy to check again.
  */
 static struct srdma_mr *srdma_resp_mr(struct srdma_qp *qp, u32 rkey, u64 va,
-				      u32 len, int access, u64 serial)
+				      u32 len, int access, u64 *serial)
 {
 	struct srdma_mr *mr;
 
 	if (!(qp->attr.qp_access_flags & access))
 		return NULL;
 	mr = srdma_mr_get(qp->sdev, rkey, true);
-	if (mr && ((serial && mr->serial != serial) ||
-		   srdma_mr_check(mr, qp->ibqp.pd, va, len, access))) {
+	if (mr && srdma_mr_check(mr, qp->ibqp.pd, rkey, va, len, access,
+				 serial)) {
 		srdma_mr_put(mr);
 		mr = NULL;
 	}
@@ -477,22 +509,23 @@ static int srdma_resp_dmalen(struct srdma_qp *qp, struct srdma_pkt *pkt)
 static int srdma_resp_write_first(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	struct srdma_mr *mr;
+	u64 serial;
 	int err;
 
 	err = srdma_resp_dmalen(qp, pkt);
 	if (err)
 		return err;
-	qp->write_mr_serial = 0;
+	serial = 0;
 	if (pkt->dmalen) {
 		mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
-				   IB_ACCESS_REMOTE_WRITE, 0);
+				   IB_ACCESS_REMOTE_WRITE, &serial);
 		if (!mr)
 			return srdma_resp_access_err(qp, pkt, pkt->va,
 						     pkt->dmalen, pkt->rkey,
 						     false);
-		qp->write_mr_serial = mr->serial;
 		srdma_mr_put(mr);
 	}
+	qp->write_mr_serial = serial;
 	qp->write_va = pkt->va;
 	qp->write_rkey = pkt->rkey;
 	qp->write_left = pkt->dmalen;
@@ -508,16 +541,18 @@ static int srdma_resp_write_first(struct srdma_qp *qp, struct srdma_pkt *pkt)
 static int srdma_resp_write_place(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				  struct sk_buff *skb, int payoff)
 {
+	u64 serial = qp->write_mr_serial;
 	struct srdma_mr *mr;
 	int err;
 
 	mr = srdma_resp_mr(qp, qp->write_rkey, qp->write_va, pkt->paylen,
-			   IB_ACCESS_REMOTE_WRITE, qp->write_mr_serial);
+			   IB_ACCESS_REMOTE_WRITE, &serial);
 	if (!mr)
 		return srdma_resp_access_err(qp, pkt, qp->write_va,
 					     pkt->paylen, qp->write_rkey,
 					     false);
-	err = srdma_mr_copy_skb(mr, qp->write_va, skb, payoff, pkt->paylen);
+	err = srdma_mr_copy_skb(mr, serial, qp->write_va, skb, payoff,
+				pkt->paylen);
 	srdma_mr_put(mr);
 	if (err)
 		return srdma_resp_access_err(qp, pkt, qp->write_va,
@@ -600,14 +635,17 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 		.msn = msn,
 		.paylen = min(job->mtu, job->len - off),
 	};
-	struct srdma_payload_src src = { .iova = job->va + off };
+	struct srdma_payload_src src = {
+		.iova = job->va + off,
+		.serial = job->serial,
+	};
 	struct sk_buff *skb;
 
 	lockdep_assert_held(&qp->lock);
 	if (pkt.paylen) {
 		/* The MR the READ was accepted for, not one with its key. */
 		src.mr = srdma_resp_mr(qp, job->rkey, src.iova, pkt.paylen,
-				       IB_ACCESS_REMOTE_READ, job->serial);
+				       IB_ACCESS_REMOTE_READ, &src.serial);
 		if (!src.mr)
 			return -EACCES;
 	}
@@ -752,11 +790,10 @@ static int srdma_resp_read_check(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return 0;
 	}
 	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
-			   IB_ACCESS_REMOTE_READ, *serial);
+			   IB_ACCESS_REMOTE_READ, serial);
 	if (!mr)
 		return srdma_resp_access_err(qp, pkt, pkt->va, pkt->dmalen,
 					     pkt->rkey, true);
-	*serial = mr->serial;
 	srdma_mr_put(mr);
 	return 0;
 }
@@ -915,6 +952,7 @@ static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		.atomic_op = pkt->opcode,
 	};
 	struct srdma_mr *mr;
+	u64 serial = 0;
 	int err;
 
 	lockdep_assert_held(&qp->lock);
@@ -930,11 +968,12 @@ static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		return -EINVAL;
 	}
 	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, sizeof(u64),
-			   IB_ACCESS_REMOTE_ATOMIC, 0);
-	err = mr ? srdma_mr_atomic(mr, pkt->va, pkt->opcode, pkt->swap_add,
-				   pkt->compare, &job.orig) : -EACCES;
+			   IB_ACCESS_REMOTE_ATOMIC, &serial);
+	err = mr ? srdma_mr_atomic(mr, serial, pkt->va, pkt->opcode,
+				   pkt->swap_add, pkt->compare, &job.orig) :
+		   -EACCES;
 	if (mr) {
-		job.serial = mr->serial;
+		job.serial = serial;
 		srdma_mr_put(mr);
 	}
 	if (err) {

@@ -23,6 +23,7 @@
 #define SRDMA_AETH_LEN		4
 #define SRDMA_IMM_LEN		4
 #define SRDMA_DETH_LEN		8
+#define SRDMA_IETH_LEN		4
 #define SRDMA_ICRC_LEN		4
 /* AtomicETH (IBTA 9.3.3.3): VA, R_Key, swap or add data, compare data. */
 #define SRDMA_ATOMIC_ETH_LEN	28
@@ -83,6 +84,9 @@ enum srdma_opcode {
 	SRDMA_OP_ATOMIC_ACK		= 0x12,
 	SRDMA_OP_COMPARE_SWAP		= 0x13,
 	SRDMA_OP_FETCH_ADD		= 0x14,
+	/* SEND with Invalidate: the IETH names an R_Key to invalidate. */
+	SRDMA_OP_SEND_LAST_INV		= 0x16,
+	SRDMA_OP_SEND_ONLY_INV		= 0x17,
 	SRDMA_OP_UC			= 0x20,	/* the UC group */
 	SRDMA_OP_UC_WRITE_ONLY_IMM	= 0x2b,	/* the last UC opcode */
 	SRDMA_OP_UD_SEND_ONLY		= 0x64,
@@ -112,6 +116,8 @@ enum srdma_opflags {
 	 * the opcode's transport bits.
 	 */
 	SRDMA_F_UC	= 1 << 16,	/* an Unreliable Connected opcode */
+	/* IETH (IBTA 9.3.7): out of the others' way, past the u16 table */
+	SRDMA_F_IETH	= 1 << 20,
 	SRDMA_F_REQ	= SRDMA_F_SEND | SRDMA_F_WRITE | SRDMA_F_READ |
 			  SRDMA_F_ATOMIC,
 	SRDMA_F_ONLY	= SRDMA_F_FIRST | SRDMA_F_LAST,
@@ -153,6 +159,7 @@ struct srdma_pkt {
 	u64 swap_add;		/* AtomicETH; its VA and R_Key go to va, rkey */
 	u64 compare;
 	u64 orig;		/* AtomicAckETH */
+	u32 inv_rkey;		/* IETH: the R_Key to invalidate */
 	u32 hdr_len;		/* BTH + extension headers */
 	u32 paylen;		/* payload bytes, without pad and ICRC */
 };
