@@ -161,10 +161,13 @@ demo: deps
 	@$(ROOT)/scripts/demo
 
 # The driver only: the test modules of selftests/kmod stay in the tree.
+# The kernel it goes to is the one it was built for (its vermagic).
 install: all
+	v=$$(modinfo -F vermagic $(ROOT)/drivers/infiniband/sw/srdma/srdma.ko | \
+	     cut -d' ' -f1) && \
 	install -D -m 0644 $(ROOT)/drivers/infiniband/sw/srdma/srdma.ko \
-		$(DESTDIR)/lib/modules/$(KVER)/updates/srdma.ko
-	depmod -a $(KVER) 2>/dev/null || depmod -a
+		$(DESTDIR)/lib/modules/$$v/updates/srdma.ko && \
+	{ depmod -a $$v 2>/dev/null || depmod -a; }
 	install -D -m 0644 $(PROV_SO) \
 		$(DESTDIR)/usr/lib/$$(gcc -dumpmachine)/libibverbs/libsrdma-rdmav34.so
 	install -D -m 0644 $(BUILD)/provider/srdma.driver \
