@@ -106,7 +106,9 @@ $(WIRE_TEST): $(UNIT)/wire_test.c $(WIRE_USER_DEPS) $(KSELFTEST)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) -isystem $(BUILD)/kselftest \
 		-I$(DRV) -I$(UNIT) -o $@ $(UNIT)/wire_test.c $(WIRE_USER_SRCS)
 
-$(BUILD)/selftests/%: selftests/%.c selftests/srdma_test.h $(KSELFTEST)
+# The ring tests write the uapi structs themselves: rebuilt when they change.
+$(BUILD)/selftests/%: selftests/%.c selftests/srdma_test.h $(KSELFTEST) \
+		      include/uapi/rdma/srdma-abi.h
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) $(HARNESS_CFLAGS) -isystem $(BUILD)/kselftest \
 		-Iinclude/uapi -o $@ $< \

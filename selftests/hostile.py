@@ -5,7 +5,7 @@
 usage: hostile.py NETNS TEST GIDX
 
 Starts srdma_target (one RC QP on $SRDMA_DEV, default srdma0, at
-10.0.0.1) in the current namespace, connected to a peer QP that does not
+10.0.0.1; a UC QP for the tests named uc_*) in the current namespace, connected to a peer QP that does not
 exist: this script, which then enters network namespace NETNS (10.0.0.2),
 speaks RoCEv2 itself over a raw IPv4 socket (ICRC computed here), listens
 on UDP 4791 for what the QP answers, and asserts the QP's answers, state,
@@ -28,12 +28,16 @@ MTU = 1024
 OP = dict(SEND_FIRST=0, SEND_MIDDLE=1, SEND_LAST=2, SEND_ONLY=4,
           WRITE_FIRST=6, WRITE_MIDDLE=7, WRITE_LAST=8, WRITE_LAST_IMM=9,
           WRITE_ONLY=10, WRITE_ONLY_IMM=11, READ_REQ=12, ACK=0x11,
-          ATOMIC_ACK=0x12, CMP_SWAP=0x13, FETCH_ADD=0x14)
+          ATOMIC_ACK=0x12, CMP_SWAP=0x13, FETCH_ADD=0x14,
+          SEND_LAST_INV=0x16, SEND_ONLY_INV=0x17)
 READ_RESP = (13, 14, 15, 16)
 SYN_ACK, SYN_RNR, SYN_NAK = 0x00, 0x20, 0x60
 NAK_SEQ, NAK_INV, NAK_ACC = 0x60, 0x61, 0x62
 QPS_RTS, QPS_ERR = 3, 6
 WC_RECV_RDMA_WITH_IMM, WC_WITH_IMM, WC_FLUSH = 129, 2, 5
+WC_RECV = 128
+UC = 0x20                           # the UC group: UC | an RC opcode
+WC_REM_INV_REQ = 9
 
 
 def fail(msg):
@@ -44,10 +48,11 @@ def fail(msg):
 class Target:
     """srdma_target, driven over its stdin/stdout."""
 
-    def __init__(self, gidx):
+    def __init__(self, gidx, uc=False):
         self.p = subprocess.Popen(
             ["srdma_target", "-d", os.environ.get("SRDMA_DEV", "srdma0"),
-             "-g", str(gidx), "-r", SRC, "-q", str(PEER_QPN)],
+             "-g", str(gidx), "-r", SRC, "-q", str(PEER_QPN)] +
+            (["-u"] if uc else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         hello = self.p.stdout.readline().split()
         if not hello:
@@ -478,12 +483,92 @@ def t_atomic_replay(t, w):
         fail("the misaligned FETCH ADD changed memory")
 
 
+def hw_counter(name):
+    """A hw counter of the device under test (sysfs of the init netns)."""
+    with open("/sys/class/infiniband/%s/ports/1/hw_counters/%s" %
+              (os.environ.get("SRDMA_DEV", "srdma0"), name)) as f:
+        return int(f.read())
+
+
+def t_uc_resync(t, w):
+    """UC: a stray MIDDLE far ahead or LAST far behind moves no PSN; a
+    packet just behind is a duplicate; the peer's next SEND ONLY lands."""
+    if t.cmd("recv 2") != "ok":
+        fail("post_recv")
+    d0 = hw_counter("rx_uc_msg_dropped")
+    w.send(UC | OP["SEND_MIDDLE"], RQ_PSN + 0x400000, b"\xee" * 64)
+    one, two = bytes(range(100)), bytes(range(200, 0, -1))
+    w.send(UC | OP["SEND_ONLY"], RQ_PSN, one)
+    time.sleep(0.3)
+    want = {"wr_id": 0x100, "status": 0, "opcode": WC_RECV,
+            "byte_len": len(one), "imm": 0, "wc_flags": 0,
+            "src_qp": PEER_QPN, "qp_num": t.qpn}
+    wcs = t.poll()
+    if wcs != [want]:
+        fail("after a stray MIDDLE: completions %s, want [%s]" % (wcs, want))
+    if t.cmd("dump 0 %d" % len(one)) != one.hex():
+        fail("SEND ONLY data not in place")
+    # the same PSN again (late or twice): dropped, placed at most once
+    w.send(UC | OP["SEND_ONLY"], RQ_PSN, b"\xdd" * 64)
+    # a LAST far behind: dropped, the expected PSN stays
+    w.send(UC | OP["SEND_LAST"], RQ_PSN - 0x3fffff, b"\xcc" * 64)
+    w.send(UC | OP["SEND_ONLY"], RQ_PSN + 1, two)
+    time.sleep(0.3)
+    want.update(wr_id=0x101, byte_len=len(two))
+    wcs = t.poll()
+    if wcs != [want]:
+        fail("after a duplicate and a stray LAST: completions %s, want [%s]"
+             % (wcs, want))
+    if t.cmd("dump 0 %d" % len(two)) != two.hex():
+        fail("second SEND ONLY data not in place")
+    d = hw_counter("rx_uc_msg_dropped") - d0
+    if d != 2:
+        fail("rx_uc_msg_dropped went up by %d, want 2 (MIDDLE, LAST)" % d)
+    expect_state(t, QPS_RTS)
+    if w.drain(0.2):
+        fail("a UC responder answered")
+
+
+def t_send_inv_user(t, w):
+    """SEND with Invalidate to a user QP, naming its own MR's rkey: user
+    MRs are never invalidated (a user PD has no fast-registration MR), so
+    the receive completes in error, the answer is an invalid request NAK
+    and the QP goes to ERR."""
+    if t.cmd("recv 1") != "ok":
+        fail("post_recv")
+    w.send(OP["SEND_FIRST"], RQ_PSN, b"\x66" * MTU)
+    # SEND LAST with Invalidate: the IETH sits where an ImmDt would.
+    w.send(OP["SEND_LAST_INV"], RQ_PSN + 1, b"\x77" * 8, imm=t.rkey,
+           ackreq=True)
+    expect_syn(w, RQ_PSN + 1, NAK_INV, "SEND with Invalidate of a user rkey")
+    expect_state(t, QPS_ERR, "invalid request")
+    wcs = t.poll()
+    if [(c["wr_id"], c["status"]) for c in wcs] != [(0x100, WC_REM_INV_REQ)]:
+        fail("completions %s, want wr_id 0x100 with status %d" %
+             (wcs, WC_REM_INV_REQ))
+
+
+def t_send_inv_dup(t, w):
+    """A SEND ONLY with Invalidate behind the expected PSN (a duplicate) is
+    ACKed and nothing else: no invalidation, no receive consumed."""
+    if t.cmd("recv 1") != "ok":
+        fail("post_recv")
+    old = (RQ_PSN - 1) & 0xffffff
+    w.send(OP["SEND_ONLY_INV"], old, b"\x88" * 8, imm=t.rkey, ackreq=True)
+    expect_syn(w, old, 0x1f, "duplicate SEND with Invalidate")
+    if t.poll():
+        fail("a duplicate SEND with Invalidate completed a receive")
+    expect_state(t, QPS_RTS)
+    if t.cmd("dump 0 8") != "00" * 8:
+        fail("a duplicate SEND with Invalidate was placed")
+
+
 def main():
     ns, test, gidx = sys.argv[1], sys.argv[2], int(sys.argv[3])
     fn = globals().get("t_" + test)
     if not fn:
         fail("no test " + test)
-    t = Target(gidx)
+    t = Target(gidx, uc=test.startswith("uc_"))
     enter_netns(ns)
     w = Wire(t.qpn)
     try:

@@ -105,6 +105,7 @@ run_harness srdma_verbs_test setup_bound_veth
 run_harness srdma_ring_test setup_bound_veth
 run_harness srdma_ud_test setup_bound_veth
 run_harness srdma_cqex_test setup_bound_veth
+run_harness srdma_inline_test setup_bound_veth
 run_harness srdma_atomic_test setup_bound_veth
 
 run_harness srdma_srq_test setup_bound_veth

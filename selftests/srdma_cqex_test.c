@@ -736,10 +736,11 @@ TEST_F(cqex, wr_api_rc)
 }
 
 /*
- * Bad batches post nothing and leave the QP in RTS: inline data, a send
- * flag srdma lacks, too many SGEs, a setter before any operation, a UD
- * address on an RC QP, a full SQ (ENOMEM); wr_abort drops a good batch.
- * A good batch afterwards completes with its own wr_id only.
+ * Bad batches post nothing and leave the QP in RTS: too much inline data,
+ * inline data on a READ, a send flag srdma lacks, too many SGEs, a setter
+ * before any operation, a UD address on an RC QP, a full SQ (ENOMEM);
+ * wr_abort drops a good batch. A good batch afterwards completes with its
+ * own wr_id only.
  */
 TEST_F(cqex, wr_api_bad_batches)
 {
@@ -750,15 +751,25 @@ TEST_F(cqex, wr_api_bad_batches)
 	struct cqex_wc wc[64];
 	uint32_t i, max_wr;
 
+	/* inline data over max_inline_data (2 SGEs: 32 bytes) */
 	ibv_wr_start(x);
 	x->wr_flags = IBV_SEND_SIGNALED;
 	x->wr_id = 1;
 	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, self->buf, 33);
+	EXPECT_EQ(EINVAL, ibv_wr_complete(x));
+
+	/* inline data on a READ */
+	ibv_wr_start(x);
+	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	x->wr_id = 2;
+	ibv_wr_rdma_read(x, self->mr->rkey, (uintptr_t)self->buf + WRITE_OFF);
 	ibv_wr_set_inline_data(x, self->buf, 8);
 	EXPECT_EQ(EINVAL, ibv_wr_complete(x));
 
+	/* a send flag srdma lacks */
 	ibv_wr_start(x);
-	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_IP_CSUM;
 	x->wr_id = 2;
 	ibv_wr_send(x);
 	ibv_wr_set_sge(x, self->mr->lkey, (uintptr_t)self->buf, 8);

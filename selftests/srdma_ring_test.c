@@ -164,14 +164,18 @@ TEST_F(ring, sq_producer_out_of_range)
 	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qp));
 }
 
-/* Garbage send entries ahead of a good one: EINVAL, QP to ERR. */
+/*
+ * Garbage send entries ahead of a good one: EINVAL, QP to ERR. Inline
+ * data (the QP's max_inline_data is the room of its MAX_SGE SGEs, 32
+ * bytes): a length one past it, a length of 4 GiB - 1, a READ.
+ */
 TEST_F(ring, sq_bad_entries)
 {
 	struct srdma_usend_wqe *u;
 	struct ibv_wc wc;
 	int kind;
 
-	for (kind = 0; kind < 4; kind++) {
+	for (kind = 0; kind < 7; kind++) {
 		/* A fresh QP for each kind of garbage. */
 		if (kind)
 			ASSERT_EQ(0, new_qp(self)) TH_LOG("kind %d", kind);
@@ -197,6 +201,19 @@ TEST_F(ring, sq_bad_entries)
 			break;
 		case 3:
 			u->send_flags = 0x80000000u;	/* unknown flag */
+			break;
+		case 4:
+			u->send_flags = IBV_SEND_INLINE;
+			u->inline_len = MAX_SGE * sizeof(struct srdma_usge) + 1;
+			break;
+		case 5:
+			u->send_flags = IBV_SEND_INLINE;
+			u->inline_len = 0xffffffffu;
+			break;
+		case 6:
+			u->send_flags = IBV_SEND_INLINE;
+			u->opcode = IBV_WR_RDMA_READ;
+			u->inline_len = 8;
 			break;
 		}
 		self->sqh->prod = 1;		/* publish it by hand */

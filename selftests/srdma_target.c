@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * srdma_target: one RC QP on a verbs device, connected to a peer that is
+ * srdma_target: one RC (or with -u UC) QP on a verbs device, connected to a
+ * peer that is
  * not a verbs device at all (selftests/hostile.py speaks RoCEv2 itself),
  * and driven line by line from stdin. The peer sends adversarial packet
  * sequences; this program shows what they did to the QP, its memory and
  * its completions.
  *
- *   srdma_target -d DEV -g GIDX -r PEER_IPV4 -q PEER_QPN
+ *   srdma_target -d DEV -g GIDX -r PEER_IPV4 -q PEER_QPN [-u]
  *
  * Prints "qpn=N rkey=N addr=N len=N", then answers each command with one
  * line (or, for poll, several lines ending with "end"):
@@ -25,6 +26,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,7 @@ static struct ibv_mr *mr;
 static uint8_t *buf;
 static union ibv_gid peer_gid;
 static int gidx;
+static bool uc;		/* -u: a UC QP, no READ, atomics, ACK timers */
 static char events[256];
 
 static int modify(enum ibv_qp_state state, uint32_t dqpn)
@@ -57,7 +60,8 @@ static int modify(enum ibv_qp_state state, uint32_t dqpn)
 	switch (state) {
 	case IBV_QPS_INIT:
 		a.port_num = 1;
-		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+		a.qp_access_flags = uc ? IBV_ACCESS_REMOTE_WRITE :
+				    IBV_ACCESS_REMOTE_WRITE |
 				    IBV_ACCESS_REMOTE_READ |
 				    IBV_ACCESS_REMOTE_ATOMIC;
 		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
@@ -74,8 +78,10 @@ static int modify(enum ibv_qp_state state, uint32_t dqpn)
 		a.ah_attr.grh.hop_limit = 64;
 		a.ah_attr.port_num = 1;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			IBV_QP_MIN_RNR_TIMER;
+			IBV_QP_RQ_PSN;
+		if (!uc)
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER;
 		break;
 	case IBV_QPS_RTS:
 		a.timeout = 14;
@@ -83,13 +89,27 @@ static int modify(enum ibv_qp_state state, uint32_t dqpn)
 		a.rnr_retry = 7;
 		a.sq_psn = SQ_PSN;
 		a.max_rd_atomic = 4;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+		mask |= IBV_QP_SQ_PSN;
+		if (!uc)
+			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 		break;
 	default:
 		break;
 	}
 	return ibv_modify_qp(qp, &a, mask);
+}
+
+/* The UC QP of -u, with the caps of the RC one. */
+static struct ibv_qp *uc_qp(void)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_UC, .send_cq = cq, .recv_cq = cq,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 64,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	return ibv_create_qp(pd, &init);
 }
 
 static int connect_to(uint32_t dqpn)
@@ -200,12 +220,13 @@ int main(int argc, char **argv)
 	char line[256];
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:g:r:q:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:r:q:u")) != -1) {
 		switch (opt) {
 		case 'd': setenv("SRDMA_DEV", optarg, 1); break;
 		case 'g': gidx = atoi(optarg); break;
 		case 'r': peer = optarg; break;
 		case 'q': peer_qpn = strtoul(optarg, NULL, 0); break;
+		case 'u': uc = true; break;
 		default: return 2;
 		}
 	}
@@ -230,7 +251,7 @@ int main(int argc, char **argv)
 			     IBV_ACCESS_REMOTE_WRITE |
 			     IBV_ACCESS_REMOTE_READ |
 			     IBV_ACCESS_REMOTE_ATOMIC) : NULL;
-	qp = cq ? srdma_test_rc_qp(pd, cq, 16, 64, 1) : NULL;
+	qp = !cq ? NULL : uc ? uc_qp() : srdma_test_rc_qp(pd, cq, 16, 64, 1);
 	if (!mr || !qp || connect_to(peer_qpn)) {
 		fprintf(stderr, "setup failed: %s\n", strerror(errno));
 		return 1;

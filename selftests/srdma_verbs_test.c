@@ -194,12 +194,13 @@ TEST_F(qp, create_limits)
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
 	EXPECT_EQ(EINVAL, errno);
 	init.cap.max_recv_sge = 1;
-	init.cap.max_inline_data = 64;
+	/* over SRDMA_MAX_INLINE_DATA (1024), see srdma_inline_test */
+	init.cap.max_inline_data = 1025;
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
 	EXPECT_EQ(EINVAL, errno);
 	init.cap.max_inline_data = 0;
-	/* UD is supported (srdma_ud_test); UC is not yet. */
-	init.qp_type = IBV_QPT_UC;
+	/* RC, UC and UD are supported (srdma_ud_test, srdma_inline_test). */
+	init.qp_type = IBV_QPT_RAW_PACKET;
 	EXPECT_EQ(NULL, ibv_create_qp(self->pd, &init));
 	EXPECT_EQ(EOPNOTSUPP, errno);
 }
@@ -252,7 +253,14 @@ TEST_F(qp, post_send_checks)
 	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	ASSERT_GE(self->gidx, 0);
 	ASSERT_EQ(0, srdma_test_connect_self(self->qp, self->gidx, &gid));
+	/* inline data over max_inline_data (2 SGEs: 32 bytes), or on a READ */
 	wr.send_flags = IBV_SEND_INLINE;
+	sge.length = 33;
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
+	EXPECT_EQ(&wr, bad);
+	sge.length = 8;
+	wr.opcode = IBV_WR_RDMA_READ;
+	bad = NULL;
 	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
 	EXPECT_EQ(&wr, bad);
 	wr.send_flags = 0;

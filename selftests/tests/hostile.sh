@@ -37,3 +37,18 @@ test_hostile_send_stall() { hostile send_stall; }
 test_hostile_nak_blame() { hostile nak_blame; }
 test_hostile_dup_read_valid() { hostile dup_read_valid; }
 test_hostile_atomic_replay() { hostile atomic_replay; }
+test_hostile_uc_resync() { hostile uc_resync; }
+
+# SEND with Invalidate from the wire to a user QP: never invalidates a
+# user MR, and counts the refusal; a duplicate neither.
+test_hostile_send_inv_user() {
+	hostile send_inv_user
+	[ "$(counter remote_invalidate_errors)" = 1 ] ||
+		fail "remote_invalidate_errors $(counter remote_invalidate_errors)"
+	[ "$(counter remote_invalidate)" = 0 ] || fail "an invalidation done"
+}
+test_hostile_send_inv_dup() {
+	hostile send_inv_dup
+	[ "$(counter remote_invalidate_errors)" = 0 ] &&
+		[ "$(counter remote_invalidate)" = 0 ] || fail "a duplicate invalidated"
+}

@@ -29,7 +29,8 @@ exec {pyverbs_out}>&1
 # completion events, UD QPs, extended CQs (ibv_create_cq_ex) and extended
 # QPs (ibv_create_qp_ex, also with create flags 0, which the suite picks at
 # random, and the ibv_qp_ex posting API), RC atomics (the XRC ones and
-# ATOMIC WRITE skip: srdma has neither).
+# ATOMIC WRITE skip: srdma has neither), UC QPs, and QP creation and
+# query with the caps written back (max_inline_data among them).
 PYVERBS_SRDMA_MUST_PASS=(
 	test_rdmacm.CMTestCase.test_rdmacm_sync_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_async_traffic
@@ -69,6 +70,15 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow
 	test_qpex.QpExTestCase.test_full_rq_bad_flow
 	test_qpex.QpExTestCase.test_rq_with_larger_sgl_bad_flow
+	test_qp.QPTest.test_create_rc_qp_no_attr
+	test_qp.QPTest.test_create_rc_qp_with_attr
+	test_qp.QPTest.test_create_uc_qp_no_attr
+	test_qp.QPTest.test_create_uc_qp_with_attr
+	test_qp.QPTest.test_create_uc_qp_ex_no_attr
+	test_qp.QPTest.test_create_uc_qp_ex_with_attr
+	test_qp.QPTest.test_query_rc_qp
+	test_qp.QPTest.test_query_uc_qp
+	test_qp.QPTest.test_query_ud_qp
 	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_cmp_swp
 	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add
 	test_atomic.AtomicTest.test_atomic_cmp_and_swap

@@ -41,6 +41,14 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	     (pkt.flags & SRDMA_F_ONLY) != SRDMA_F_ONLY))
 		abort();
 
+	/* UC: SEND and WRITE of RC, never UD, never an ACK or READ. */
+	if ((pkt.flags & SRDMA_F_UC) &&
+	    ((pkt.flags & (SRDMA_F_UD | SRDMA_F_DETH | SRDMA_F_AETH |
+			   SRDMA_F_READ | SRDMA_F_RRESP)) ||
+	     !(pkt.flags & (SRDMA_F_SEND | SRDMA_F_WRITE)) ||
+	     (pkt.opcode & SRDMA_OP_TRANSPORT_MASK) != SRDMA_OP_UC))
+		abort();
+
 	/* The ICRC over the packet must be computable without overruns. */
 	memcpy(iphdrs + SRDMA_IPV4_HDR_LEN + SRDMA_UDP_HDR_LEN, data,
 	       SRDMA_BTH_LEN);
@@ -61,12 +69,22 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	    pkt2.sqpn != pkt.sqpn || pkt2.paylen != pkt.paylen ||
 	    pkt2.se != pkt.se || pkt2.ackreq != pkt.ackreq ||
 	    pkt2.swap_add != pkt.swap_add || pkt2.compare != pkt.compare ||
-	    pkt2.orig != pkt.orig)
+	    pkt2.orig != pkt.orig || pkt2.inv_rkey != pkt.inv_rkey)
 		abort();
 	/* Atomic requests and ACKs: one packet, never any payload. */
 	if ((pkt.flags & (SRDMA_F_ATOMIC | SRDMA_F_AACK)) &&
 	    (pkt.paylen || pkt.pad ||
 	     (pkt.flags & SRDMA_F_ONLY) != SRDMA_F_ONLY))
+		abort();
+	/* The IETH ends an RC SEND, with no other extension header. */
+	if ((pkt.flags & SRDMA_F_IETH) &&
+	    (!(pkt.flags & SRDMA_F_SEND) || !(pkt.flags & SRDMA_F_LAST) ||
+	     (pkt.flags & (SRDMA_F_IMM | SRDMA_F_RETH | SRDMA_F_DETH |
+			   SRDMA_F_AETH | SRDMA_F_UD | SRDMA_F_UC |
+			   SRDMA_F_ATOMIC | SRDMA_F_AACK)) ||
+	     pkt.hdr_len != SRDMA_BTH_LEN + SRDMA_IETH_LEN))
+		abort();
+	if (!(pkt.flags & SRDMA_F_IETH) && pkt.inv_rkey)
 		abort();
 	return 0;
 }

@@ -158,6 +158,7 @@ TEST(build_parse_roundtrip)
 		SRDMA_OP_UD_SEND_ONLY, SRDMA_OP_UD_SEND_ONLY_IMM,
 		SRDMA_OP_ATOMIC_ACK, SRDMA_OP_COMPARE_SWAP,
 		SRDMA_OP_FETCH_ADD,
+		SRDMA_OP_SEND_LAST_INV, SRDMA_OP_SEND_ONLY_INV,
 	};
 	struct srdma_pkt in, out;
 	u32 i, op, hl, pay;
@@ -184,6 +185,7 @@ TEST(build_parse_roundtrip)
 		in.swap_add = 0x8070605040302010ULL;
 		in.compare = 0xfedcba9876543210ULL;
 		in.orig = 0x0123456789abcdefULL;
+		in.inv_rkey = 0x00abcd5a;
 		pay = in.flags & SRDMA_F_PAYLOAD ? 64 : 0;
 		hl = srdma_build_hdr(buf, &in);
 		EXPECT_EQ(srdma_hdr_len(op), hl);
@@ -221,6 +223,11 @@ TEST(build_parse_roundtrip)
 			EXPECT_EQ(0ULL, out.compare);
 		}
 		EXPECT_EQ(in.flags & SRDMA_F_AACK ? in.orig : 0ULL, out.orig);
+		if (in.flags & SRDMA_F_IETH) {
+			EXPECT_EQ(in.inv_rkey, out.inv_rkey);
+		} else {
+			EXPECT_EQ(0U, out.inv_rkey);
+		}
 	}
 }
 
@@ -321,6 +328,71 @@ TEST(parse_atomic_ack)
 }
 
 /*
+ * SEND ONLY and SEND LAST with Invalidate, written out by hand from IBTA
+ * 9.2 and 9.3.7: BTH, IETH (R_Key 0x00123456), 5 bytes of payload and 3
+ * of pad.
+ */
+TEST(parse_send_with_inv)
+{
+	static const u8 p[] = {
+		0x17, 0xb0, 0xff, 0xff, 0x00, 0x00, 0x00, 0x42,	/* BTH */
+		0x80, 0x00, 0x00, 0x09,
+		0x00, 0x12, 0x34, 0x56,				/* IETH */
+		1, 2, 3, 4, 5, 0, 0, 0,				/* data, pad */
+		0, 0, 0, 0,					/* ICRC */
+	};
+	u8 q[sizeof(p)];
+	struct srdma_pkt out;
+
+	ASSERT_EQ(0, srdma_parse(p, 16, sizeof(p), &out));
+	EXPECT_EQ(SRDMA_OP_SEND_ONLY_INV, out.opcode);
+	EXPECT_EQ(SRDMA_F_ONLY, out.flags & SRDMA_F_ONLY);
+	EXPECT_TRUE(out.flags & SRDMA_F_SEND);
+	EXPECT_TRUE(out.flags & SRDMA_F_IETH);
+	EXPECT_FALSE(out.flags & (SRDMA_F_IMM | SRDMA_F_RETH | SRDMA_F_UD));
+	EXPECT_EQ(1, out.se);
+	EXPECT_EQ(1, out.ackreq);
+	EXPECT_EQ(0x42U, out.dqpn);
+	EXPECT_EQ(9U, out.psn);
+	EXPECT_EQ(0x00123456U, out.inv_rkey);
+	EXPECT_EQ(16U, out.hdr_len);
+	EXPECT_EQ(5U, out.paylen);
+	EXPECT_EQ(3, out.pad);
+	EXPECT_EQ(0U, out.imm);
+
+	/* SEND LAST with Invalidate: the end of a message, not its start */
+	memcpy(q, p, sizeof(q));
+	q[0] = 0x16;
+	ASSERT_EQ(0, srdma_parse(q, 16, sizeof(q), &out));
+	EXPECT_EQ(SRDMA_OP_SEND_LAST_INV, out.opcode);
+	EXPECT_EQ(SRDMA_F_LAST, out.flags & SRDMA_F_ONLY);
+	EXPECT_EQ(0x00123456U, out.inv_rkey);
+
+	/* an empty SEND with Invalidate (no pad) is valid */
+	q[0] = 0x17;
+	q[1] = 0x80;
+	ASSERT_EQ(0, srdma_parse(q, 16, 16 + 4, &out));
+	EXPECT_EQ(0U, out.paylen);
+	EXPECT_EQ(0x00123456U, out.inv_rkey);
+	/* the datagram ends inside the IETH */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 14, 14, &out));
+	/* room for the IETH but not the ICRC */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 16, 16 + 3, &out));
+	/* fewer header bytes available than the IETH needs */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 15, sizeof(p), &out));
+	/* the same opcode bits in the UC and RD ranges name nothing */
+	q[0] = 0x36;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(q, 16, sizeof(q), &out));
+	q[0] = 0x57;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(q, 16, sizeof(q), &out));
+	/* built back, the same bytes */
+	memset(q, 0, sizeof(q));
+	ASSERT_EQ(0, srdma_parse(p, 16, sizeof(p), &out));
+	EXPECT_EQ(16U, srdma_build_hdr(q, &out));
+	EXPECT_EQ(0, memcmp(p, q, 16));
+}
+
+/*
  * A UD SEND ONLY with immediate, written out by hand from IBTA 9.2-9.3:
  * BTH, DETH (Q_Key 0x11111111, source QPN 0x000123), ImmDt, 6 bytes of
  * payload and 2 of pad.
@@ -407,7 +479,9 @@ TEST(parse_rejects_malformed)
 	/* unknown and unsupported opcodes (RESYNC, UC, CNP) */
 	buf[0] = 0x15;
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
-	buf[0] = 0x24;
+	buf[0] = 0x2c;	/* UC has no READ */
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
+	buf[0] = 0x31;	/* nor ACK, nor anything past WRITE ONLY with ImmDt */
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
 	buf[0] = 0x81;
 	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(buf, hl, hl + 4, &out));
@@ -438,6 +512,123 @@ TEST(parse_rejects_malformed)
 	in.opcode = SRDMA_OP_ACK;
 	hl = srdma_build_hdr(buf, &in);
 	EXPECT_EQ(-EMSGSIZE, srdma_parse(buf, hl - 1, hl - 1, &out));
+}
+
+/*
+ * UC (IBTA 9.2.1, table 38): transport 001b, the twelve SEND and WRITE
+ * opcodes of RC, with the same headers and flags plus SRDMA_F_UC.
+ */
+TEST(uc_opcodes)
+{
+	u8 buf[SRDMA_MAX_HDR_LEN + 64 + SRDMA_ICRC_LEN];
+	struct srdma_pkt in, out;
+	u32 op, rc, f, hl, pay;
+
+	/* no RC or UD opcode is taken for UC (atomics and their ACK) */
+	for (op = 0; op <= 0xff; op++)
+		if ((op & SRDMA_OP_TRANSPORT_MASK) != SRDMA_OP_UC)
+			EXPECT_FALSE(srdma_op_flags(op) & SRDMA_F_UC);
+	for (op = 0x20; op <= 0x3f; op++) {
+		rc = op & 0x1f;
+		f = srdma_op_flags(op);
+		if (rc > SRDMA_OP_WRITE_ONLY_IMM) {
+			EXPECT_EQ(0U, f);
+			continue;
+		}
+		EXPECT_EQ(srdma_op_flags(rc) | SRDMA_F_UC, f);
+		EXPECT_FALSE(f & (SRDMA_F_UD | SRDMA_F_DETH | SRDMA_F_AETH |
+				  SRDMA_F_READ | SRDMA_F_RRESP |
+				  SRDMA_F_ATOMIC | SRDMA_F_AACK |
+				  SRDMA_F_IETH));
+		/* the UC bit is apart from every flag of the table */
+		EXPECT_FALSE(srdma_op_flags(rc) & SRDMA_F_UC);
+		EXPECT_EQ(srdma_hdr_len(rc), srdma_hdr_len(op));
+		memset(&in, 0, sizeof(in));
+		in.opcode = op;
+		in.pkey = 0xffff;
+		in.dqpn = 0x123456;
+		in.psn = 0xfffffe;
+		in.va = 0x0102030405060708ULL;
+		in.rkey = 0x55aa55aa;
+		in.dmalen = 300;
+		in.imm = 0xa1b2c3d4;
+		pay = f & SRDMA_F_PAYLOAD ? 64 : 0;
+		hl = srdma_build_hdr(buf, &in);
+		EXPECT_EQ(op, buf[0]);
+		ASSERT_EQ(0, srdma_parse(buf, hl, hl + pay + SRDMA_ICRC_LEN,
+					 &out));
+		EXPECT_EQ(op, out.opcode);
+		EXPECT_EQ(f, out.flags);
+		EXPECT_EQ(0x123456U, out.dqpn);
+		EXPECT_EQ(0xfffffeU, out.psn);
+		if (f & SRDMA_F_RETH) {
+			EXPECT_EQ(in.va, out.va);
+			EXPECT_EQ(in.rkey, out.rkey);
+			EXPECT_EQ(300U, out.dmalen);
+		}
+		if (f & SRDMA_F_IMM)
+			EXPECT_EQ(in.imm, out.imm);
+	}
+	/* UC SEND ONLY with ImmDt, written out by hand: 0x25 */
+	{
+		static const u8 p[] = {
+			0x25, 0x10, 0xff, 0xff, 0x00, 0x00, 0x00, 0x42,
+			0x00, 0x00, 0x00, 0x09,
+			0xca, 0xfe, 0xba, 0xbe,			/* ImmDt */
+			1, 2, 3, 0,				/* data, pad */
+			0, 0, 0, 0,				/* ICRC */
+		};
+
+		ASSERT_EQ(0, srdma_parse(p, 16, sizeof(p), &out));
+		EXPECT_EQ(SRDMA_F_UC | SRDMA_F_SEND | SRDMA_F_ONLY |
+			  SRDMA_F_IMM | SRDMA_F_PAYLOAD, out.flags);
+		EXPECT_EQ(3U, out.paylen);
+		EXPECT_EQ(1, out.pad);
+		EXPECT_EQ(9U, out.psn);
+		EXPECT_EQ(0, memcmp(&out.imm, p + 12, 4));
+	}
+	/* a UC WRITE FIRST cut inside its RETH */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse((const u8[]){ 0x26, 0, 0xff, 0xff,
+			0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0 }, 16, 16 + 4,
+			&out));
+	/* pad on a UC SEND MIDDLE */
+	EXPECT_EQ(-EPROTO, srdma_parse((const u8[]){ 0x21, 0x10, 0xff, 0xff,
+			0, 0, 0, 1, 0, 0, 0, 1 }, 12, 12 + 8 + 4, &out));
+}
+
+/*
+ * The flags past the u16 opcode table (UC, IETH) are apart from each
+ * other and from every bit the table holds; only the two SEND with
+ * Invalidate opcodes carry the IETH, and only the UC group SRDMA_F_UC.
+ */
+TEST(opflag_bits)
+{
+	static const u32 bits[] = {
+		SRDMA_F_SEND, SRDMA_F_WRITE, SRDMA_F_READ, SRDMA_F_RRESP,
+		SRDMA_F_FIRST, SRDMA_F_MIDDLE, SRDMA_F_LAST, SRDMA_F_RETH,
+		SRDMA_F_AETH, SRDMA_F_IMM, SRDMA_F_PAYLOAD, SRDMA_F_ACK,
+		SRDMA_F_DETH, SRDMA_F_UD, SRDMA_F_ATOMIC, SRDMA_F_AACK,
+		SRDMA_F_UC, SRDMA_F_IETH,
+	};
+	u32 seen = 0, i, f;
+
+	for (i = 0; i < ARRAY_SIZE(bits); i++) {
+		EXPECT_EQ(0U, bits[i] & (bits[i] - 1));	/* one bit */
+		EXPECT_EQ(0U, seen & bits[i]);		/* not taken */
+		seen |= bits[i];
+	}
+	EXPECT_EQ(1U << 14, (u32)SRDMA_F_ATOMIC);
+	EXPECT_EQ(1U << 15, (u32)SRDMA_F_AACK);
+	EXPECT_TRUE(SRDMA_F_UC > 0xffff && SRDMA_F_IETH > 0xffff);
+	for (i = 0; i <= 0xff; i++) {
+		f = srdma_op_flags(i);
+		EXPECT_EQ(i == SRDMA_OP_SEND_LAST_INV ||
+			  i == SRDMA_OP_SEND_ONLY_INV, !!(f & SRDMA_F_IETH));
+		EXPECT_FALSE((f & SRDMA_F_IETH) &&
+			     (f & (SRDMA_F_UC | SRDMA_F_UD | SRDMA_F_IMM |
+				   SRDMA_F_ATOMIC | SRDMA_F_AACK)));
+		EXPECT_FALSE((f & SRDMA_F_ATOMIC) && (f & SRDMA_F_UC));
+	}
 }
 
 TEST(psn_arithmetic)

@@ -77,6 +77,7 @@ struct srdma_qp {
 	struct verbs_qp vqp;		/* first: ibv_qp_to_qp_ex() casts */
 	struct srdma_uring sq;
 	struct srdma_uring rq;
+	uint32_t max_inline;		/* max_inline_data, as the kernel said */
 	/*
 	 * ibv_qp_ex posting, from wr_start to wr_complete or wr_abort, under
 	 * sq.lock. Entries are written from wr_first on; prod is stored only
@@ -596,24 +597,29 @@ err_free_cq:
 }
 
 /*
- * Map the rings of a QP the kernel just made: the SQ, and the RQ unless
- * the QP takes its receives from an SRQ (@has_srq), which the kernel
- * tells with an RQ of no slots.
+ * Map the rings of a QP the kernel just made: the SQ, a slot of which
+ * holds the SGEs or @max_inline bytes of inline data (the caps the kernel
+ * wrote back), and the RQ unless the QP takes its receives from an SRQ
+ * (@has_srq), which the kernel tells with an RQ of no slots.
  */
 static int srdma_qp_map(struct ibv_context *ctx, struct srdma_qp *qp,
-			const struct srdma_create_qp_resp *drv, bool has_srq)
+			const struct srdma_create_qp_resp *drv,
+			uint32_t max_inline, bool has_srq)
 {
+	size_t data = (size_t)drv->sq.max_sge * sizeof(struct srdma_usge);
 	int ret;
 
+	if (data < max_inline)
+		data = max_inline;
 	ret = srdma_uring_map(ctx, &qp->sq, drv->sq.offset, drv->sq.len,
 			      drv->sq.slots, drv->sq.slot_size,
-			      sizeof(struct srdma_usend_wqe) +
-			      drv->sq.max_sge * sizeof(struct srdma_usge));
+			      sizeof(struct srdma_usend_wqe) + data);
 	if (ret)
 		return ret;
 	qp->sq.max_wr = drv->sq.max_wr;
 	qp->sq.max_sge = drv->sq.max_sge;
 	qp->sq.max_len = srdma_max_msg(SRDMA_DEFAULT_MTU);
+	qp->max_inline = max_inline;
 	if (has_srq) {
 		if (!drv->rq.slots)
 			return 0;
@@ -650,7 +656,8 @@ static struct ibv_qp *srdma_create_qp(struct ibv_pd *pd,
 				&resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free_qp;
-	ret = srdma_qp_map(pd->context, qp, &resp.drv, attr->srq != NULL);
+	ret = srdma_qp_map(pd->context, qp, &resp.drv,
+			   attr->cap.max_inline_data, attr->srq != NULL);
 	if (ret)
 		goto err_destroy_qp;
 	return &qp->vqp.qp;
@@ -755,9 +762,9 @@ static void srdma_ring_publish(struct srdma_uring *r, uint32_t prod)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-/* The send flags the kernel takes: no inline data, no checksum offload. */
+/* The send flags the kernel takes: no checksum offload. */
 #define SRDMA_SEND_FLAGS	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | \
-				 IBV_SEND_SOLICITED)
+				 IBV_SEND_SOLICITED | IBV_SEND_INLINE)
 
 /* The two atomic operations: compare and swap, fetch and add. */
 static bool srdma_wr_is_atomic(uint32_t opcode)
@@ -779,37 +786,138 @@ static bool srdma_ud_dest_ok(const struct ibv_qp *qp, const struct ibv_ah *ah,
 	return ah && ah->pd == qp->pd && remote_qpn <= SRDMA_QPN_MAX;
 }
 
+/* The operations each QP type can post, as IBV_QP_EX_WITH_* bits. */
+static uint64_t srdma_send_ops(enum ibv_qp_type type)
+{
+	const uint64_t send = IBV_QP_EX_WITH_SEND |
+			      IBV_QP_EX_WITH_SEND_WITH_IMM;
+	const uint64_t write = IBV_QP_EX_WITH_RDMA_WRITE |
+			       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+
+	switch (type) {
+	case IBV_QPT_RC:
+		return send | write | IBV_QP_EX_WITH_RDMA_READ |
+		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	case IBV_QPT_UC:
+		return send | write;
+	case IBV_QPT_UD:
+		return send;
+	default:
+		return 0;
+	}
+}
+
+/* The IBV_QP_EX_WITH_* bit of a work request opcode srdma knows, or 0. */
+static uint64_t srdma_wr_op_bit(enum ibv_wr_opcode opcode)
+{
+	switch (opcode) {
+	case IBV_WR_SEND:
+		return IBV_QP_EX_WITH_SEND;
+	case IBV_WR_SEND_WITH_IMM:
+		return IBV_QP_EX_WITH_SEND_WITH_IMM;
+	case IBV_WR_RDMA_WRITE:
+		return IBV_QP_EX_WITH_RDMA_WRITE;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+	case IBV_WR_RDMA_READ:
+		return IBV_QP_EX_WITH_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	default:
+		return 0;
+	}
+}
+
 /*
- * Can the kernel take @wr on @qp? EINVAL for an opcode or flag it does
- * not do, a UD send without an AH of the QP's PD or with a remote QPN
- * over 24 bits, or an atomic without one 8-byte SGE: the kernel would
- * refuse the ring entry and move the QP to ERR.
+ * Can the kernel take @wr on @qp? EINVAL for an opcode the QP type does
+ * not do (UD only SENDs, UC no READs or atomics), a flag the kernel does
+ * not take, inline data on a READ or atomic, an atomic without one 8-byte
+ * SGE, or a UD send without an AH of the QP's PD or with a remote QPN
+ * over 24 bits: the kernel would refuse the ring entry and move the QP
+ * to ERR.
  */
 static int srdma_send_wr_check(const struct ibv_qp *qp,
 			       const struct ibv_send_wr *wr)
 {
+	uint64_t bit = srdma_wr_op_bit(wr->opcode);
+
+	if (!bit || !(srdma_send_ops(qp->qp_type) & bit))
+		return EINVAL;
 	if (qp->qp_type == IBV_QPT_UD &&
-	    ((wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) ||
-	     !srdma_ud_dest_ok(qp, wr->wr.ud.ah, wr->wr.ud.remote_qpn)))
+	    !srdma_ud_dest_ok(qp, wr->wr.ud.ah, wr->wr.ud.remote_qpn))
 		return EINVAL;
-	switch (wr->opcode) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		if (!srdma_atomic_sges_ok(wr->sg_list, wr->num_sge))
-			return EINVAL;
-		break;
-	default:
+	if (srdma_wr_is_atomic(wr->opcode) &&
+	    !srdma_atomic_sges_ok(wr->sg_list, wr->num_sge))
 		return EINVAL;
-	}
 	if (wr->send_flags & ~SRDMA_SEND_FLAGS)
 		return EINVAL;
+	if ((wr->send_flags & IBV_SEND_INLINE) &&
+	    (wr->opcode == IBV_WR_RDMA_READ || srdma_wr_is_atomic(wr->opcode)))
+		return EINVAL;
 	return 0;
+}
+
+/*
+ * Copy the buffers of an inline work request into @data, the SGE area of
+ * a send ring entry, and their total length into *@len: EINVAL if it is
+ * over @max (the QP's max_inline_data).
+ */
+static int srdma_put_inline(void *data, uint32_t max,
+			    const struct ibv_data_buf *bufs, size_t num,
+			    uint32_t *len)
+{
+	size_t i, total = 0;
+
+	for (i = 0; i < num; i++) {
+		if (bufs[i].length > max - total)
+			return EINVAL;
+		memcpy((char *)data + total, bufs[i].addr, bufs[i].length);
+		total += bufs[i].length;
+	}
+	*len = (uint32_t)total;
+	return 0;
+}
+
+/*
+ * The inline data of @wr into send ring entry @prod: the SGEs name plain
+ * buffers, no lkey is looked at. The slot, or NULL with *@err: EINVAL for
+ * a bad list or too much data, ENOMEM if the ring is full.
+ */
+static struct srdma_usend_wqe *srdma_sq_fill_inline(struct srdma_qp *qp,
+						    uint32_t prod,
+						    const struct ibv_send_wr *wr,
+						    int *err)
+{
+	struct srdma_uring *r = &qp->sq;
+	struct srdma_usend_wqe *u;
+	uint32_t n, total = 0;
+	int i;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > r->max_sge) {
+		*err = EINVAL;
+		return NULL;
+	}
+	if (prod - srdma_load(&r->hdr->cons) >= r->max_wr) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	u = srdma_slot(r, prod);
+	for (i = 0; i < wr->num_sge; i++) {
+		n = wr->sg_list[i].length;
+		if (n > qp->max_inline - total) {
+			*err = EINVAL;
+			return NULL;
+		}
+		memcpy((char *)u->sge + total,
+		       (const void *)(uintptr_t)wr->sg_list[i].addr, n);
+		total += n;
+	}
+	u->inline_len = total;
+	*err = 0;
+	return u;
 }
 
 /*
@@ -817,25 +925,32 @@ static int srdma_send_wr_check(const struct ibv_qp *qp,
  * the kernel cannot take, ENOMEM if the ring is full (see
  * srdma_ring_fill()).
  */
-static int srdma_sq_put(struct srdma_uring *r, const struct ibv_qp *qp,
-			uint32_t prod, const struct ibv_send_wr *wr)
+static int srdma_sq_put(struct srdma_qp *sqp, uint32_t prod,
+			const struct ibv_send_wr *wr)
 {
+	const struct ibv_qp *qp = &sqp->vqp.qp;
+	bool inl = wr->send_flags & IBV_SEND_INLINE;
 	struct srdma_usend_wqe *u;
 	int ret;
 
 	ret = srdma_send_wr_check(qp, wr);
 	if (ret)
 		return ret;
-	u = srdma_ring_fill(r, prod, wr->sg_list, wr->num_sge,
-			    offsetof(struct srdma_usend_wqe, sge), &ret);
+	if (inl) {
+		u = srdma_sq_fill_inline(sqp, prod, wr, &ret);
+	} else {
+		u = srdma_ring_fill(&sqp->sq, prod, wr->sg_list, wr->num_sge,
+				    offsetof(struct srdma_usend_wqe, sge), &ret);
+		if (u)
+			u->inline_len = 0;
+	}
 	if (!u)
 		return ret;
 	u->wr_id = wr->wr_id;
 	u->opcode = wr->opcode;
 	u->send_flags = wr->send_flags;
 	u->imm_data = wr->imm_data;
-	u->num_sge = wr->num_sge;
-	u->reserved = 0;
+	u->num_sge = inl ? 0 : wr->num_sge;
 	u->compare_add = 0;
 	u->swap = 0;
 	if (qp->qp_type == IBV_QPT_UD) {
@@ -925,7 +1040,7 @@ static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	pthread_spin_lock(&r->lock);
 	first = prod = r->hdr->prod;
 	for (; wr; wr = wr->next) {
-		ret = srdma_sq_put(r, ibqp, prod, wr);
+		ret = srdma_sq_put(to_sqp(ibqp), prod, wr);
 		if (ret) {
 			*bad_wr = wr;
 			break;
@@ -1014,7 +1129,9 @@ static struct srdma_usend_wqe *srdma_wr_begin(struct ibv_qp_ex *ibqp,
 	srdma_wr_check_atomic(qp);
 	if (qp->wr_need_ah)		/* the last UD entry has no AH */
 		srdma_wr_fail(qp, EINVAL);
-	if (ibqp->wr_flags & ~SRDMA_SEND_FLAGS)
+	if ((ibqp->wr_flags & ~SRDMA_SEND_FLAGS) ||
+	    !(srdma_send_ops(qp->vqp.qp.qp_type) &
+	      srdma_wr_op_bit((enum ibv_wr_opcode)opcode)))
 		srdma_wr_fail(qp, EINVAL);
 	else if (qp->wr_prod - srdma_load(&r->hdr->cons) >= r->max_wr)
 		srdma_wr_fail(qp, ENOMEM);
@@ -1026,7 +1143,8 @@ static struct srdma_usend_wqe *srdma_wr_begin(struct ibv_qp_ex *ibqp,
 	memset(u, 0, sizeof(*u));
 	u->wr_id = ibqp->wr_id;
 	u->opcode = opcode;
-	u->send_flags = ibqp->wr_flags;
+	/* Inline data only once wr_set_inline_data*() gave some. */
+	u->send_flags = ibqp->wr_flags & ~(unsigned int)IBV_SEND_INLINE;
 	qp->wr_cur = u;
 	qp->wr_need_ah = qp->vqp.qp.qp_type == IBV_QPT_UD;
 	return u;
@@ -1167,10 +1285,13 @@ static void srdma_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
 		return;
 	}
 	ret = srdma_put_sges(u->sge, sg_list, (int)num_sge, qp->sq.max_len);
-	if (ret)
+	if (ret) {
 		srdma_wr_fail(qp, ret);
-	else
-		u->num_sge = num_sge;
+		return;
+	}
+	u->num_sge = num_sge;
+	u->inline_len = 0;
+	u->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
 }
 
 static void srdma_wr_set_sge(struct ibv_qp_ex *ibqp, uint32_t lkey,
@@ -1181,42 +1302,42 @@ static void srdma_wr_set_sge(struct ibv_qp_ex *ibqp, uint32_t lkey,
 	srdma_wr_set_sge_list(ibqp, 1, &sge);
 }
 
-/* No inline data (max_inline_data is 0): the batch fails. */
-static void srdma_wr_set_inline_data(struct ibv_qp_ex *ibqp, void *addr,
-				     size_t length)
-{
-	(void)addr;
-	(void)length;
-	srdma_wr_fail(to_sqp_ex(ibqp), EINVAL);
-}
-
+/*
+ * The data of the entry begun last, copied into the ring now: the buffers
+ * need not outlive the call. EINVAL (for the batch) on a READ or over the
+ * QP's max_inline_data.
+ */
 static void srdma_wr_set_inline_data_list(struct ibv_qp_ex *ibqp,
 					  size_t num_buf,
 					  const struct ibv_data_buf *buf_list)
 {
-	(void)num_buf;
-	(void)buf_list;
-	srdma_wr_fail(to_sqp_ex(ibqp), EINVAL);
+	struct srdma_qp *qp = to_sqp_ex(ibqp);
+	struct srdma_usend_wqe *u = qp->wr_cur;
+	uint32_t len;
+	int ret;
+
+	if (!u || u->opcode == IBV_WR_RDMA_READ ||
+	    srdma_wr_is_atomic(u->opcode)) {
+		srdma_wr_fail(qp, EINVAL);
+		return;
+	}
+	ret = srdma_put_inline(u->sge, qp->max_inline, buf_list, num_buf,
+			       &len);
+	if (ret) {
+		srdma_wr_fail(qp, ret);
+		return;
+	}
+	u->inline_len = len;
+	u->num_sge = 0;
+	u->send_flags |= IBV_SEND_INLINE;
 }
 
-/* The operations each QP type can post, as IBV_QP_EX_WITH_* bits. */
-static uint64_t srdma_send_ops(enum ibv_qp_type type)
+static void srdma_wr_set_inline_data(struct ibv_qp_ex *ibqp, void *addr,
+				     size_t length)
 {
-	const uint64_t send = IBV_QP_EX_WITH_SEND |
-			      IBV_QP_EX_WITH_SEND_WITH_IMM;
+	struct ibv_data_buf buf = { .addr = addr, .length = length };
 
-	switch (type) {
-	case IBV_QPT_RC:
-		return send | IBV_QP_EX_WITH_RDMA_WRITE |
-		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-		       IBV_QP_EX_WITH_RDMA_READ |
-		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-	case IBV_QPT_UD:
-		return send;
-	default:
-		return 0;
-	}
+	srdma_wr_set_inline_data_list(ibqp, 1, &buf);
 }
 
 /* Fill in @qp's ibv_qp_ex for the operations in @ops. */
@@ -1297,7 +1418,8 @@ static struct ibv_qp *srdma_create_qp_ex(struct ibv_context *ctx,
 				   &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free_qp;
-	ret = srdma_qp_map(ctx, qp, &resp.drv, a.srq != NULL);
+	ret = srdma_qp_map(ctx, qp, &resp.drv, a.cap.max_inline_data,
+			   a.srq != NULL);
 	if (ret)
 		goto err_destroy_qp;
 	attr->cap = a.cap;

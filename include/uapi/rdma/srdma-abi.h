@@ -91,6 +91,12 @@ struct srdma_usge {
  * _FETCH_AND_ADD) has its target in remote_addr and rkey, its operands in
  * compare_add (the compare value, or what is added) and swap, and exactly
  * one SGE of 8 bytes for the result.
+ *
+ * Inline data (IB_UVERBS_SEND_INLINE in send_flags): the inline_len bytes
+ * of data take the place of the SGEs, from offsetof(sge) on; num_sge is
+ * ignored. inline_len is at most the QP's max_inline_data as create_qp
+ * reported it; the slot has room for max(max_sge SGEs, max_inline_data
+ * bytes) after the fixed part. Without the flag inline_len is ignored.
  */
 struct srdma_usend_wqe {
 	__aligned_u64 wr_id;
@@ -109,7 +115,7 @@ struct srdma_usend_wqe {
 	__u32 send_flags;	/* enum ib_uverbs_send_flags */
 	__u32 imm_data;		/* network order */
 	__u32 num_sge;
-	__u32 reserved;
+	__u32 inline_len;	/* bytes of inline data, see above */
 	__aligned_u64 compare_add;	/* atomics */
 	__aligned_u64 swap;		/* compare and swap */
 	struct srdma_usge sge[];

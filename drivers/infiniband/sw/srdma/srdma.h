@@ -50,6 +50,12 @@
 #define SRDMA_MAX_QP		4096
 #define SRDMA_MAX_QP_WR		16384
 #define SRDMA_MAX_SGE		32
+/*
+ * Inline data a send work request may carry, at most. It is kept in the
+ * SQ entry in place of the SGEs (and in the mapped SQ slot of a user QP),
+ * so an SQ entry has room for max(max_send_sge SGEs, max_inline_data).
+ */
+#define SRDMA_MAX_INLINE_DATA	1024
 #define SRDMA_MAX_CQ		8192
 #define SRDMA_MAX_CQE		65536
 #define SRDMA_MAX_MR		65536
@@ -68,6 +74,17 @@
 #define SRDMA_MAX_MCAST_QP_ATTACH 32
 #define SRDMA_MAX_MCAST_ATTACH	8192
 #define SRDMA_MAX_MR_SIZE	BIT_ULL(40)
+/*
+ * Pages one fast-registration MR maps at most (max_fast_reg_page_list_len):
+ * 2 MiB in 4 KiB pages, more than nvme-rdma's 256 + 1 and xprtrdma's 256.
+ */
+#define SRDMA_MAX_FAST_REG_PAGES 512
+/*
+ * The low bits of an MR key are random, the others the MR's index. The
+ * user of a fast-registration MR sets the low 8, the key variant (IBTA
+ * 10.6.3.1), with each REG_MR (ib_update_fast_reg_key()).
+ */
+#define SRDMA_MR_KEY_BITS	8
 #define SRDMA_MAX_MSG_SIZE	BIT(31)
 /*
  * Packets one message may take. PSN distances are signed 24-bit numbers,
@@ -158,9 +175,15 @@ enum srdma_counter {
 	SRDMA_CNT_RX_UD_OVER_MTU,	/* UD: over the MTU, dropped */
 	SRDMA_CNT_RX_UD_SHORT_BUF,	/* UD: receive too small, dropped */
 	SRDMA_CNT_RX_MCAST_NO_GROUP,	/* read from the socket set */
+	SRDMA_CNT_RX_UC_MSG_DROPPED,	/* UC: a message dropped, see resp */
 	SRDMA_CNT_ATOMIC_REPLAYS,	/* duplicate atomics answered again */
 	SRDMA_CNT_ATOMIC_REPLAY_MISS,	/* duplicate atomics not in the cache */
 	SRDMA_CNT_RX_SRQ_EMPTY,		/* SRQ empty: RNR NAK (RC), drop (UD) */
+	SRDMA_CNT_FAST_REG,		/* IB_WR_REG_MR executed */
+	SRDMA_CNT_LOCAL_INV,		/* IB_WR_LOCAL_INV executed */
+	SRDMA_CNT_REMOTE_INV,		/* SEND with Invalidate honoured */
+	SRDMA_CNT_REMOTE_INV_ERR,	/* SEND with Invalidate refused */
+	SRDMA_CNT_FAST_REG_ERR,		/* REG_MR or LOCAL_INV failed */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -205,6 +228,27 @@ struct srdma_pd {
 enum srdma_mr_type {
 	SRDMA_MR_USER,			/* pinned user pages */
 	SRDMA_MR_DMA,			/* kernel virtual addresses */
+	SRDMA_MR_FAST,			/* ib_alloc_mr(): kernel pages by REG_MR */
+};
+
+/*
+ * The states of a fast-registration MR (IBTA 10.6.1). User and DMA MRs
+ * are VALID from registration to deregistration.
+ */
+enum srdma_mr_state {
+	SRDMA_MR_INVALID,		/* being deregistered */
+	SRDMA_MR_FREE,			/* allocated or invalidated: no access */
+	SRDMA_MR_VALID,			/* registered by REG_MR */
+};
+
+/*
+ * The page list of a fast-registration MR: kernel virtual addresses (the
+ * core's DMA addresses, srdma having no DMA device) of 1 << shift bytes.
+ */
+struct srdma_fr_pages {
+	u64 *addr;			/* max_num_sg entries */
+	u32 npages;
+	u32 shift;
 };
 
 struct srdma_mr {
@@ -214,9 +258,27 @@ struct srdma_mr {
 	u64 serial;			/* unique per registration, never reused */
 	struct completion released;	/* ref reached zero */
 	enum srdma_mr_type type;
+	/*
+	 * The key lookups match (lkey and rkey are the same). The core's
+	 * ibmr.lkey/rkey of a fast-registration MR change when its user
+	 * calls ib_update_fast_reg_key(); this one only when REG_MR runs.
+	 */
+	u32 key;
+	/*
+	 * Fast-registration MRs: guards state, key, serial, access, iova,
+	 * length and both page lists, and is held across every copy to or
+	 * from the MR's pages, so that no byte moves once an invalidation
+	 * has returned. BH; nests inside a QP lock. Never taken for user
+	 * and DMA MRs, whose fields are fixed after registration.
+	 */
+	spinlock_t lock;
+	enum srdma_mr_state state;
 	int access;			/* IB_ACCESS_* */
 	u64 iova;
 	u64 length;
+	u32 max_pages;			/* fast reg: max_num_sg */
+	struct srdma_fr_pages fr;	/* fast reg: what REG_MR made valid */
+	struct srdma_fr_pages fr_map;	/* fast reg: staged by map_mr_sg */
 	struct ib_umem *umem;
 	struct page **pages;		/* the pinned pages, in order */
 	unsigned long npages;
@@ -260,10 +322,13 @@ struct srdma_sge {
 /* Where the payload of a packet comes from (srdma_data_pkt()). */
 struct srdma_payload_src {
 	struct srdma_mr *mr;		/* a checked MR, or NULL: the SGEs */
+	u64 serial;			/* the registration of @mr checked */
 	u64 iova;			/* in @mr */
 	struct srdma_sge *sge;		/* a local SGE list, lkeys unchecked */
 	u32 num_sge;
 	u32 off;			/* byte offset in the SGE list */
+	/* Inline data in the WQE (then no @mr, no @sge), from @off on. */
+	const u8 *inline_data;
 	/*
 	 * Copy, never attach the pages: the work request completes before
 	 * the packet is freed (UD), and its buffer may change after that.
@@ -310,7 +375,7 @@ struct srdma_send_wqe {
 	u32 send_flags;
 	__be32 imm;
 	u32 length;			/* sum of the SGE lengths */
-	u32 num_sge;
+	u32 num_sge;			/* 0 with IB_SEND_INLINE */
 	/* Transport progress, guarded by the QP lock. */
 	u32 first_psn;
 	u32 last_psn;
@@ -322,6 +387,15 @@ struct srdma_send_wqe {
 	u64 compare_add;		/* atomics: compare or add operand */
 	u64 swap;			/* compare and swap: the new value */
 	struct srdma_ud_dest ud;	/* UD QPs only */
+	/*
+	 * IB_WR_REG_MR: the MR, its access and length; the new key is in
+	 * rkey, the iova in remote_addr. LOCAL_INV and SEND_WITH_INV keep
+	 * the key to invalidate in rkey.
+	 */
+	struct srdma_mr *reg_mr;
+	u64 reg_len;
+	u32 reg_access;
+	/* The SGEs, or with IB_SEND_INLINE @length bytes of data. */
 	struct srdma_sge sge[];
 };
 
@@ -420,6 +494,7 @@ struct srdma_qp {
 	u32 mtu;			/* path MTU in bytes */
 	bool is_user;
 	bool sig_all;			/* IB_SIGNAL_ALL_WR */
+	u32 max_inline;			/* max_inline_data, fixed at creation */
 
 	/*
 	 * Path, set at RTR: written under both the QP lock and dst_lock,
@@ -486,6 +561,7 @@ struct srdma_qp {
 	u32 write_rkey;
 	u32 write_left;
 	u32 write_len;
+	bool uc_dropping;		/* UC: the message in progress is dropped */
 	struct srdma_read_job *rd_jobs;	/* ring of max_dest_rd_atomic + 1 */
 	u32 rd_mask;
 	/*
@@ -615,6 +691,17 @@ static inline void srdma_qp_unlock_post(struct srdma_qp *qp, bool irqs_off)
 		spin_unlock(&qp->lock);
 	else
 		spin_unlock_bh(&qp->lock);
+}
+
+static inline bool srdma_qp_is_uc(const struct srdma_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UC;
+}
+
+/* The inline data of send WQE @wqe, or NULL if it has SGEs. */
+static inline const u8 *srdma_wqe_inline(const struct srdma_send_wqe *wqe)
+{
+	return wqe->send_flags & IB_SEND_INLINE ? (const u8 *)wqe->sge : NULL;
 }
 
 /* UD and the GSI QP, which is a UD QP numbered 1 with Q_Key 0x80010000. */
@@ -807,23 +894,37 @@ struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access);
+int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr);
+u64 srdma_mr_new_serial(void);
 struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote);
+struct srdma_mr *srdma_mr_get_fast(struct srdma_dev *sdev, u32 key);
 void srdma_mr_put(struct srdma_mr *mr);
-int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
-		   int access);
-int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
-		  bool to_mr);
-int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
+int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u32 key, u64 iova,
+		   u32 len, int access, u64 *serial);
+int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
+		  u32 len, bool to_mr);
+int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len);
 int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		    u32 len);
-int srdma_mr_atomic(struct srdma_mr *mr, u64 iova, u8 op, u64 swap_add,
-		    u64 compare, u64 *orig);
+int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
+		    u64 swap_add, u64 compare, u64 *orig);
 int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
 		       int num_sge, u32 *total);
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
 		   u32 len, bool to_mr);
+
+/* srdma_fr.c */
+struct ib_mr *srdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg);
+int srdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
+int srdma_fr_check_wr(struct srdma_qp *qp, const struct ib_reg_wr *wr);
+int srdma_fr_register(struct srdma_qp *qp, struct srdma_mr *mr, u32 key,
+		      int access, u64 iova, u64 length);
+int srdma_fr_invalidate(struct srdma_qp *qp, u32 key, bool remote);
 
 /* srdma_icrc.c */
 void srdma_icrc_init(void);

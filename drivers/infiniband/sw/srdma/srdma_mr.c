@@ -7,7 +7,9 @@
  * data is moved with kmap_local_page(), never page_address(). Keys are
  * (index << 8 | random byte); the index finds the MR in the device's
  * xarray. Packets and the requester hold a reference on an MR while they
- * copy; deregistration waits for those to drain.
+ * copy; deregistration waits for those to drain. A fast-registration MR
+ * (srdma_fr.c) is checked and copied under its lock, since REG_MR and
+ * invalidations change it while packets use it.
  */
 #include <linux/highmem.h>
 #include <linux/random.h>
@@ -20,8 +22,6 @@
 /* The rights an MR may grant. */
 #define SRDMA_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
-/* The low bits of a key are random, the others the MR's index. */
-#define SRDMA_MR_KEY_BITS	8
 /* Index 0 is never used: its keys would include local_dma_lkey 0. */
 #define SRDMA_MR_MIN_INDEX	1
 
@@ -60,8 +60,26 @@ int srdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
-/* Give @mr its keys and publish it. */
-static int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
+/**
+ * srdma_mr_new_serial() - A registration number never used before.
+ *
+ * Context: Any context.
+ * Return: the number, never 0.
+ */
+u64 srdma_mr_new_serial(void)
+{
+	return atomic64_inc_return(&srdma_mr_serial);
+}
+
+/**
+ * srdma_mr_add() - Give an MR its keys and publish it.
+ * @sdev: the device
+ * @mr: the MR, from srdma_mr_alloc(), filled in
+ *
+ * Context: Process context.
+ * Return: 0, -ENOMEM if no index is free, or xa_alloc_cyclic()'s error.
+ */
+int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
 {
 	u32 index;
 	u8 key;
@@ -75,18 +93,29 @@ static int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
 			      GFP_KERNEL_ACCOUNT);
 	if (err < 0)
 		return err == -EBUSY ? -ENOMEM : err;
-	mr->serial = atomic64_inc_return(&srdma_mr_serial);
+	mr->serial = srdma_mr_new_serial();
 	get_random_bytes(&key, sizeof(key));
-	mr->ibmr.lkey = index << SRDMA_MR_KEY_BITS | key;
-	mr->ibmr.rkey = mr->ibmr.lkey;
+	mr->key = index << SRDMA_MR_KEY_BITS | key;
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
 	refcount_set(&mr->ref, 1);
 	init_completion(&mr->released);
 	xa_store(&sdev->mr_xa, index, mr, GFP_KERNEL_ACCOUNT);	/* no alloc */
 	return 0;
 }
 
-/* A new MR counted against the device's limit, or an ERR_PTR. */
-static struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access)
+/**
+ * srdma_mr_alloc() - A new MR, counted against the device's limit.
+ * @ibpd: the PD
+ * @access: IB_ACCESS_* flags
+ *
+ * VALID, with @access; srdma_mr_add() publishes it.
+ *
+ * Context: Process context.
+ * Return: the MR, or an ERR_PTR: -EOPNOTSUPP or -EINVAL for @access,
+ * -ENOMEM.
+ */
+struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access)
 {
 	struct srdma_dev *sdev = to_sdev(ibpd->device);
 	struct srdma_mr *mr;
@@ -109,6 +138,8 @@ static struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access)
 		return ERR_PTR(-ENOMEM);
 	}
 	mr->access = access & SRDMA_MR_ACCESS;
+	mr->state = SRDMA_MR_VALID;
+	spin_lock_init(&mr->lock);
 	return mr;
 }
 
@@ -276,7 +307,13 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct srdma_mr *mr = to_smr(ibmr);
 
 	/* No new lookups, then wait for the packets still copying. */
-	xa_erase(&sdev->mr_xa, srdma_mr_index(ibmr->lkey));
+	xa_erase(&sdev->mr_xa, srdma_mr_index(mr->key));
+	if (mr->type == SRDMA_MR_FAST) {
+		/* Copies in progress stop at once, not at the last put. */
+		spin_lock_bh(&mr->lock);
+		mr->state = SRDMA_MR_INVALID;
+		spin_unlock_bh(&mr->lock);
+	}
 	srdma_mr_put(mr);
 	wait_for_completion(&mr->released);
 
@@ -284,6 +321,8 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		kvfree(mr->pages);
 		ib_umem_release(mr->umem);
 	}
+	kvfree(mr->fr.addr);
+	kvfree(mr->fr_map.addr);
 	kfree_rcu(mr, rcu);
 	srdma_res_put(sdev, SRDMA_RES_MR);
 	return 0;
@@ -296,7 +335,8 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  * @remote: the key came from the wire (an rkey)
  *
  * Kernel DMA keys work only for local access; @remote lookups accept user
- * MRs only.
+ * and fast-registration MRs only. A fast-registration MR's key is that
+ * of its last REG_MR; srdma_mr_check() checks that it is still valid.
  *
  * Context: Any context.
  * Return: the MR, to be released with srdma_mr_put(), or NULL.
@@ -307,8 +347,31 @@ struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote)
 
 	rcu_read_lock();
 	mr = xa_load(&sdev->mr_xa, srdma_mr_index(key));
-	if (mr && (mr->ibmr.lkey != key ||
-		   (remote && mr->type != SRDMA_MR_USER) ||
+	if (mr && (READ_ONCE(mr->key) != key ||
+		   (remote && mr->type == SRDMA_MR_DMA) ||
+		   !refcount_inc_not_zero(&mr->ref)))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
+}
+
+/**
+ * srdma_mr_get_fast() - Find a fast-registration MR by the index of a key.
+ * @sdev: the device
+ * @key: a key of the MR, of any registration (the low 8 bits are not
+ *	 compared)
+ *
+ * Context: Any context.
+ * Return: the MR, to be released with srdma_mr_put(), or NULL if the
+ * index names no fast-registration MR.
+ */
+struct srdma_mr *srdma_mr_get_fast(struct srdma_dev *sdev, u32 key)
+{
+	struct srdma_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_xa, srdma_mr_index(key));
+	if (mr && (mr->type != SRDMA_MR_FAST ||
 		   !refcount_inc_not_zero(&mr->ref)))
 		mr = NULL;
 	rcu_read_unlock();
@@ -329,26 +392,12 @@ void srdma_mr_put(struct srdma_mr *mr)
 		complete(&mr->released);
 }
 
-/**
- * srdma_mr_check() - May a range of an MR be used for an access?
- * @mr: the MR
- * @pd: the PD of the QP that asks
- * @iova: the start of the range
- * @len: its length
- * @access: the IB_ACCESS_* rights needed
- *
- * Context: Any context.
- * Return: 0 if [@iova, @iova + @len) lies in @mr, of @pd, with @access
- * allowed; -EACCES for another PD or a missing right; -EFAULT for a range
- * outside the MR.
- */
-int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
-		   int access)
+/* The rights and range part of srdma_mr_check(). */
+static int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len,
+			     int access)
 {
 	u64 end;
 
-	if (mr->ibmr.pd != pd)
-		return -EACCES;
 	if ((mr->access & access) != access)
 		return -EACCES;
 	if (check_add_overflow(iova, (u64)len, &end))
@@ -358,6 +407,52 @@ int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u64 iova, u32 len,
 	if (iova < mr->iova || end > mr->iova + mr->length)
 		return -EFAULT;
 	return 0;
+}
+
+/**
+ * srdma_mr_check() - May a range of an MR be used for an access?
+ * @mr: the MR
+ * @pd: the PD of the QP that asks
+ * @key: the lkey or rkey the MR was found by
+ * @iova: the start of the range
+ * @len: its length
+ * @access: the IB_ACCESS_* rights needed
+ * @serial: in, the registration the caller checked before (a later packet
+ *	    of a message), or 0 for any; out, the registration checked
+ *
+ * A fast-registration MR must also be VALID with key @key; all of it is
+ * checked under the MR lock, and the serial returned is the one checked,
+ * for srdma_mr_copy() and srdma_mr_copy_skb() to check again under the
+ * lock around the copy. Other MRs keep their key and serial for life.
+ *
+ * Context: Any context.
+ * Return: 0 if [@iova, @iova + @len) lies in @mr, of @pd, with @access
+ * allowed; -EACCES for another PD, key or registration, a missing right or
+ * an MR not valid; -EFAULT for a range outside the MR.
+ */
+int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u32 key, u64 iova,
+		   u32 len, int access, u64 *serial)
+{
+	int err;
+
+	if (mr->ibmr.pd != pd)
+		return -EACCES;
+	if (mr->type != SRDMA_MR_FAST) {
+		if (mr->key != key || (*serial && mr->serial != *serial))
+			return -EACCES;
+		*serial = mr->serial;
+		return srdma_mr_range_ok(mr, iova, len, access);
+	}
+	spin_lock_bh(&mr->lock);
+	if (mr->state != SRDMA_MR_VALID || mr->key != key ||
+	    (*serial && mr->serial != *serial))
+		err = -EACCES;
+	else
+		err = srdma_mr_range_ok(mr, iova, len, access);
+	if (!err)
+		*serial = mr->serial;
+	spin_unlock_bh(&mr->lock);
+	return err;
 }
 
 /*
@@ -384,9 +479,70 @@ static u32 srdma_mr_chunk(struct srdma_mr *mr, u64 iova, u32 done, u32 left,
 	return min_t(u32, left, PAGE_SIZE - *pgoff);
 }
 
+/*
+ * The kernel virtual address of byte @off of fast-registration MR @mr's
+ * registration, and how many of the @left bytes from there are in the same
+ * page; 0 if @off is not in the registration. MR lock held.
+ */
+static u32 srdma_fr_chunk(struct srdma_mr *mr, u64 off, u32 left, void **va)
+{
+	u64 pmask = (1ULL << mr->fr.shift) - 1, pos;
+
+	lockdep_assert_held(&mr->lock);
+	if (off >= mr->length)
+		return 0;
+	left = min_t(u64, left, mr->length - off);
+	/* srdma_fr_register() checked that the pages hold the length. */
+	pos = (mr->iova & pmask) + off;
+	if (pos >> mr->fr.shift >= mr->fr.npages)
+		return 0;
+	*va = (void *)(uintptr_t)(mr->fr.addr[pos >> mr->fr.shift] +
+				  (pos & pmask));
+	return min_t(u64, left, pmask + 1 - (pos & pmask));
+}
+
+/*
+ * srdma_mr_copy() and srdma_mr_copy_skb() for a fast-registration MR:
+ * under its lock, only while it is VALID with registration @serial, the
+ * one srdma_mr_check() checked, so nothing moves once an invalidation has
+ * returned, and nothing reaches a later registration. Its pages are
+ * kernel memory: memcpy().
+ */
+static int srdma_fr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
+			 const struct sk_buff *skb, int skb_off, u32 len,
+			 bool to_mr)
+{
+	u32 n, done;
+	int err = 0;
+	u64 off;
+	void *va;
+
+	spin_lock_bh(&mr->lock);
+	if (mr->state != SRDMA_MR_VALID || mr->serial != serial ||
+	    iova < mr->iova)
+		err = -EFAULT;
+	for (done = 0; !err && done < len; done += n) {
+		if (check_add_overflow(iova - mr->iova, (u64)done, &off))
+			n = 0;
+		else
+			n = srdma_fr_chunk(mr, off, len - done, &va);
+		if (!n)
+			err = -EFAULT;
+		else if (skb)
+			err = skb_copy_bits(skb, skb_off + done, va, n);
+		else if (to_mr)
+			memcpy(va, buf + done, n);
+		else
+			memcpy(buf + done, va, n);
+	}
+	spin_unlock_bh(&mr->lock);
+	return err;
+}
+
 /**
  * srdma_mr_copy() - Copy between a buffer and an MR.
  * @mr: the MR
+ * @serial: the registration srdma_mr_check() returned
  * @iova: where in the MR
  * @buf: the kernel buffer
  * @len: bytes to copy
@@ -395,10 +551,11 @@ static u32 srdma_mr_chunk(struct srdma_mr *mr, u64 iova, u32 done, u32 left,
  * The caller checked the range with srdma_mr_check().
  *
  * Context: Any context.
- * Return: 0, or -EFAULT if the range leaves the MR.
+ * Return: 0, or -EFAULT if the range leaves the MR or the registration is
+ * no longer @serial.
  */
-int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
-		  bool to_mr)
+int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
+		  u32 len, bool to_mr)
 {
 	struct page *pg;
 	u32 n, done, pgoff;
@@ -411,6 +568,9 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 			memcpy(buf, (void *)(uintptr_t)iova, len);
 		return 0;
 	}
+	if (mr->type == SRDMA_MR_FAST)
+		return srdma_fr_copy(mr, serial, iova, buf, NULL, 0, len,
+				     to_mr);
 	for (done = 0; done < len; done += n) {
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
 		if (!n)
@@ -428,6 +588,7 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
 /**
  * srdma_mr_copy_skb() - Copy part of a packet into an MR.
  * @mr: the MR
+ * @serial: the registration srdma_mr_check() returned
  * @iova: where in the MR
  * @skb: the packet
  * @off: where in @skb
@@ -437,10 +598,10 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 iova, void *buf, u32 len,
  * srdma_mr_check().
  *
  * Context: Any context.
- * Return: 0, -EFAULT if the range leaves the MR, or skb_copy_bits()'s error
- * if @skb is too short.
+ * Return: 0, -EFAULT if the range leaves the MR or the registration is no
+ * longer @serial, or skb_copy_bits()'s error if @skb is too short.
  */
-int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
+int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len)
 {
 	struct page *pg;
@@ -450,6 +611,9 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 
 	if (mr->type == SRDMA_MR_DMA)
 		return skb_copy_bits(skb, off, (void *)(uintptr_t)iova, len);
+	if (mr->type == SRDMA_MR_FAST)
+		return srdma_fr_copy(mr, serial, iova, NULL, skb, off, len,
+				     true);
 
 	for (done = 0; done < len; done += n) {
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
@@ -467,6 +631,7 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
 /**
  * srdma_mr_atomic() - Carry out an atomic operation on 8 bytes of an MR.
  * @mr: the MR, a user MR
+ * @serial: the registration srdma_mr_check() returned
  * @iova: the address of the 8 bytes, 8-byte aligned
  * @op: SRDMA_OP_COMPARE_SWAP or SRDMA_OP_FETCH_ADD
  * @swap_add: the value swapped in, or added
@@ -479,14 +644,18 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 iova,
  * same word, but not to plain stores such as RDMA WRITE placement. The
  * caller checked the range and the rights with srdma_mr_check(). An
  * aligned iova shares its page offset with the user address (reg_mr
- * requires it), so the 8 bytes never straddle two pages.
+ * requires it), so the 8 bytes never straddle two pages. A user MR keeps
+ * its registration for life; @serial is checked all the same, as
+ * srdma_mr_copy() does. DMA and fast-registration MRs (kernel memory) are
+ * refused.
  *
  * Context: Any context.
  * Return: 0; -EINVAL if @iova is not aligned or @mr is not a user MR;
- * -EFAULT if the 8 bytes are not all in @mr.
+ * -EFAULT if the 8 bytes are not all in @mr or the registration is no
+ * longer @serial.
  */
-int srdma_mr_atomic(struct srdma_mr *mr, u64 iova, u8 op, u64 swap_add,
-		    u64 compare, u64 *orig)
+int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
+		    u64 swap_add, u64 compare, u64 *orig)
 {
 	struct page *pg;
 	u64 *word, old;
@@ -495,6 +664,8 @@ int srdma_mr_atomic(struct srdma_mr *mr, u64 iova, u8 op, u64 swap_add,
 
 	if (mr->type != SRDMA_MR_USER || !IS_ALIGNED(iova, sizeof(u64)))
 		return -EINVAL;
+	if (mr->serial != serial)
+		return -EFAULT;
 	if (srdma_mr_chunk(mr, iova, 0, sizeof(u64), &pg, &pgoff) !=
 	    sizeof(u64) || !IS_ALIGNED(pgoff, sizeof(u64)))
 		return -EFAULT;
@@ -524,9 +695,10 @@ int srdma_mr_atomic(struct srdma_mr *mr, u64 iova, u8 op, u64 swap_add,
  * when the skb is freed.
  *
  * Context: Any context.
- * Return: 0; -EOPNOTSUPP for a DMA MR or -EMSGSIZE if the fragments run
- * out, in which case the caller copies instead; -EFAULT if the range
- * leaves the MR.
+ * Return: 0; -EOPNOTSUPP for a DMA or fast-registration MR (kernel
+ * memory, which may be slab memory and is copied, under the MR lock for
+ * the latter) or -EMSGSIZE if the fragments run out, in which case the
+ * caller copies instead; -EFAULT if the range leaves the MR.
  */
 int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
 		    u32 len)
@@ -593,7 +765,7 @@ int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
  *	   of them into an @skb attaches the pages as fragments
  *
  * Each SGE's lkey is looked up and checked against the QP's PD for the
- * access the direction needs; a user QP may not use a DMA MR.
+ * access the direction needs; a user QP may use user MRs only.
  *
  * Context: Any context.
  * Return: 0; -EINVAL if the list is shorter than @off + @len; -EACCES for a
@@ -606,6 +778,7 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 {
 	struct srdma_mr *mr;
 	u32 i, n, done = 0;
+	u64 serial;
 	int err = 0;
 
 	for (i = 0; i < num_sge && done < len; i++) {
@@ -617,21 +790,25 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		mr = srdma_mr_get(qp->sdev, sge[i].lkey, false);
 		if (!mr)
 			return -EACCES;
-		if (mr->type == SRDMA_MR_DMA && qp->is_user)
+		serial = 0;
+		if (mr->type != SRDMA_MR_USER && qp->is_user)
 			err = -EACCES;
 		else
-			err = srdma_mr_check(mr, qp->ibqp.pd, sge[i].addr + off,
-					     n, to_mr ? IB_ACCESS_LOCAL_WRITE :
-					     0);
+			err = srdma_mr_check(mr, qp->ibqp.pd, sge[i].lkey,
+					     sge[i].addr + off, n,
+					     to_mr ? IB_ACCESS_LOCAL_WRITE : 0,
+					     &serial);
 		if (!err) {
 			if (skb && to_mr)
-				err = srdma_mr_copy_skb(mr, sge[i].addr + off,
+				err = srdma_mr_copy_skb(mr, serial,
+							sge[i].addr + off,
 							skb, skb_off + done, n);
 			else if (skb)
 				err = srdma_mr_attach(mr, sge[i].addr + off,
 						      skb, n);
 			else
-				err = srdma_mr_copy(mr, sge[i].addr + off,
+				err = srdma_mr_copy(mr, serial,
+						    sge[i].addr + off,
 						    buf + done, n, to_mr);
 		}
 		srdma_mr_put(mr);

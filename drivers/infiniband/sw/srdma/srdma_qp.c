@@ -135,14 +135,19 @@ void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type)
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
+/*
+ * A ring of entries of @hdr bytes, then @data bytes of SGEs (at least
+ * @max_sge) or inline data.
+ */
 static int srdma_ring_init(struct srdma_ring *r, u32 max_wr, u32 max_sge,
-			   size_t hdr)
+			   size_t hdr, u32 data)
 {
 	u32 slots = roundup_pow_of_two(max(max_wr, 1U) + 1);
 
 	r->max_wr = max_wr;
 	r->max_sge = max_sge;
-	r->slot_size = hdr + max_sge * sizeof(struct srdma_sge);
+	r->slot_size = hdr + max_t(u32, data,
+				   max_sge * sizeof(struct srdma_sge));
 	r->mask = slots - 1;
 	r->prod = 0;
 	r->cons = 0;
@@ -168,9 +173,12 @@ static int srdma_create_uqp(struct srdma_qp *qp, struct ib_udata *udata)
 			     udata->outlen, sizeof(resp));
 		return -EINVAL;
 	}
+	/* SGEs or inline data after the fixed part, as in the kernel's SQ. */
+	BUILD_BUG_ON(sizeof(struct srdma_usge) != sizeof(struct srdma_sge));
 	err = srdma_uring_create(&uctx->ibuc, &qp->usq, qp->sq.mask + 1,
 				 sizeof(struct srdma_usend_wqe) +
-				 qp->sq.max_sge * sizeof(struct srdma_usge),
+				 max_t(u32, qp->max_inline, qp->sq.max_sge *
+				       sizeof(struct srdma_usge)),
 				 &resp.sq);
 	if (err)
 		return err;
@@ -207,7 +215,8 @@ static int srdma_qp_check_init(struct srdma_dev *sdev,
 {
 	const struct ib_qp_cap *cap = &init->cap;
 
-	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UD &&
+	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
+	    init->qp_type != IB_QPT_UD &&
 	    (init->qp_type != IB_QPT_GSI || is_user)) {
 		srdma_dbg(sdev, "create_qp: type %d not supported\n",
 			  init->qp_type);
@@ -228,7 +237,8 @@ static int srdma_qp_check_init(struct srdma_dev *sdev,
 	if (cap->max_send_wr > SRDMA_MAX_QP_WR ||
 	    cap->max_recv_wr > SRDMA_MAX_QP_WR ||
 	    cap->max_send_sge > SRDMA_MAX_SGE ||
-	    cap->max_recv_sge > SRDMA_MAX_SGE || cap->max_inline_data) {
+	    cap->max_recv_sge > SRDMA_MAX_SGE ||
+	    cap->max_inline_data > SRDMA_MAX_INLINE_DATA) {
 		srdma_dbg(sdev, "create_qp: caps wr %u/%u sge %u/%u inline %u exceed the limits\n",
 			  cap->max_send_wr, cap->max_recv_wr, cap->max_send_sge,
 			  cap->max_recv_sge, cap->max_inline_data);
@@ -258,19 +268,27 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	qp->rd_gap_psn = U32_MAX;		/* never a valid PSN */
 }
 
-/* The kernel's SQ and RQ, sized by @cap (at least one SGE each). */
+/*
+ * The kernel's SQ and RQ, sized by @cap (at least one SGE each). An SQ
+ * entry holds the SGEs or the inline data: max_inline_data becomes all
+ * the room there is, at least what was asked for (a multiple of an SGE's
+ * size, at most SRDMA_MAX_INLINE_DATA).
+ */
 static int srdma_qp_alloc_rings(struct srdma_qp *qp, struct ib_qp_cap *cap)
 {
 	int err;
 
 	cap->max_send_sge = max(cap->max_send_sge, 1U);
 	cap->max_recv_sge = max(cap->max_recv_sge, 1U);
+	qp->max_inline = max_t(u32, round_up(cap->max_inline_data,
+					     sizeof(struct srdma_sge)),
+			       cap->max_send_sge * sizeof(struct srdma_sge));
 	err = srdma_ring_init(&qp->sq, cap->max_send_wr, cap->max_send_sge,
-			      sizeof(struct srdma_send_wqe));
+			      sizeof(struct srdma_send_wqe), qp->max_inline);
 	if (err)
 		return err;
 	err = srdma_ring_init(&qp->rq, cap->max_recv_wr, cap->max_recv_sge,
-			      sizeof(struct srdma_recv_wqe));
+			      sizeof(struct srdma_recv_wqe), 0);
 	if (err)
 		vfree(qp->sq.buf);
 	return err;
@@ -359,13 +377,13 @@ static int srdma_qp_srq_caps(struct srdma_dev *sdev, struct ib_qp *ibqp,
 }
 
 /**
- * srdma_create_qp() - ib_device_ops.create_qp: make an RC, UD or GSI QP in
- * RESET.
+ * srdma_create_qp() - ib_device_ops.create_qp: make an RC, UC, UD or GSI QP
+ * in RESET.
  * @ibqp: the QP, allocated by the core
  * @init: the attributes asked for; the caps are updated to what was made
  * @udata: the provider's command and response, NULL for a kernel QP
  *
- * A user QP also gets its SQ and RQ mapped into the process. An RC or UD
+ * A user QP also gets its SQ and RQ mapped into the process. An RC, UC or UD
  * QP may take its receives from an SRQ (@init->srq): it then gets an RQ
  * of one receive of the SRQ's size, and none mapped.
  *
@@ -397,7 +415,7 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = srdma_qp_alloc_qpn(qp);
 	if (err)
 		goto err_free_rings;
-	cap->max_inline_data = 0;
+	cap->max_inline_data = qp->max_inline;
 	if (init->srq) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
@@ -411,9 +429,9 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	/* Publish only now that the QP is complete. */
 	srdma_qp_publish(qp);
-	srdma_dbg_qp(qp, "created, sq %u x %u sge, rq %u x %u sge\n",
-		     cap->max_send_wr, cap->max_send_sge, cap->max_recv_wr,
-		     cap->max_recv_sge);
+	srdma_dbg_qp(qp, "created, sq %u x %u sge (inline %u), rq %u x %u sge\n",
+		     cap->max_send_wr, cap->max_send_sge, qp->max_inline,
+		     cap->max_recv_wr, cap->max_recv_sge);
 	return 0;
 
 err_erase_qpn:
@@ -577,6 +595,7 @@ static void srdma_qp_to_reset(struct srdma_qp *qp)
 	qp->rnr_wait = false;
 	qp->msn = 0;
 	qp->resp_opcode = SRDMA_OP_ACK;
+	qp->uc_dropping = false;
 }
 
 /* Transition to RTS: from RTR, arm the retry counters. */
@@ -991,7 +1010,7 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cap.max_recv_wr = srdma_qp_srq(qp) ? 0 : qp->rq.max_wr;
 	attr->cap.max_send_sge = qp->sq.max_sge;
 	attr->cap.max_recv_sge = srdma_qp_srq(qp) ? 0 : qp->rq.max_sge;
-	attr->cap.max_inline_data = 0;
+	attr->cap.max_inline_data = qp->max_inline;
 
 	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;

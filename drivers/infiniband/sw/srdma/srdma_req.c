@@ -203,9 +203,19 @@ static enum ib_wc_opcode srdma_wc_opcode(u32 wr_opcode)
 		return IB_WC_COMP_SWAP;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case IB_WR_REG_MR:
+		return IB_WC_REG_MR;
+	case IB_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
 	default:
 		return IB_WC_SEND;
 	}
+}
+
+/* A work request the requester carries out alone, without a packet. */
+static bool srdma_wr_is_local(u32 wr_opcode)
+{
+	return wr_opcode == IB_WR_REG_MR || wr_opcode == IB_WR_LOCAL_INV;
 }
 
 /**
@@ -430,6 +440,8 @@ static u8 srdma_req_opcode(struct srdma_send_wqe *wqe, bool first, bool last)
 			return imm ? SRDMA_OP_WRITE_LAST_IMM : SRDMA_OP_WRITE_LAST;
 		return SRDMA_OP_WRITE_MIDDLE;
 	}
+	if (wqe->opcode == IB_WR_SEND_WITH_INV && last)
+		return first ? SRDMA_OP_SEND_ONLY_INV : SRDMA_OP_SEND_LAST_INV;
 	if (first && last)
 		return imm ? SRDMA_OP_SEND_ONLY_IMM : SRDMA_OP_SEND_ONLY;
 	if (first)
@@ -458,7 +470,8 @@ static void srdma_req_doorbell(struct srdma_qp *qp, bool skip)
 /*
  * Will another SEND or WRITE packet follow the current work request's
  * last one right away? Not if nothing is posted behind it, or if what is
- * waits for this one's ACK (a fence, a READ over the limit, SQD).
+ * waits for this one's ACK (a fence, a READ over the limit, SQD), or is a
+ * local operation (which sends nothing).
  */
 static bool srdma_more_follows(struct srdma_qp *qp)
 {
@@ -467,6 +480,8 @@ static bool srdma_more_follows(struct srdma_qp *qp)
 	if (qp->sq_next + 1 == qp->sq.prod || qp->state != IB_QPS_RTS)
 		return false;
 	next = srdma_ring_slot(&qp->sq, qp->sq_next + 1);
+	if (srdma_wr_is_local(next->opcode))
+		return false;
 	return (next->started && !next->done) ||
 	       (!srdma_wr_is_rd_atomic(next->opcode) &&
 		!(next->send_flags & IB_SEND_FENCE));
@@ -479,12 +494,17 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 {
 	if (!len)
 		return 0;	/* a READ of nothing has no MR */
+	if (src->inline_data) {	/* always copied: @buf */
+		memcpy(buf, src->inline_data + src->off, len);
+		return 0;
+	}
 	if (!src->mr)
 		return srdma_sge_copy(qp, src->sge, src->num_sge, src->off,
 				      buf, skb, 0, len, false);
 	if (skb)
 		return srdma_mr_attach(src->mr, src->iova, skb, len);
-	return srdma_mr_copy(src->mr, src->iova, buf, len, false) ?
+	return srdma_mr_copy(src->mr, src->serial, src->iova, buf, len,
+			     false) ?
 	       -EACCES : 0;
 }
 
@@ -578,6 +598,7 @@ static int srdma_req_atomic_sge_ok(struct srdma_qp *qp,
 {
 	struct srdma_sge *sge = &wqe->sge[0];
 	struct srdma_mr *mr;
+	u64 serial = 0;
 	int err;
 
 	if (wqe->num_sge != 1 || sge->length != sizeof(u64))
@@ -585,11 +606,13 @@ static int srdma_req_atomic_sge_ok(struct srdma_qp *qp,
 	mr = srdma_mr_get(qp->sdev, sge->lkey, false);
 	if (!mr)
 		return -EACCES;
-	if (mr->type == SRDMA_MR_DMA && qp->is_user)
+	/* As srdma_sge_copy(): a user QP's SGEs name user MRs only. */
+	if (mr->type != SRDMA_MR_USER && qp->is_user)
 		err = -EACCES;
 	else
-		err = srdma_mr_check(mr, qp->ibqp.pd, sge->addr, sge->length,
-				     IB_ACCESS_LOCAL_WRITE);
+		err = srdma_mr_check(mr, qp->ibqp.pd, sge->lkey, sge->addr,
+				     sge->length, IB_ACCESS_LOCAL_WRITE,
+				     &serial);
 	srdma_mr_put(mr);
 	return err ? -EACCES : 0;
 }
@@ -659,6 +682,8 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 		.sge = wqe->sge,
 		.num_sge = wqe->num_sge,
 		.off = off,
+		.inline_data = srdma_wqe_inline(wqe),
+		.copy = !!srdma_wqe_inline(wqe),
 	};
 	struct sk_buff *skb;
 	bool last;
@@ -674,6 +699,8 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 		pkt->dmalen = wqe->length;
 	}
 	pkt->imm = (__force u32)wqe->imm;
+	if (wqe->opcode == IB_WR_SEND_WITH_INV)
+		pkt->inv_rkey = wqe->rkey;
 	pkt->se = last && (wqe->send_flags & IB_SEND_SOLICITED);
 	pkt->ackreq = srdma_req_ackreq(qp, last);
 	skb = srdma_data_pkt(qp, pkt, &src);
@@ -779,11 +806,12 @@ static bool srdma_req_resume(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 }
 
 /*
- * @wqe, at qp->sq_next, cannot be sent (@err): the older work requests
- * are flushed, @wqe fails with a local error and the QP goes to ERR.
+ * @wqe, at qp->sq_next, failed with @status: the older work requests are
+ * flushed, @wqe completes with @status and the QP goes to ERR.
  */
-static void srdma_req_fail(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
-			   int err)
+static void srdma_req_fail_status(struct srdma_qp *qp,
+				  struct srdma_send_wqe *wqe,
+				  enum ib_wc_status status)
 {
 	struct srdma_send_wqe *old;
 
@@ -792,8 +820,15 @@ static void srdma_req_fail(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 		old = srdma_ring_slot(&qp->sq, qp->sq.cons);
 		srdma_req_complete(qp, old, IB_WC_WR_FLUSH_ERR);
 	}
-	srdma_req_complete(qp, wqe, err == -EACCES || err == -EINVAL ?
-			   IB_WC_LOC_PROT_ERR : IB_WC_LOC_LEN_ERR);
+	srdma_req_complete(qp, wqe, status);
+}
+
+/* @wqe cannot be sent (@err): a local error, as srdma_req_fail_status(). */
+static void srdma_req_fail(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
+			   int err)
+{
+	srdma_req_fail_status(qp, wqe, err == -EACCES || err == -EINVAL ?
+			      IB_WC_LOC_PROT_ERR : IB_WC_LOC_LEN_ERR);
 }
 
 /* The transmit position moves on to the next work request. */
@@ -801,6 +836,46 @@ static void srdma_req_next_wqe(struct srdma_qp *qp)
 {
 	qp->sq_next++;
 	qp->sq_next_off = 0;
+}
+
+/*
+ * Carry out local @wqe (REG_MR, LOCAL_INV) at qp->sq_next, in order with
+ * the work requests around it: when it is reached, after what the fence
+ * makes it wait for. It takes no PSN; its last PSN is the one before it,
+ * so it retires as soon as the work requests before it have (at once if
+ * they have already). False if it failed: the QP is in ERR.
+ */
+static bool srdma_req_local(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	bool reg = wqe->opcode == IB_WR_REG_MR;
+	int err;
+
+	if (reg)
+		err = srdma_fr_register(qp, wqe->reg_mr, wqe->rkey,
+					wqe->reg_access, wqe->remote_addr,
+					wqe->reg_len);
+	else
+		err = srdma_fr_invalidate(qp, wqe->rkey, false);
+	wqe->npkts = 0;
+	wqe->first_psn = srdma_psn_prev(qp->next_psn);
+	wqe->last_psn = wqe->first_psn;
+	wqe->rd_next_psn = wqe->first_psn;
+	wqe->rd_sent_off = 0;
+	wqe->started = true;
+	wqe->done = true;
+	if (err) {
+		srdma_count(qp->sdev, SRDMA_CNT_FAST_REG_ERR);
+		srdma_dbg_qp(qp, "wr %llu: %s of key %#x failed\n", wqe->wr_id,
+			     reg ? "REG_MR" : "LOCAL_INV", wqe->rkey);
+		srdma_req_fail_status(qp, wqe, IB_WC_LOC_QP_OP_ERR);
+		return false;
+	}
+	srdma_count(qp->sdev, reg ? SRDMA_CNT_FAST_REG : SRDMA_CNT_LOCAL_INV);
+	if (qp->sq.cons == qp->sq_next)
+		srdma_req_complete(qp, wqe, IB_WC_SUCCESS);	/* moves on */
+	else
+		srdma_req_next_wqe(qp);
+	return true;
 }
 
 /*
@@ -819,6 +894,11 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, int *err)
 		if (!wqe->started) {
 			if (!srdma_req_may_start(qp, wqe))
 				break;
+			if (srdma_wr_is_local(wqe->opcode)) {
+				if (!srdma_req_local(qp, wqe))
+					return false;
+				continue;
+			}
 			ret = srdma_req_start(qp, wqe);
 			if (ret) {
 				srdma_req_fail(qp, wqe, ret);
@@ -874,6 +954,7 @@ static int srdma_ud_send(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	const struct srdma_payload_src src = {
 		.sge = wqe->sge,
 		.num_sge = wqe->num_sge,
+		.inline_data = srdma_wqe_inline(wqe),
 		.copy = true,
 	};
 	struct sk_buff *skb;
@@ -933,13 +1014,122 @@ static void srdma_ud_run(struct srdma_qp *qp)
 	qp->sq_next = qp->sq.cons;
 }
 
+/*
+ * Packets one run of the UC requester sends under the QP lock; the rest
+ * goes out from send_work, a budget at a time, as for UD.
+ */
+#define SRDMA_UC_BUDGET		64
+
+/*
+ * Send the next packet of UC work request @wqe, from qp->sq_next_off on,
+ * as PSN qp->next_psn: the SEND and WRITE opcodes of RC in the UC group.
+ * The payload is always copied: the work request completes once its last
+ * packet is sent, and its buffer may change after that. A packet the
+ * network stack does not take (no memory, no route) is lost like one a
+ * link drops: its PSN is used up all the same, so that the responder sees
+ * the gap and drops the message rather than place the rest of it at the
+ * wrong offset. 0, or -EACCES and -EINVAL for bad local SGEs.
+ */
+static int srdma_uc_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	u32 off = qp->sq_next_off;
+	const struct srdma_payload_src src = {
+		.sge = wqe->sge,
+		.num_sge = wqe->num_sge,
+		.off = off,
+		.inline_data = srdma_wqe_inline(wqe),
+		.copy = true,
+	};
+	struct srdma_pkt pkt = {
+		.pkey = SRDMA_DEFAULT_PKEY,
+		.dqpn = qp->attr.dest_qp_num,
+		.psn = qp->next_psn,
+		.imm = (__force u32)wqe->imm,
+	};
+	struct sk_buff *skb;
+	bool last;
+	u8 op;
+
+	pkt.paylen = min(qp->mtu, wqe->length - off);
+	last = off + pkt.paylen >= wqe->length;
+	op = srdma_req_opcode(wqe, off == 0, last);
+	if (op == SRDMA_OP_WRITE_FIRST || op == SRDMA_OP_WRITE_ONLY ||
+	    op == SRDMA_OP_WRITE_ONLY_IMM) {
+		pkt.va = wqe->remote_addr;
+		pkt.rkey = wqe->rkey;
+		pkt.dmalen = wqe->length;
+	}
+	pkt.opcode = SRDMA_OP_UC | op;
+	pkt.se = last && (wqe->send_flags & IB_SEND_SOLICITED);
+	skb = srdma_data_pkt(qp, &pkt, &src);
+	if (IS_ERR(skb) && PTR_ERR(skb) != -ENOMEM)
+		return PTR_ERR(skb);
+	qp->next_psn = srdma_psn_add(qp->next_psn, 1);
+	qp->sq_next_off = off + pkt.paylen;
+	if (IS_ERR(skb)) {
+		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
+		return 0;
+	}
+	srdma_xmit(qp, skb);	/* counts its failures */
+	return 0;
+}
+
+/*
+ * The requester of a UC QP: the messages in order, each packet sent once
+ * and the work request completed when its last packet is sent; no ACK, no
+ * window, no retransmission (IBTA 9.8). In SQD the message in progress is
+ * finished and no other is started.
+ */
+static void srdma_uc_run(struct srdma_qp *qp)
+{
+	u32 budget = SRDMA_UC_BUDGET;
+	struct srdma_send_wqe *wqe;
+	bool retired = false;
+
+	lockdep_assert_held(&qp->lock);
+	while (qp->sq.cons != qp->sq.prod) {
+		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		if (!wqe->started && qp->state != IB_QPS_RTS)
+			break;
+		/* Started only once a packet of it goes out (SQD). */
+		if (!budget--) {
+			queue_work(srdma_wq, &qp->send_work);
+			return;
+		}
+		if (!wqe->started) {
+			if (srdma_npkts(wqe->length, qp->mtu) >
+			    SRDMA_MAX_MSG_PKTS) {
+				/* Posted before the path MTU shrank. */
+				srdma_req_complete(qp, wqe, IB_WC_LOC_LEN_ERR);
+				return;
+			}
+			wqe->started = true;
+			qp->sq_next_off = 0;
+		}
+		if (srdma_uc_packet(qp, wqe)) {
+			srdma_dbg_qp(qp, "wr %llu: local protection error\n",
+				     wqe->wr_id);
+			srdma_req_complete(qp, wqe, IB_WC_LOC_PROT_ERR);
+			return;
+		}
+		if (qp->sq_next_off >= wqe->length) {
+			/* Resets sq_next and sq_next_off to the next one. */
+			srdma_req_complete(qp, wqe, IB_WC_SUCCESS);
+			retired = true;
+		}
+	}
+	if (retired && qp->state == IB_QPS_SQD &&
+	    qp->attr.en_sqd_async_notify)
+		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
+}
+
 /**
  * srdma_send_work() - run the requester from process context
  * @work: the QP's send_work
  *
- * For what a UD requester run left over (it sends another budget and
- * queues this work again if more is left), and for work requests a kernel
- * consumer posted with IRQs off, which could not be sent from there.
+ * For what a UD or UC requester run left over (it sends another budget
+ * and queues this work again if more is left), and for work requests a
+ * kernel consumer posted with IRQs off, which could not be sent from there.
  * Does nothing once the QP has left RTS; destroy_qp moves it to RESET
  * before it cancels this work.
  *
@@ -982,6 +1172,10 @@ void srdma_req_run(struct srdma_qp *qp)
 	}
 	if (srdma_qp_is_ud(qp)) {
 		srdma_ud_run(qp);
+		return;
+	}
+	if (srdma_qp_is_uc(qp)) {
+		srdma_uc_run(qp);
 		return;
 	}
 	for (;;) {
@@ -1143,7 +1337,12 @@ out_unlock:
 	spin_unlock_bh(&qp->lock);
 }
 
-/* What a QP can post: UD only SENDs. */
+/*
+ * What a QP can post: UD only SENDs, UC no READs or atomics; fast
+ * registration and invalidation on kernel RC QPs only (user PDs have no
+ * fast-registration MRs; UC has no SEND with Invalidate, and its
+ * requester no local operations).
+ */
 static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 {
 	switch (opcode) {
@@ -1152,10 +1351,16 @@ static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 		return true;
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return !srdma_qp_is_ud(qp);
+	/* UC has no READ and no atomics (IBTA table 38). */
 	case IB_WR_RDMA_READ:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		return !srdma_qp_is_ud(qp);
+		return qp->ibqp.qp_type == IB_QPT_RC;
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_REG_MR:
+	case IB_WR_LOCAL_INV:
+		return qp->ibqp.qp_type == IB_QPT_RC && !qp->is_user;
 	default:
 		return false;
 	}
@@ -1178,13 +1383,22 @@ static int srdma_check_wr(struct srdma_qp *qp, const struct ib_send_wr *wr)
 			     wr->opcode);
 		return -EINVAL;
 	}
+	if (srdma_wr_is_local(wr->opcode) &&
+	    (wr->send_flags & IB_SEND_INLINE)) {
+		srdma_dbg_qp(qp, "post_send: a local operation with inline data\n");
+		return -EINVAL;
+	}
+	if (srdma_wr_is_local(wr->opcode))	/* no SGEs */
+		return wr->opcode == IB_WR_REG_MR ?
+		       srdma_fr_check_wr(qp, reg_wr(wr)) : 0;
 	if (wr->num_sge < 0 || wr->num_sge > qp->sq.max_sge) {
 		srdma_dbg_qp(qp, "post_send: %d SGEs, max %u\n",
 			     wr->num_sge, qp->sq.max_sge);
 		return -EINVAL;
 	}
-	if (wr->send_flags & IB_SEND_INLINE) {
-		srdma_dbg_qp(qp, "post_send: inline data not supported\n");
+	if ((wr->send_flags & IB_SEND_INLINE) &&
+	    (wr->opcode == IB_WR_RDMA_READ || srdma_wr_is_atomic(wr->opcode))) {
+		srdma_dbg_qp(qp, "post_send: a READ or atomic with inline data\n");
 		return -EINVAL;
 	}
 	/* An atomic's result goes to one SGE of exactly 8 bytes. */
@@ -1235,14 +1449,50 @@ static int srdma_sq_read_ud(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 }
 
 /*
- * Copy the SGEs of @wr into @wqe and sum their lengths into @len: -EINVAL
- * if the sum overflows or the message is too long.
+ * Copy the data of inline work request @wr into @wqe, in place of the
+ * SGEs, now: the caller's buffers (kernel virtual addresses, maybe on its
+ * stack) need not outlive post_send. Their lengths go into @len: -EINVAL
+ * if they add up to more than the QP's max_inline_data.
+ */
+static int srdma_wr_inline(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
+			   const struct ib_send_wr *wr, u32 *len)
+{
+	u8 *data = (u8 *)wqe->sge;
+	u32 n;
+	int i;
+
+	*len = 0;
+	for (i = 0; i < wr->num_sge; i++) {
+		n = wr->sg_list[i].length;
+		if (n > qp->max_inline - *len) {
+			srdma_dbg_qp(qp, "post_send: inline data over %u bytes\n",
+				     qp->max_inline);
+			return -EINVAL;
+		}
+		memcpy(data + *len, (void *)(uintptr_t)wr->sg_list[i].addr, n);
+		*len += n;
+	}
+	return 0;
+}
+
+/*
+ * Copy the SGEs of @wr, or its inline data, into @wqe and sum their
+ * lengths into @len: -EINVAL if the sum overflows, is over the inline
+ * limit or the message is too long.
  */
 static int srdma_wr_sges(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			 const struct ib_send_wr *wr, u32 *len)
 {
-	if (srdma_sges_from_wr(wqe->sge, wr->sg_list, wr->num_sge, len))
+	*len = 0;
+	if (srdma_wr_is_local(wr->opcode))
+		return 0;
+	if (wr->send_flags & IB_SEND_INLINE) {
+		if (srdma_wr_inline(qp, wqe, wr, len))
+			return -EINVAL;
+	} else if (srdma_sges_from_wr(wqe->sge, wr->sg_list, wr->num_sge,
+				      len)) {
 		return -EINVAL;
+	}
 	if (!srdma_msg_len_ok(qp, *len)) {
 		srdma_dbg_qp(qp, "post_send: message of %u bytes too long for MTU %u\n",
 			     *len, qp->mtu);
@@ -1252,9 +1502,50 @@ static int srdma_wr_sges(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 }
 
 /*
+ * The key, address and rights of @wr that @wqe keeps: only RDMA operations
+ * and atomics (with their operands) have a remote address; invalidations
+ * name a key; REG_MR the MR, its new
+ * key, rights and range (as the MR holds it now: its user may have moved
+ * the iova since map_mr_sg).
+ */
+static void srdma_wr_keys(struct srdma_send_wqe *wqe,
+			  const struct ib_send_wr *wr)
+{
+	wqe->remote_addr = 0;
+	wqe->rkey = 0;
+	wqe->reg_mr = NULL;
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+		break;
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
+		wqe->rkey = wr->ex.invalidate_rkey;
+		break;
+	case IB_WR_REG_MR:
+		wqe->reg_mr = to_smr(reg_wr(wr)->mr);
+		wqe->rkey = reg_wr(wr)->key;
+		wqe->reg_access = reg_wr(wr)->access;
+		wqe->remote_addr = reg_wr(wr)->mr->iova;
+		wqe->reg_len = reg_wr(wr)->mr->length;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		wqe->remote_addr = atomic_wr(wr)->remote_addr;
+		wqe->rkey = atomic_wr(wr)->rkey;
+		wqe->compare_add = atomic_wr(wr)->compare_add;
+		wqe->swap = atomic_wr(wr)->swap;
+		break;
+	default:
+		wqe->remote_addr = rdma_wr(wr)->remote_addr;
+		wqe->rkey = rdma_wr(wr)->rkey;
+		break;
+	}
+}
+
+/*
  * Fill send WQE @wqe, the next free slot of the SQ, from @wr, its SGEs
- * (@len bytes in all) already in place, and post it. Only RDMA operations
- * have a remote address.
+ * (@len bytes in all) already in place, and post it.
  */
 static void srdma_sq_push(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			  const struct ib_send_wr *wr, u32 len)
@@ -1264,23 +1555,34 @@ static void srdma_sq_push(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 	wqe->send_flags = wr->send_flags;
 	wqe->imm = wr->ex.imm_data;
 	wqe->length = len;
-	wqe->num_sge = wr->num_sge;
+	wqe->num_sge = wr->send_flags & IB_SEND_INLINE ||
+		       srdma_wr_is_local(wr->opcode) ? 0 : wr->num_sge;
 	wqe->started = false;
 	wqe->done = false;
-	if (srdma_wr_is_atomic(wr->opcode)) {
-		wqe->remote_addr = atomic_wr(wr)->remote_addr;
-		wqe->rkey = atomic_wr(wr)->rkey;
-		wqe->compare_add = atomic_wr(wr)->compare_add;
-		wqe->swap = atomic_wr(wr)->swap;
-	} else if (wr->opcode != IB_WR_SEND &&
-		   wr->opcode != IB_WR_SEND_WITH_IMM) {
-		wqe->remote_addr = rdma_wr(wr)->remote_addr;
-		wqe->rkey = rdma_wr(wr)->rkey;
-	} else {
-		wqe->remote_addr = 0;
-		wqe->rkey = 0;
-	}
+	srdma_wr_keys(wqe, wr);
 	qp->sq.prod++;
+}
+
+/*
+ * The inline data of mapped SQ entry @u: its length read once and bounded
+ * by the QP's max_inline_data and by the slot, then the data copied out of
+ * the ring into @wqe, where nothing the process writes can change it; only
+ * that copy is used. A length over the limit marks the ring bad: -EINVAL.
+ */
+static int srdma_sq_read_inline(struct srdma_qp *qp, struct srdma_usend_wqe *u,
+				struct srdma_send_wqe *wqe, u32 *len)
+{
+	u32 room = qp->usq.slot_size - offsetof(struct srdma_usend_wqe, sge);
+
+	*len = READ_ONCE(u->inline_len);
+	if (*len > qp->max_inline || *len > room) {
+		srdma_err_qp(qp, "send ring entry %u: %u bytes of inline data, max %u\n",
+			     qp->sq.prod, *len, qp->max_inline);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	memcpy(wqe->sge, u->sge, *len);
+	return 0;
 }
 
 /*
@@ -1310,28 +1612,36 @@ static int srdma_sq_read_atomic(struct srdma_qp *qp,
 }
 
 /*
- * Read mapped SQ entry @u, each field once, into @wqe's SGEs and @w, and
- * validate it. A bad entry marks the ring bad: -EINVAL.
+ * Read mapped SQ entry @u, each field once, into @wqe's SGEs (or inline
+ * data) and @w, and validate it. A bad entry marks the ring bad: -EINVAL.
  */
 static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 			       struct srdma_send_wqe *wqe,
 			       struct ib_rdma_wr *w, u32 *len)
 {
 	const u32 flags_ok = IB_SEND_FENCE | IB_SEND_SIGNALED |
-			     IB_SEND_SOLICITED;
+			     IB_SEND_SOLICITED | IB_SEND_INLINE;
 	u32 n, op, flags;
 	int err;
 
 	n = READ_ONCE(u->num_sge);
 	op = READ_ONCE(u->opcode);
 	flags = READ_ONCE(u->send_flags);
-	if (!srdma_opcode_ok(qp, op) || (flags & ~flags_ok)) {
+	if (!srdma_opcode_ok(qp, op) || (flags & ~flags_ok) ||
+	    ((flags & IB_SEND_INLINE) &&
+	     (op == IB_WR_RDMA_READ || srdma_wr_is_atomic(op)))) {
 		srdma_err_qp(qp, "send ring entry %u: opcode %u, flags %#x refused\n",
 			     qp->sq.prod, op, flags);
 		qp->uring_bad = true;
 		return -EINVAL;
 	}
-	err = srdma_usges_read(qp, wqe->sge, u->sge, n, qp->sq.max_sge, len);
+	if (flags & IB_SEND_INLINE) {
+		n = 0;
+		err = srdma_sq_read_inline(qp, u, wqe, len);
+	} else {
+		err = srdma_usges_read(qp, wqe->sge, u->sge, n, qp->sq.max_sge,
+				       len);
+	}
 	if (err)
 		return err;
 	if (!srdma_msg_len_ok(qp, *len)) {

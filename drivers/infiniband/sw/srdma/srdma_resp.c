@@ -262,6 +262,10 @@ static void srdma_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		wc.wc_flags = IB_WC_WITH_IMM;
 		wc.ex.imm_data = (__force __be32)pkt->imm;
 	}
+	if (status == IB_WC_SUCCESS && (pkt->flags & SRDMA_F_IETH)) {
+		wc.wc_flags = IB_WC_WITH_INVALIDATE;
+		wc.ex.invalidate_rkey = pkt->inv_rkey;
+	}
 	qp->recv_active = false;
 	srdma_rq_complete(qp, &wc, pkt->se);
 }
@@ -287,13 +291,45 @@ static void srdma_resp_error(struct srdma_qp *qp, u8 nak, u32 psn)
 			     event[nak] : IB_EVENT_QP_FATAL);
 }
 
-/* The same for request @pkt, completing the receive in progress. */
+/*
+ * UC: drop the message in progress, or the one the packet at hand begins.
+ * A UC responder never NAKs, and nothing its peer sends fails the QP: a
+ * message it cannot take (a packet lost, no receive posted, a refused
+ * R_Key, too long for the receive) is dropped, counted once, and its other
+ * packets are dropped until a FIRST or ONLY begins the next message. A
+ * receive the message had taken stays posted for the next one, which
+ * overwrites what was placed. QP lock held.
+ */
+static void srdma_uc_drop(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (!qp->uc_dropping)
+		srdma_count(qp->sdev, SRDMA_CNT_RX_UC_MSG_DROPPED);
+	qp->uc_dropping = true;
+	qp->recv_active = false;
+	qp->write_left = 0;
+	qp->resp_opcode = SRDMA_OP_ACK;		/* no message in progress */
+}
+
+/*
+ * The same for request @pkt, completing the receive in progress. On UC,
+ * only the local user's own error (a bad receive buffer) completes the
+ * receive and moves the QP to ERR, without a NAK; anything else drops the
+ * message.
+ */
 static void srdma_resp_fatal(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			     u8 nak, enum ib_wc_status status)
 {
+	if (srdma_qp_is_uc(qp) && status != IB_WC_LOC_PROT_ERR) {
+		srdma_uc_drop(qp);
+		return;
+	}
 	if (qp->recv_active)
 		srdma_recv_done(qp, pkt, status, IB_WC_RECV, 0);
-	srdma_resp_error(qp, nak, pkt->psn);
+	if (srdma_qp_is_uc(qp))
+		srdma_qp_error(qp);
+	else
+		srdma_resp_error(qp, nak, pkt->psn);
 }
 
 /* The MSN once the message in progress is done. */
@@ -326,14 +362,42 @@ static bool srdma_resp_seq_ok(struct srdma_qp *qp, struct srdma_pkt *pkt)
 /*
  * A message that will consume a receive (SEND, WRITE with immediate) needs
  * one posted before the packet that consumes it is accepted: RNR NAK
- * otherwise, -EIO if looking made the QP fail. QP lock held.
+ * otherwise (UC: the message is dropped), -EIO if looking made the QP
+ * fail. QP lock held.
  */
 static int srdma_resp_need_recv(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	lockdep_assert_held(&qp->lock);
 	if (srdma_rq_ready(qp))
 		return 0;
-	return qp->state == IB_QPS_ERR ? -EIO : srdma_send_rnr(qp, pkt->psn);
+	if (qp->state == IB_QPS_ERR)
+		return -EIO;
+	if (srdma_qp_is_uc(qp)) {
+		srdma_uc_drop(qp);
+		return -EAGAIN;
+	}
+	return srdma_send_rnr(qp, pkt->psn);
+}
+
+/*
+ * SEND with Invalidate @pkt, its payload placed: invalidate the R_Key its
+ * IETH names before the receive completes. Refused (not a fast
+ * registration of the QP's PD with remote rights, not valid), the
+ * receive completes in error and the QP fails (IBTA 9.9.3, class J):
+ * -EINVAL.
+ */
+static int srdma_resp_invalidate(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	if (!srdma_fr_invalidate(qp, pkt->inv_rkey, true)) {
+		srdma_count(qp->sdev, SRDMA_CNT_REMOTE_INV);
+		return 0;
+	}
+	srdma_count(qp->sdev, SRDMA_CNT_REMOTE_INV_ERR);
+	srdma_dbg_qp(qp, "SEND with Invalidate of R_Key %#x refused\n",
+		     pkt->inv_rkey);
+	srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+			 IB_WC_REM_INV_REQ_ERR);
+	return -EINVAL;
 }
 
 static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
@@ -372,6 +436,11 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return err;
 	}
 	qp->recv_off += pkt->paylen;
+	if (pkt->flags & SRDMA_F_IETH) {
+		err = srdma_resp_invalidate(qp, pkt);
+		if (err)
+			return err;
+	}
 	if (pkt->flags & SRDMA_F_LAST) {
 		srdma_resp_msg_done(qp);
 		srdma_recv_done(qp, pkt, IB_WC_SUCCESS, IB_WC_RECV,
@@ -382,19 +451,21 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 
 /*
  * The MR that rkey @rkey names, if [va, va + len) lies in it with @access
- * and the QP allows @access; with a reference. A @serial other than 0 must
- * match: the key must still name the MR that the message started with.
+ * and the QP allows @access; with a reference. A *@serial other than 0 must
+ * match: the key must still name the registration that the message started
+ * with. *@serial is set to the registration checked, under the MR lock
+ * (srdma_mr_check()), for the copy to check again.
  */
 static struct srdma_mr *srdma_resp_mr(struct srdma_qp *qp, u32 rkey, u64 va,
-				      u32 len, int access, u64 serial)
+				      u32 len, int access, u64 *serial)
 {
 	struct srdma_mr *mr;
 
 	if (!(qp->attr.qp_access_flags & access))
 		return NULL;
 	mr = srdma_mr_get(qp->sdev, rkey, true);
-	if (mr && ((serial && mr->serial != serial) ||
-		   srdma_mr_check(mr, qp->ibqp.pd, va, len, access))) {
+	if (mr && srdma_mr_check(mr, qp->ibqp.pd, rkey, va, len, access,
+				 serial)) {
 		srdma_mr_put(mr);
 		mr = NULL;
 	}
@@ -438,22 +509,23 @@ static int srdma_resp_dmalen(struct srdma_qp *qp, struct srdma_pkt *pkt)
 static int srdma_resp_write_first(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	struct srdma_mr *mr;
+	u64 serial;
 	int err;
 
 	err = srdma_resp_dmalen(qp, pkt);
 	if (err)
 		return err;
-	qp->write_mr_serial = 0;
+	serial = 0;
 	if (pkt->dmalen) {
 		mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
-				   IB_ACCESS_REMOTE_WRITE, 0);
+				   IB_ACCESS_REMOTE_WRITE, &serial);
 		if (!mr)
 			return srdma_resp_access_err(qp, pkt, pkt->va,
 						     pkt->dmalen, pkt->rkey,
 						     false);
-		qp->write_mr_serial = mr->serial;
 		srdma_mr_put(mr);
 	}
+	qp->write_mr_serial = serial;
 	qp->write_va = pkt->va;
 	qp->write_rkey = pkt->rkey;
 	qp->write_left = pkt->dmalen;
@@ -469,16 +541,18 @@ static int srdma_resp_write_first(struct srdma_qp *qp, struct srdma_pkt *pkt)
 static int srdma_resp_write_place(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				  struct sk_buff *skb, int payoff)
 {
+	u64 serial = qp->write_mr_serial;
 	struct srdma_mr *mr;
 	int err;
 
 	mr = srdma_resp_mr(qp, qp->write_rkey, qp->write_va, pkt->paylen,
-			   IB_ACCESS_REMOTE_WRITE, qp->write_mr_serial);
+			   IB_ACCESS_REMOTE_WRITE, &serial);
 	if (!mr)
 		return srdma_resp_access_err(qp, pkt, qp->write_va,
 					     pkt->paylen, qp->write_rkey,
 					     false);
-	err = srdma_mr_copy_skb(mr, qp->write_va, skb, payoff, pkt->paylen);
+	err = srdma_mr_copy_skb(mr, serial, qp->write_va, skb, payoff,
+				pkt->paylen);
 	srdma_mr_put(mr);
 	if (err)
 		return srdma_resp_access_err(qp, pkt, qp->write_va,
@@ -561,14 +635,17 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 		.msn = msn,
 		.paylen = min(job->mtu, job->len - off),
 	};
-	struct srdma_payload_src src = { .iova = job->va + off };
+	struct srdma_payload_src src = {
+		.iova = job->va + off,
+		.serial = job->serial,
+	};
 	struct sk_buff *skb;
 
 	lockdep_assert_held(&qp->lock);
 	if (pkt.paylen) {
 		/* The MR the READ was accepted for, not one with its key. */
 		src.mr = srdma_resp_mr(qp, job->rkey, src.iova, pkt.paylen,
-				       IB_ACCESS_REMOTE_READ, job->serial);
+				       IB_ACCESS_REMOTE_READ, &src.serial);
 		if (!src.mr)
 			return -EACCES;
 	}
@@ -713,11 +790,10 @@ static int srdma_resp_read_check(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return 0;
 	}
 	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
-			   IB_ACCESS_REMOTE_READ, *serial);
+			   IB_ACCESS_REMOTE_READ, serial);
 	if (!mr)
 		return srdma_resp_access_err(qp, pkt, pkt->va, pkt->dmalen,
 					     pkt->rkey, true);
-	*serial = mr->serial;
 	srdma_mr_put(mr);
 	return 0;
 }
@@ -876,6 +952,7 @@ static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		.atomic_op = pkt->opcode,
 	};
 	struct srdma_mr *mr;
+	u64 serial = 0;
 	int err;
 
 	lockdep_assert_held(&qp->lock);
@@ -891,11 +968,12 @@ static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		return -EINVAL;
 	}
 	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, sizeof(u64),
-			   IB_ACCESS_REMOTE_ATOMIC, 0);
-	err = mr ? srdma_mr_atomic(mr, pkt->va, pkt->opcode, pkt->swap_add,
-				   pkt->compare, &job.orig) : -EACCES;
+			   IB_ACCESS_REMOTE_ATOMIC, &serial);
+	err = mr ? srdma_mr_atomic(mr, serial, pkt->va, pkt->opcode,
+				   pkt->swap_add, pkt->compare, &job.orig) :
+		   -EACCES;
 	if (mr) {
-		job.serial = mr->serial;
+		job.serial = serial;
 		srdma_mr_put(mr);
 	}
 	if (err) {
@@ -996,6 +1074,85 @@ static void srdma_resp_advance(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		srdma_send_ack_ok(qp, pkt->psn);
 }
 
+/*
+ * How far behind the expected PSN a UC packet is taken as late or
+ * duplicated. Beyond that, a FIRST or ONLY begins a new message.
+ */
+#define SRDMA_UC_LATE_WINDOW	1024
+
+/*
+ * UC: drop packet @pkt alone, outside the message in progress: the
+ * message it belongs to is counted once, and once its LAST went by the
+ * next dropped packet belongs to another message. QP lock held.
+ */
+static void srdma_uc_drop_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	srdma_uc_drop(qp);
+	if (pkt->flags & SRDMA_F_LAST)
+		qp->uc_dropping = false;
+}
+
+/*
+ * A UC request (IBTA 9.8.3). The expected PSN moves only with a packet at
+ * that PSN, or with a FIRST or ONLY that begins a new message: a PSN up to
+ * SRDMA_UC_LATE_WINDOW behind it is a packet that came late or twice,
+ * dropped, so that messages are placed in order and at most once; at any
+ * other PSN a FIRST or ONLY begins the next message there (packets were
+ * lost; the message in progress is dropped), while a MIDDLE or LAST is
+ * dropped alone. A stray or spoofed packet thus never moves the expected
+ * PSN away from the peer's. No ACK, no NAK, no RNR NAK. QP lock held.
+ */
+static void srdma_uc_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			 struct sk_buff *skb, int payoff)
+{
+	bool in_msg = qp->resp_opcode != SRDMA_OP_ACK &&
+		      !(srdma_op_flags(qp->resp_opcode) & SRDMA_F_LAST);
+	int d = srdma_psn_diff(pkt->psn, qp->epsn);
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	if (d < 0 && d >= -SRDMA_UC_LATE_WINDOW) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
+		return;
+	}
+	if (d) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_OUT_OF_SEQ);
+		srdma_dbg_qp(qp, "UC psn %u, expected %u\n", pkt->psn,
+			     qp->epsn);
+		if (!(pkt->flags & SRDMA_F_FIRST)) {
+			/* the message in progress, if any, is left alone */
+			if (!in_msg)
+				srdma_uc_drop_pkt(qp, pkt);
+			return;
+		}
+	}
+	qp->epsn = srdma_psn_add(pkt->psn, 1);
+	if (in_msg && (d || (pkt->flags & SRDMA_F_FIRST))) {
+		srdma_uc_drop(qp);		/* a packet of it went missing */
+		in_msg = false;
+	}
+	if (pkt->flags & SRDMA_F_FIRST) {
+		qp->uc_dropping = false;	/* a new message begins */
+	} else if (!in_msg) {
+		srdma_uc_drop_pkt(qp, pkt);	/* its beginning went missing */
+		return;
+	}
+	if (!srdma_resp_seq_ok(qp, pkt)) {
+		srdma_dbg_qp(qp, "UC opcode %#x out of sequence after %#x\n",
+			     pkt->opcode, qp->resp_opcode);
+		srdma_uc_drop_pkt(qp, pkt);
+		return;
+	}
+	if (pkt->flags & SRDMA_F_SEND)
+		err = srdma_resp_send(qp, pkt, skb, payoff);
+	else
+		err = srdma_resp_write(qp, pkt, skb, payoff);
+	if (!err)
+		qp->resp_opcode = pkt->opcode;
+	else if (pkt->flags & SRDMA_F_LAST)
+		qp->uc_dropping = false;	/* its message is over */
+}
+
 /**
  * srdma_resp_rcv() - take a SEND, WRITE, READ or atomic request
  * @qp: the QP it is for
@@ -1023,6 +1180,10 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	}
 	if (pkt->paylen > qp->mtu) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+		return;
+	}
+	if (srdma_qp_is_uc(qp)) {
+		srdma_uc_rcv(qp, pkt, skb, payoff);
 		return;
 	}
 	d = srdma_psn_diff(pkt->psn, qp->epsn);

@@ -83,7 +83,10 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->hw_ver = 0;
 	attr->max_qp = sdev->res_max[SRDMA_RES_QP];
 	attr->max_qp_wr = SRDMA_MAX_QP_WR;
-	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN;
+	/* Fast registration for kernel consumers: srdma_fr.c. */
+	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_MEM_MGT_EXTENSIONS;
+	attr->max_fast_reg_page_list_len = SRDMA_MAX_FAST_REG_PAGES;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->max_send_sge = SRDMA_MAX_SGE;
 	attr->max_recv_sge = SRDMA_MAX_SGE;
@@ -247,10 +250,16 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_RX_UD_OVER_MTU].name = "rx_ud_over_mtu",
 	[SRDMA_CNT_RX_UD_SHORT_BUF].name = "rx_ud_short_buffer",
 	[SRDMA_CNT_RX_MCAST_NO_GROUP].name = "rx_mcast_no_group",
+	[SRDMA_CNT_RX_UC_MSG_DROPPED].name = "rx_uc_msg_dropped",
 	[SRDMA_CNT_ATOMIC_REPLAYS].name = "atomic_replays",
 	[SRDMA_CNT_ATOMIC_REPLAY_MISS].name = "atomic_replay_misses",
 
 	[SRDMA_CNT_RX_SRQ_EMPTY].name = "rx_srq_empty",
+	[SRDMA_CNT_FAST_REG].name = "fast_reg",
+	[SRDMA_CNT_LOCAL_INV].name = "local_invalidate",
+	[SRDMA_CNT_REMOTE_INV].name = "remote_invalidate",
+	[SRDMA_CNT_REMOTE_INV_ERR].name = "remote_invalidate_errors",
+	[SRDMA_CNT_FAST_REG_ERR].name = "fast_reg_errors",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -297,6 +306,8 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.alloc_pd = srdma_alloc_pd,
 	.dealloc_pd = srdma_dealloc_pd,
 	.get_dma_mr = srdma_get_dma_mr,
+	.alloc_mr = srdma_alloc_mr,
+	.map_mr_sg = srdma_map_mr_sg,
 	.reg_user_mr = srdma_reg_user_mr,
 	.dereg_mr = srdma_dereg_mr,
 	.create_cq = srdma_create_cq,

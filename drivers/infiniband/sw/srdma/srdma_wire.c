@@ -34,6 +34,8 @@
 #define SRDMA_ATOMIC_ETH_RKEY	8
 #define SRDMA_ATOMIC_ETH_SWAP	12
 #define SRDMA_ATOMIC_ETH_CMP	20
+/* IETH (IBTA 9.3.7): one R_Key. */
+#define SRDMA_IETH_RKEY		0
 
 /*
  * Variant fields of the IP and UDP headers, which the ICRC covers as ones
@@ -77,6 +79,13 @@ static const u16 srdma_opflags_tbl[SRDMA_OP_FETCH_ADD + 1] = {
 #define SRDMA_F_UD_SEND	(SRDMA_F_UD | SRDMA_F_SEND | SRDMA_F_ONLY | \
 			 SRDMA_F_DETH | SRDMA_F_PAYLOAD)
 
+/*
+ * SEND with Invalidate ends a SEND: LAST or ONLY, never with ImmDt (the
+ * IETH takes its place).
+ */
+#define SRDMA_F_SEND_INV (SRDMA_F_SEND | SRDMA_F_LAST | SRDMA_F_IETH | \
+			  SRDMA_F_PAYLOAD)
+
 #undef PL
 
 /**
@@ -88,10 +97,19 @@ static const u16 srdma_opflags_tbl[SRDMA_OP_FETCH_ADD + 1] = {
  */
 u32 srdma_op_flags(u8 opcode)
 {
+	/* UC: the SEND and WRITE opcodes of RC, in the UC group. */
+	if ((opcode & SRDMA_OP_TRANSPORT_MASK) == SRDMA_OP_UC)
+		return opcode <= SRDMA_OP_UC_WRITE_ONLY_IMM ?
+		       srdma_opflags_tbl[opcode & SRDMA_OP_CODE_MASK] |
+		       SRDMA_F_UC : 0;
 	if (opcode == SRDMA_OP_UD_SEND_ONLY)
 		return SRDMA_F_UD_SEND;
 	if (opcode == SRDMA_OP_UD_SEND_ONLY_IMM)
 		return SRDMA_F_UD_SEND | SRDMA_F_IMM;
+	if (opcode == SRDMA_OP_SEND_LAST_INV)
+		return SRDMA_F_SEND_INV;
+	if (opcode == SRDMA_OP_SEND_ONLY_INV)
+		return SRDMA_F_SEND_INV | SRDMA_F_FIRST;
 	return opcode <= SRDMA_OP_FETCH_ADD ? srdma_opflags_tbl[opcode] : 0;
 }
 
@@ -111,7 +129,8 @@ u32 srdma_hdr_len(u8 opcode)
 	       (f & SRDMA_F_AETH ? SRDMA_AETH_LEN : 0) +
 	       (f & SRDMA_F_IMM ? SRDMA_IMM_LEN : 0) +
 	       (f & SRDMA_F_ATOMIC ? SRDMA_ATOMIC_ETH_LEN : 0) +
-	       (f & SRDMA_F_AACK ? SRDMA_ATOMIC_ACK_ETH_LEN : 0);
+	       (f & SRDMA_F_AACK ? SRDMA_ATOMIC_ACK_ETH_LEN : 0) +
+	       (f & SRDMA_F_IETH ? SRDMA_IETH_LEN : 0);
 }
 
 static u64 srdma_get_be64(const u8 *p)
@@ -164,8 +183,9 @@ static int srdma_parse_lengths(struct srdma_pkt *pkt, u32 avail,
 
 /*
  * The extension headers pkt->flags announce, in their wire order: RETH,
- * DETH, AtomicETH, AETH, AtomicAckETH, ImmDt. DETH's reserved byte is
- * ignored on receive.
+ * DETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH (which no opcode srdma
+ * takes carries with any of the others). DETH's reserved byte is ignored
+ * on receive.
  */
 static void srdma_parse_ext(const u8 *hdr, struct srdma_pkt *pkt)
 {
@@ -200,8 +220,12 @@ static void srdma_parse_ext(const u8 *hdr, struct srdma_pkt *pkt)
 		pkt->orig = srdma_get_be64(hdr + off);
 		off += SRDMA_ATOMIC_ACK_ETH_LEN;
 	}
-	if (pkt->flags & SRDMA_F_IMM)
+	if (pkt->flags & SRDMA_F_IMM) {
 		memcpy(&pkt->imm, hdr + off, SRDMA_IMM_LEN);
+		off += SRDMA_IMM_LEN;
+	}
+	if (pkt->flags & SRDMA_F_IETH)
+		pkt->inv_rkey = srdma_get_be32(hdr + off + SRDMA_IETH_RKEY);
 }
 
 /* Where a packet sits in its message decides the payload it may carry. */
@@ -308,6 +332,10 @@ u32 srdma_build_hdr(u8 *buf, const struct srdma_pkt *pkt)
 	if (f & SRDMA_F_IMM) {
 		memcpy(buf + off, &pkt->imm, SRDMA_IMM_LEN);
 		off += SRDMA_IMM_LEN;
+	}
+	if (f & SRDMA_F_IETH) {
+		srdma_put_be32(buf + off + SRDMA_IETH_RKEY, pkt->inv_rkey);
+		off += SRDMA_IETH_LEN;
 	}
 	return off;
 }

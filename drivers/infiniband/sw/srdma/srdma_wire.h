@@ -23,6 +23,7 @@
 #define SRDMA_AETH_LEN		4
 #define SRDMA_IMM_LEN		4
 #define SRDMA_DETH_LEN		8
+#define SRDMA_IETH_LEN		4
 #define SRDMA_ICRC_LEN		4
 /* AtomicETH (IBTA 9.3.3.3): VA, R_Key, swap or add data, compare data. */
 #define SRDMA_ATOMIC_ETH_LEN	28
@@ -30,6 +31,10 @@
 #define SRDMA_ATOMIC_ACK_ETH_LEN 8
 /* The longest headers: BTH and AtomicETH (BTH, RETH, ImmDt is 32). */
 #define SRDMA_MAX_HDR_LEN	(SRDMA_BTH_LEN + SRDMA_ATOMIC_ETH_LEN)
+
+/* The transport bits of a BTH opcode: 000b RC, 001b UC, 011b UD. */
+#define SRDMA_OP_TRANSPORT_MASK	0xe0
+#define SRDMA_OP_CODE_MASK	0x1f
 
 #define SRDMA_PSN_MASK		0xffffffU
 #define SRDMA_QPN_MASK		0xffffffU
@@ -54,7 +59,8 @@
 
 /*
  * RC opcodes (transport 000b) and the UD ones (transport 011b) used by
- * srdma.
+ * srdma. UC (transport 001b) has the RC SEND and WRITE opcodes, with the
+ * transport bits set: SRDMA_OP_UC | the RC opcode (IBTA 9.2.1, table 38).
  */
 enum srdma_opcode {
 	SRDMA_OP_SEND_FIRST		= 0x00,
@@ -78,6 +84,11 @@ enum srdma_opcode {
 	SRDMA_OP_ATOMIC_ACK		= 0x12,
 	SRDMA_OP_COMPARE_SWAP		= 0x13,
 	SRDMA_OP_FETCH_ADD		= 0x14,
+	/* SEND with Invalidate: the IETH names an R_Key to invalidate. */
+	SRDMA_OP_SEND_LAST_INV		= 0x16,
+	SRDMA_OP_SEND_ONLY_INV		= 0x17,
+	SRDMA_OP_UC			= 0x20,	/* the UC group */
+	SRDMA_OP_UC_WRITE_ONLY_IMM	= 0x2b,	/* the last UC opcode */
 	SRDMA_OP_UD_SEND_ONLY		= 0x64,
 	SRDMA_OP_UD_SEND_ONLY_IMM	= 0x65,
 };
@@ -100,6 +111,13 @@ enum srdma_opflags {
 	SRDMA_F_UD	= 1 << 13,	/* an Unreliable Datagram opcode */
 	SRDMA_F_ATOMIC	= 1 << 14,	/* atomic request, with AtomicETH */
 	SRDMA_F_AACK	= 1 << 15,	/* atomic ACK, with AtomicAckETH */
+	/*
+	 * Never in the (u16) opcode table: srdma_op_flags() adds it from
+	 * the opcode's transport bits.
+	 */
+	SRDMA_F_UC	= 1 << 16,	/* an Unreliable Connected opcode */
+	/* IETH (IBTA 9.3.7): out of the others' way, past the u16 table */
+	SRDMA_F_IETH	= 1 << 20,
 	SRDMA_F_REQ	= SRDMA_F_SEND | SRDMA_F_WRITE | SRDMA_F_READ |
 			  SRDMA_F_ATOMIC,
 	SRDMA_F_ONLY	= SRDMA_F_FIRST | SRDMA_F_LAST,
@@ -141,6 +159,7 @@ struct srdma_pkt {
 	u64 swap_add;		/* AtomicETH; its VA and R_Key go to va, rkey */
 	u64 compare;
 	u64 orig;		/* AtomicAckETH */
+	u32 inv_rkey;		/* IETH: the R_Key to invalidate */
 	u32 hdr_len;		/* BTH + extension headers */
 	u32 paylen;		/* payload bytes, without pad and ICRC */
 };
