@@ -107,6 +107,7 @@ run_harness srdma_ud_test setup_bound_veth
 run_harness srdma_cqex_test setup_bound_veth
 run_harness srdma_inline_test setup_bound_veth
 run_harness srdma_atomic_test setup_bound_veth
+run_harness srdma_mw_test setup_bound_veth
 
 run_harness srdma_srq_test setup_bound_veth
 

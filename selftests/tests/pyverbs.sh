@@ -29,8 +29,9 @@ exec {pyverbs_out}>&1
 # completion events, UD QPs, extended CQs (ibv_create_cq_ex) and extended
 # QPs (ibv_create_qp_ex, also with create flags 0, which the suite picks at
 # random, and the ibv_qp_ex posting API), RC atomics (the XRC ones and
-# ATOMIC WRITE skip: srdma has neither), UC QPs, and QP creation and
-# query with the caps written back (max_inline_data among them).
+# ATOMIC WRITE skip: srdma has neither), UC QPs, QP creation and query
+# with the caps written back (max_inline_data among them), and memory
+# windows of both types.
 PYVERBS_SRDMA_MUST_PASS=(
 	test_rdmacm.CMTestCase.test_rdmacm_sync_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_async_traffic
@@ -88,6 +89,14 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_atomic.AtomicTest.test_atomic_non_aligned_addr
 	test_atomic.AtomicTest.test_atomic_invalid_lkey
 	test_atomic.AtomicTest.test_atomic_invalid_rkey
+	test_mr.MWTest.test_mw_type1
+	test_mr.MWTest.test_invalidate_mw_type1
+	test_mr.MWTest.test_mw_type2
+	test_mr.MWTest.test_mw_type2_invalidate_local
+	test_mr.MWTest.test_mw_type2_invalidate_remote
+	test_mr.MWTest.test_mw_type2_invalidate_dealloc
+	test_mr.MWTest.test_reg_mw_wrong_type
+	test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw
 )
 
 # pyverbs_suite DIR: an unpacked copy of the suite in DIR/tests (the
