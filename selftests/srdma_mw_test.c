@@ -9,7 +9,8 @@
  * used or remotely invalidated through another QP, a window invalidated
  * (locally, by SEND with Invalidate) or deallocated, an MR that cannot
  * take windows, a type 2 window bound twice, deregistering an MR with a
- * window bound (EBUSY), and the counters.
+ * window bound (EBUSY), and the counters. Also ibv_rereg_mr(): new
+ * rights, range and PD under the same keys.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -755,6 +756,103 @@ TEST_F(mw, qp_ex_bind_and_invalidate)
 	EXPECT_EQ(0x70, self->buf[WIN_OFF]);
 	EXPECT_EQ(0, ibv_destroy_qp(peer));
 	EXPECT_EQ(0, ibv_destroy_qp(qx));
+}
+
+/* ibv_rereg_mr(): the keys stay, the registration changes at once. */
+TEST_F(mw, rereg_access)
+{
+	uint32_t lkey = self->mr->lkey, rkey = self->mr->rkey;
+
+	memset(self->lbuf, 0x31, 64);
+	EXPECT_EQ(IBV_WC_SUCCESS,
+		  write_status(_metadata, self, self->qa, rkey, self->buf));
+	EXPECT_EQ(0, memcmp(self->buf, self->lbuf, 64));
+	/* Take remote write away: the same key is refused. */
+	ASSERT_EQ(0, ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				  NULL, 0, IBV_ACCESS_LOCAL_WRITE));
+	EXPECT_EQ(lkey, self->mr->lkey);
+	EXPECT_EQ(rkey, self->mr->rkey);
+	memset(self->lbuf, 0x32, 64);
+	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
+		  write_status(_metadata, self, self->qa, rkey, self->buf));
+	EXPECT_EQ(0x31, self->buf[0]);
+	/* And back, on the other pair. */
+	ASSERT_EQ(0, ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				  NULL, 0, ACCESS_MR));
+	EXPECT_EQ(IBV_WC_SUCCESS,
+		  write_status(_metadata, self, self->qc, rkey, self->buf));
+	EXPECT_EQ(0x32, self->buf[0]);
+	/* Remote write without local write: refused, the MR unchanged. */
+	EXPECT_NE(0, ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				  NULL, 0, IBV_ACCESS_REMOTE_WRITE));
+	memset(self->lbuf, 0x33, 64);
+	EXPECT_EQ(IBV_WC_SUCCESS,
+		  write_status(_metadata, self, self->qc, rkey, self->buf));
+	EXPECT_EQ(0x33, self->buf[0]);
+}
+
+TEST_F(mw, rereg_translation)
+{
+	uint32_t rkey = self->mr->rkey;
+	char *other = aligned_alloc(4096, 8192);
+
+	ASSERT_NE(NULL, other);
+	memset(other, 0, 8192);
+	ASSERT_EQ(0, ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_TRANSLATION,
+				  NULL, other, 8192, 0));
+	EXPECT_EQ(rkey, self->mr->rkey);
+	EXPECT_EQ(other, self->mr->addr);
+	EXPECT_EQ(8192u, self->mr->length);
+	memset(self->lbuf, 0x41, 64);
+	EXPECT_EQ(IBV_WC_SUCCESS,
+		  write_status(_metadata, self, self->qa, rkey, other + 4096));
+	EXPECT_EQ(0, memcmp(other + 4096, self->lbuf, 64));
+	EXPECT_EQ(0, self->buf[4096]);
+	/* The old range is not the MR's any more. */
+	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
+		  write_status(_metadata, self, self->qa, rkey,
+			       self->buf + 16384));
+	EXPECT_EQ(0, self->buf[16384]);
+	EXPECT_EQ(0, ibv_dereg_mr(self->mr));
+	self->mr = NULL;
+	free(other);
+}
+
+TEST_F(mw, rereg_pd)
+{
+	struct ibv_pd *pd2 = ibv_alloc_pd(self->ctx);
+	uint32_t rkey = self->mr->rkey;
+
+	ASSERT_NE(NULL, pd2);
+	ASSERT_EQ(0, ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL,
+				  0, 0));
+	EXPECT_EQ(pd2, self->mr->pd);
+	/* The QPs are of the first PD: the MR is not theirs now. */
+	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
+		  write_status(_metadata, self, self->qa, rkey, self->buf));
+	EXPECT_EQ(EBUSY, ibv_dealloc_pd(pd2));
+	ASSERT_EQ(0, ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_PD, self->pd,
+				  NULL, 0, 0));
+	memset(self->lbuf, 0x51, 64);
+	EXPECT_EQ(IBV_WC_SUCCESS,
+		  write_status(_metadata, self, self->qc, rkey, self->buf));
+	EXPECT_EQ(0x51, self->buf[0]);
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
+TEST_F(mw, rereg_with_window_bound)
+{
+	uint32_t key = bind2(_metadata, self, IBV_ACCESS_REMOTE_WRITE);
+
+	ASSERT_NE(0u, key);
+	EXPECT_NE(0, ibv_rereg_mr(self->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				  NULL, 0, IBV_ACCESS_LOCAL_WRITE));
+	/* Nothing changed: the window still works. */
+	memset(self->lbuf, 0x61, 64);
+	EXPECT_EQ(IBV_WC_SUCCESS,
+		  write_status(_metadata, self, self->qa, key,
+			       self->buf + WIN_OFF));
+	EXPECT_EQ(0x61, self->buf[WIN_OFF]);
 }
 
 TEST_HARNESS_MAIN

@@ -97,6 +97,10 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_mr.MWTest.test_mw_type2_invalidate_dealloc
 	test_mr.MWTest.test_reg_mw_wrong_type
 	test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw
+	test_mr.MRTest.test_mr_rereg_access
+	test_mr.MRTest.test_mr_rereg_access_bad_flow
+	test_mr.MRTest.test_mr_rereg_pd
+	test_mr.MRTest.test_mr_rereg_addr
 )
 
 # pyverbs_suite DIR: an unpacked copy of the suite in DIR/tests (the

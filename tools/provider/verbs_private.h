@@ -215,7 +215,9 @@ struct verbs_context_ops {
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
-	void *rereg_mr, *resize_cq, *set_ece, *unimport_dm, *unimport_mr;
+	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			void *addr, size_t length, int access);
+	void *resize_cq, *set_ece, *unimport_dm, *unimport_mr;
 	void *unimport_pd;
 };
 
@@ -258,6 +260,7 @@ SRDMA_OPS_SLOT(query_qp, 61);
 SRDMA_OPS_SLOT(query_srq, 64);
 SRDMA_OPS_SLOT(reg_mr, 68);
 SRDMA_OPS_SLOT(req_notify_cq, 69);
+SRDMA_OPS_SLOT(rereg_mr, 70);
 SRDMA_OPS_SLOT(unimport_pd, 75);
 
 static_assert(offsetof(struct verbs_device, ops) ==
@@ -296,6 +299,7 @@ struct ibv_query_port {
 SRDMA_DECLARE_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd);
 SRDMA_DECLARE_CMD(ibv_alloc_mw, ib_uverbs_alloc_mw);
 SRDMA_DECLARE_CMD(ibv_reg_mr, ib_uverbs_reg_mr);
+SRDMA_DECLARE_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr);
 SRDMA_DECLARE_CMD(ibv_create_cq, ib_uverbs_create_cq);
 SRDMA_DECLARE_CMD(ibv_create_qp, ib_uverbs_create_qp);
 SRDMA_DECLARE_CMD(ibv_modify_qp, ib_uverbs_modify_qp);
@@ -326,6 +330,11 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
+		     size_t length, uint64_t hca_va, int access,
+		     struct ibv_pd *pd, struct ibv_rereg_mr *cmd,
+		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp,
+		     size_t resp_sz);
 int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_comp_channel *channel, int comp_vector,
 		      struct ibv_cq *cq, struct ibv_create_cq *cmd,

@@ -932,6 +932,9 @@ struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata);
 struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access);
 int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr);
 u64 srdma_mr_new_serial(void);

@@ -296,6 +296,101 @@ err_free_mr:
 	return ERR_PTR(err);
 }
 
+/*
+ * Put @mr, pinned and filled in, in the place of @old: the same key, a new
+ * registration serial. Lookups find @mr from now on; packets checked
+ * against @old fail their next check (another serial). @old's
+ * deregistration then leaves the slot to @mr.
+ */
+static void srdma_mr_replace(struct srdma_dev *sdev, struct srdma_mr *old,
+			     struct srdma_mr *mr)
+{
+	mr->key = old->key;
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
+	mr->serial = srdma_mr_new_serial();
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->released);
+	/* The slot exists: no allocation, and the store cannot fail. */
+	xa_store(&sdev->mr_xa, srdma_mr_index(mr->key), mr, GFP_KERNEL);
+}
+
+/**
+ * srdma_rereg_user_mr() - ib_device_ops.rereg_user_mr: change a user MR.
+ * @ibmr: the MR
+ * @flags: IB_MR_REREG_TRANS, IB_MR_REREG_PD, IB_MR_REREG_ACCESS
+ * @start: with IB_MR_REREG_TRANS, the new user address
+ * @length: with IB_MR_REREG_TRANS, the new length
+ * @iova: with IB_MR_REREG_TRANS, the new iova
+ * @access: with IB_MR_REREG_ACCESS, the new rights
+ * @pd: the PD, new with IB_MR_REREG_PD (the core passes the MR's own
+ *	otherwise)
+ * @udata: the provider's command, unused
+ *
+ * Registers the memory again as a new MR with the same keys, which takes
+ * the old one's place at once; the core then deregisters the old one.
+ * What @flags does not change is taken from the old MR (the same pages
+ * are pinned again). Refused while memory windows are bound to the MR.
+ *
+ * Context: Process context; sleeps.
+ * Return: the new MR, or an ERR_PTR: -EINVAL for a DMA or fast-registration
+ * MR, a bad range or bad @access, -EBUSY while windows are bound,
+ * -EOPNOTSUPP for @access, -ENOMEM, also when the device has its limit of
+ * MRs, or the error of pinning the pages.
+ */
+struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct srdma_dev *sdev = to_sdev(ibmr->device);
+	struct srdma_mr *old = to_smr(ibmr), *mr;
+	u32 binds;
+	int err;
+
+	if (old->type != SRDMA_MR_USER) {
+		srdma_dbg_mr(old, "rereg_mr: not a user MR\n");
+		return ERR_PTR(-EINVAL);
+	}
+	spin_lock_bh(&old->lock);
+	binds = old->mw_binds;
+	spin_unlock_bh(&old->lock);
+	if (binds) {
+		srdma_dbg_mr(old, "rereg_mr: memory windows still bound\n");
+		return ERR_PTR(-EBUSY);
+	}
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = old->umem->address;
+		length = old->length;
+		iova = old->iova;
+	}
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = old->access;
+	err = srdma_umr_check_range(sdev, start, length, iova);
+	if (err)
+		return ERR_PTR(err);
+	mr = srdma_mr_alloc(pd, access);
+	if (IS_ERR(mr)) {
+		srdma_dbg_mr(old, "rereg_mr: access %#x refused: %ld\n",
+			     access, PTR_ERR(mr));
+		return ERR_CAST(mr);
+	}
+	mr->type = SRDMA_MR_USER;
+	mr->iova = iova;
+	mr->length = length;
+	mr->ibmr.device = pd->device;
+	mr->ibmr.pd = pd;
+	err = srdma_umr_pin(mr, pd->device, start, length, access);
+	if (err) {
+		kfree(mr);
+		srdma_res_put(sdev, SRDMA_RES_MR);
+		return ERR_PTR(err);
+	}
+	srdma_mr_replace(sdev, old, mr);
+	srdma_dbg_mr(mr, "registered again: %#llx+%#llx, access %#x\n", iova,
+		     length, access);
+	return &mr->ibmr;
+}
+
 /**
  * srdma_dereg_mr() - ib_device_ops.dereg_mr: deregister an MR.
  * @ibmr: the MR
@@ -326,8 +421,11 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	}
 	mr->state = SRDMA_MR_INVALID;
 	spin_unlock_bh(&mr->lock);
-	/* No new lookups, then wait for the packets still copying. */
-	xa_erase(&sdev->mr_xa, srdma_mr_index(mr->key));
+	/*
+	 * No new lookups (unless a re-registration took the slot), then
+	 * wait for the packets still copying.
+	 */
+	xa_cmpxchg(&sdev->mr_xa, srdma_mr_index(mr->key), mr, NULL, 0);
 	srdma_mr_put(mr);
 	wait_for_completion(&mr->released);
 

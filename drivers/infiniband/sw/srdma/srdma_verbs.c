@@ -321,6 +321,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.map_mr_sg = srdma_map_mr_sg,
 	.reg_user_mr = srdma_reg_user_mr,
 	.dereg_mr = srdma_dereg_mr,
+	.rereg_user_mr = srdma_rereg_user_mr,
 	.alloc_mw = srdma_alloc_mw,
 	.dealloc_mw = srdma_dealloc_mw,
 	.create_cq = srdma_create_cq,
