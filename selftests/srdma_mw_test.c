@@ -25,25 +25,6 @@
 			 IBV_ACCESS_REMOTE_ATOMIC)
 #define ACCESS_MR	(IBV_ACCESS_LOCAL_WRITE | ACCESS_QP | IBV_ACCESS_MW_BIND)
 
-/* A hw counter of the device under test, or -1. */
-static long long mw_counter(const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-		 srdma_test_devname(), name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 /* RESET -> RTS, connected to QP @dqpn, with every remote right. */
 static int connect_to(struct ibv_qp *qp, uint32_t dqpn, int gidx,
 		      const union ibv_gid *gid)
@@ -305,14 +286,14 @@ TEST_F(mw, alloc_types)
 
 TEST_F(mw, type2_write_read_atomic)
 {
-	long long binds = mw_counter("mw_bind");
+	long long binds = srdma_test_counter("mw_bind");
 	uint32_t key = bind2(_metadata, self, ACCESS_QP);
 	char *win = self->buf + WIN_OFF;
 	struct ibv_wc wc;
 	int i;
 
 	ASSERT_NE(0u, key);
-	EXPECT_EQ(binds + 1, mw_counter("mw_bind"));
+	EXPECT_EQ(binds + 1, srdma_test_counter("mw_bind"));
 	for (i = 0; i < 4096; i++)
 		self->lbuf[i] = (char)(i * 7 + 1);
 	/* 4 KiB to the window's end: four packets at MTU 1024. */
@@ -348,14 +329,14 @@ TEST_F(mw, type2_write_read_atomic)
 TEST_F(mw, type2_old_key)
 {
 	uint32_t key = bind2(_metadata, self, IBV_ACCESS_REMOTE_WRITE);
-	long long errs = mw_counter("remote_access_errors");
+	long long errs = srdma_test_counter("remote_access_errors");
 
 	ASSERT_NE(0u, key);
 	/* The key from before the bind names no binding. */
 	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
 		  write_status(_metadata, self, self->qa, self->mw->rkey,
 			       self->buf + WIN_OFF));
-	EXPECT_EQ(errs + 1, mw_counter("remote_access_errors"));
+	EXPECT_EQ(errs + 1, srdma_test_counter("remote_access_errors"));
 	EXPECT_EQ(0, self->buf[WIN_OFF]);
 }
 
@@ -412,7 +393,7 @@ TEST_F(mw, type2_missing_right)
 TEST_F(mw, type2_local_invalidate)
 {
 	uint32_t key = bind2(_metadata, self, IBV_ACCESS_REMOTE_WRITE);
-	long long inv = mw_counter("local_invalidate");
+	long long inv = srdma_test_counter("local_invalidate");
 	char *win = self->buf + WIN_OFF;
 	struct ibv_wc wc;
 
@@ -423,7 +404,7 @@ TEST_F(mw, type2_local_invalidate)
 			     NULL, 4));
 	wait_wc(self->cq, &wc);
 	EXPECT_SEND_WC(wc, 4, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV, 0, self->qb);
-	EXPECT_EQ(inv + 1, mw_counter("local_invalidate"));
+	EXPECT_EQ(inv + 1, srdma_test_counter("local_invalidate"));
 	/* Invalidated: the MR is free to go, the key gives nothing. */
 	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
 		  write_status(_metadata, self, self->qa, key, win));
@@ -453,7 +434,7 @@ TEST_F(mw, type2_bind_twice)
 TEST_F(mw, type2_remote_invalidate)
 {
 	uint32_t key = bind2(_metadata, self, IBV_ACCESS_REMOTE_WRITE);
-	long long rinv = mw_counter("remote_invalidate");
+	long long rinv = srdma_test_counter("remote_invalidate");
 	struct ibv_wc wc;
 	int i;
 
@@ -480,7 +461,7 @@ TEST_F(mw, type2_remote_invalidate)
 		}
 	}
 	EXPECT_EQ(0, memcmp(self->lbuf + 1024, self->lbuf, 32));
-	EXPECT_EQ(rinv + 1, mw_counter("remote_invalidate"));
+	EXPECT_EQ(rinv + 1, srdma_test_counter("remote_invalidate"));
 	memset(self->lbuf, 0x23, 64);
 	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
 		  write_status(_metadata, self, self->qa, key,
@@ -491,7 +472,7 @@ TEST_F(mw, type2_remote_invalidate)
 TEST_F(mw, type2_remote_invalidate_other_qp)
 {
 	uint32_t key = bind2(_metadata, self, IBV_ACCESS_REMOTE_WRITE);
-	long long rerr = mw_counter("remote_invalidate_errors");
+	long long rerr = srdma_test_counter("remote_invalidate_errors");
 	struct ibv_wc wc;
 	int i, send_err = 0, recv_err = 0;
 
@@ -517,7 +498,7 @@ TEST_F(mw, type2_remote_invalidate_other_qp)
 	}
 	EXPECT_EQ(1, send_err);
 	EXPECT_EQ(1, recv_err);
-	EXPECT_EQ(rerr + 1, mw_counter("remote_invalidate_errors"));
+	EXPECT_EQ(rerr + 1, srdma_test_counter("remote_invalidate_errors"));
 	/* The window is still bound and serves b. */
 	EXPECT_EQ(IBV_WC_SUCCESS,
 		  write_status(_metadata, self, self->qa, key,
@@ -542,7 +523,7 @@ TEST_F(mw, type2_dealloc_while_bound)
 
 TEST_F(mw, bind_refused)
 {
-	long long errs = mw_counter("mw_bind_errors");
+	long long errs = srdma_test_counter("mw_bind_errors");
 	struct ibv_mr *nobind;
 	struct ibv_wc wc;
 	uint32_t key;
@@ -563,7 +544,7 @@ TEST_F(mw, bind_refused)
 			       IBV_ACCESS_REMOTE_WRITE, 41));
 	wait_wc(self->cq, &wc);
 	EXPECT_SEND_WC(wc, 41, IBV_WC_MW_BIND_ERR, 0, 0, self->qb);
-	EXPECT_EQ(errs + 1, mw_counter("mw_bind_errors"));
+	EXPECT_EQ(errs + 1, srdma_test_counter("mw_bind_errors"));
 	EXPECT_EQ(0, ibv_dereg_mr(nobind));
 	/* A range past the MR's end, through d. */
 	ASSERT_EQ(0, post_bind(self->qd, self->mw, key, self->mr,
@@ -571,7 +552,7 @@ TEST_F(mw, bind_refused)
 			       IBV_ACCESS_REMOTE_WRITE, 42));
 	wait_wc(self->cq, &wc);
 	EXPECT_SEND_WC(wc, 42, IBV_WC_MW_BIND_ERR, 0, 0, self->qd);
-	EXPECT_EQ(errs + 2, mw_counter("mw_bind_errors"));
+	EXPECT_EQ(errs + 2, srdma_test_counter("mw_bind_errors"));
 	/* Nothing bound: the MR goes. */
 	EXPECT_EQ(0, ibv_dereg_mr(self->mr));
 	self->mr = NULL;

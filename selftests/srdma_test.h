@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -264,6 +265,31 @@ static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 		ibv_close_device((self)->ctx);				\
 	free((self)->buf);						\
 } while (0)
+
+/* Hw counter @name of device @dev (rdma statistic), or -1. */
+static inline long long srdma_test_dev_counter(const char *dev,
+					       const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* Hw counter @name of the device under test, or -1. */
+static inline long long srdma_test_counter(const char *name)
+{
+	return srdma_test_dev_counter(srdma_test_devname(), name);
+}
 
 /* The kernel log from now on: /dev/kmsg, non-blocking, at its end. */
 static inline int srdma_test_kmsg_open(void)
