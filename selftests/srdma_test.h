@@ -66,16 +66,20 @@ static inline int srdma_test_qp_init(struct ibv_qp *qp)
 			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
-/* INIT -> RTR towards the QP itself at @mtu; ibv_modify_qp()'s result. */
-static inline int srdma_test_qp_rtr(struct ibv_qp *qp, int gidx,
-				    const union ibv_gid *gid, enum ibv_mtu mtu)
+/*
+ * INIT -> RTR towards QP @dqpn behind GID @gid at @mtu; ibv_modify_qp()'s
+ * result.
+ */
+static inline int srdma_test_qp_rtr_to(struct ibv_qp *qp, uint32_t dqpn,
+				       int gidx, const union ibv_gid *gid,
+				       enum ibv_mtu mtu)
 {
 	struct ibv_qp_attr a;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = mtu;
-	a.dest_qp_num = qp->qp_num;
+	a.dest_qp_num = dqpn;
 	a.rq_psn = 0x100;
 	a.max_dest_rd_atomic = 4;
 	a.min_rnr_timer = 1;
@@ -88,6 +92,13 @@ static inline int srdma_test_qp_rtr(struct ibv_qp *qp, int gidx,
 			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 			     IBV_QP_MIN_RNR_TIMER);
+}
+
+/* INIT -> RTR towards the QP itself at @mtu; ibv_modify_qp()'s result. */
+static inline int srdma_test_qp_rtr(struct ibv_qp *qp, int gidx,
+				    const union ibv_gid *gid, enum ibv_mtu mtu)
+{
+	return srdma_test_qp_rtr_to(qp, qp->qp_num, gidx, gid, mtu);
 }
 
 /* The attributes RTR -> RTS requires, and their mask. */

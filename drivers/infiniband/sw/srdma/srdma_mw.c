@@ -87,6 +87,24 @@ static void srdma_mw_unbind_base(struct srdma_mr *base)
 	srdma_mr_put(base);
 }
 
+/*
+ * Take window @win's binding away: @state (FREE or INVALID) with a new
+ * serial, so that nothing checked against the binding gets through. The
+ * MR it was bound to, or NULL, for srdma_mw_unbind_base() once the
+ * window's lock is dropped. Window lock held.
+ */
+static struct srdma_mr *srdma_mw_clear(struct srdma_mr *win,
+				       enum srdma_mr_state state)
+{
+	struct srdma_mr *base = win->base;
+
+	lockdep_assert_held(&win->lock);
+	win->state = state;
+	WRITE_ONCE(win->serial, srdma_mr_new_serial());
+	win->base = NULL;
+	return base;
+}
+
 /**
  * srdma_dealloc_mw() - ib_device_ops.dealloc_mw: deallocate a window.
  * @ibmw: the window
@@ -107,9 +125,7 @@ int srdma_dealloc_mw(struct ib_mw *ibmw)
 
 	xa_erase(&sdev->mr_xa, win->key >> SRDMA_MR_KEY_BITS);
 	spin_lock_bh(&win->lock);
-	win->state = SRDMA_MR_INVALID;
-	base = win->base;
-	win->base = NULL;
+	base = srdma_mw_clear(win, SRDMA_MR_INVALID);
 	spin_unlock_bh(&win->lock);
 	if (base)
 		srdma_mw_unbind_base(base);
@@ -265,12 +281,8 @@ static int srdma_mw_invalidate(struct srdma_qp *qp, struct srdma_mr *win,
 		err = -EINVAL;
 	else if (remote && win->mw_qpn != qp->ibqp.qp_num)
 		err = -EACCES;
-	if (!err) {
-		win->state = SRDMA_MR_FREE;
-		WRITE_ONCE(win->serial, srdma_mr_new_serial());
-		base = win->base;
-		win->base = NULL;
-	}
+	if (!err)
+		base = srdma_mw_clear(win, SRDMA_MR_FREE);
 	spin_unlock_bh(&win->lock);
 	if (base)
 		srdma_mw_unbind_base(base);
