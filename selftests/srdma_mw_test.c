@@ -14,6 +14,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "srdma_test.h"
@@ -721,6 +722,118 @@ TEST_F(mw, qp_ex_bind_and_invalidate)
 	EXPECT_EQ(0x70, self->buf[WIN_OFF]);
 	EXPECT_EQ(0, ibv_destroy_qp(peer));
 	EXPECT_EQ(0, ibv_destroy_qp(qx));
+}
+
+TEST_F(mw, provider_refusals)
+{
+	struct ibv_mw *other = ibv_alloc_mw(self->pd, IBV_MW_TYPE_2);
+	struct ibv_qp_init_attr_ex init = {
+		.qp_type = IBV_QPT_RC,
+		.send_cq = self->cq,
+		.recv_cq = self->cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = self->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_LOCAL_INV |
+				  IBV_QP_EX_WITH_BIND_MW,
+	};
+	struct ibv_qp_ex *qpx;
+	struct ibv_qp *qx;
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, other);
+	self->mw = ibv_alloc_mw(self->pd, IBV_MW_TYPE_2);
+	ASSERT_NE(NULL, self->mw);
+	/* A key of another window. */
+	EXPECT_EQ(EINVAL, post_bind(self->qb, self->mw,
+				    ibv_inc_rkey(other->rkey), self->mr,
+				    self->buf, 64, IBV_ACCESS_REMOTE_WRITE, 1));
+	/* 4 GiB or more. */
+	EXPECT_EQ(EINVAL, post_bind(self->qb, self->mw,
+				    ibv_inc_rkey(self->mw->rkey), self->mr,
+				    self->buf, 1ULL << 32,
+				    IBV_ACCESS_REMOTE_WRITE, 2));
+	EXPECT_EQ(0, ibv_dealloc_mw(other));
+	/* No SGEs or inline data on a local operation (ibv_qp_ex). */
+	qx = ibv_create_qp_ex(self->ctx, &init);
+	ASSERT_NE(NULL, qx);
+	ASSERT_EQ(0, connect_to(qx, self->qa->qp_num, self->gidx, &self->gid));
+	qpx = ibv_qp_to_qp_ex(qx);
+	ibv_wr_start(qpx);
+	qpx->wr_id = 3;
+	ibv_wr_local_inv(qpx, self->mw->rkey);
+	ibv_wr_set_sge(qpx, self->lmr->lkey, (uintptr_t)self->lbuf, 8);
+	EXPECT_EQ(EINVAL, ibv_wr_complete(qpx));
+	ibv_wr_start(qpx);
+	qpx->wr_id = 4;
+	ibv_wr_local_inv(qpx, self->mw->rkey);
+	ibv_wr_set_inline_data(qpx, self->lbuf, 8);
+	EXPECT_EQ(EINVAL, ibv_wr_complete(qpx));
+	/* Nothing was posted; the QP still works. */
+	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(qx));
+	EXPECT_EQ(0, ibv_destroy_qp(qx));
+}
+
+/*
+ * A process that exits with a window bound to an MR it registered after
+ * the window: the core's clean-up meets EBUSY on the MR first and must
+ * retry after the window, without a warning.
+ */
+TEST_F(mw, exit_with_window_bound)
+{
+	int kmsg = srdma_test_kmsg_open();
+	pid_t pid;
+	int status;
+
+	ASSERT_LE(0, kmsg);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* A context of its own, closed by the exit. */
+		struct ibv_context *ctx = srdma_test_open();
+		struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+		struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 4, NULL, NULL, 0) :
+				    NULL;
+		struct ibv_qp *qp = cq ? srdma_test_rc_qp(pd, cq, 4, 4, 1) :
+				    NULL;
+		struct ibv_mw *mw = pd ? ibv_alloc_mw(pd, IBV_MW_TYPE_1) :
+				    NULL;
+		struct ibv_mr *mr = pd ? ibv_reg_mr(pd, self->lbuf + 32768,
+						    4096, ACCESS_MR) : NULL;
+		struct ibv_mw_bind bind = {
+			.wr_id = 1,
+			.send_flags = IBV_SEND_SIGNALED,
+			.bind_info = {
+				.mr = mr,
+				.addr = (uintptr_t)self->lbuf + 32768,
+				.length = 4096,
+				.mw_access_flags = IBV_ACCESS_REMOTE_WRITE,
+			},
+		};
+		struct ibv_wc wc;
+
+		if (!qp || !mw || !mr ||
+		    connect_to(qp, qp->qp_num, self->gidx, &self->gid) ||
+		    ibv_bind_mw(qp, mw, &bind))
+			_exit(2);
+		wait_wc(cq, &wc);
+		_exit(wc.status == IBV_WC_SUCCESS &&
+		      ibv_dereg_mr(mr) == EBUSY ? 0 : 3);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* The clean-up is done by the time the process is reaped. */
+	memset(self->lbuf, 0x7e, 64);
+	EXPECT_EQ(IBV_WC_SUCCESS,
+		  write_status(_metadata, self, self->qa, self->mr->rkey,
+			       self->buf));
+	EXPECT_EQ(0x7e, self->buf[0]);
+	EXPECT_EQ(0, srdma_test_kmsg_count(kmsg, "WARNING"));
+	close(kmsg);
 }
 
 /* ibv_rereg_mr(): the keys stay, the registration changes at once. */

@@ -866,18 +866,20 @@ static bool srdma_wr_is_local(uint32_t opcode)
 			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 /*
- * Can window @mw of @type be bound on @qp as @info says? EINVAL for a
- * window of another type or PD, rights the kernel does not take (no
- * zero-based windows), or a range without an MR of the QP's PD (a type 2
- * window always needs one). What the MR allows is for the kernel to
- * check when the bind runs: a bind it refuses completes with
- * IBV_WC_MW_BIND_ERR.
+ * Can window @mw of @type be bound on @qp under key @rkey as @info says?
+ * EINVAL for a window of another type or PD, a key of another window
+ * (the kernel finds the window by the key's index), rights the kernel
+ * does not take (no zero-based windows), a window of 4 GiB or more, or a
+ * range without an MR of the QP's PD (a type 2 window always needs one).
+ * What the MR allows is for the kernel to check when the bind runs: a
+ * bind it refuses completes with IBV_WC_MW_BIND_ERR.
  */
 static int srdma_bind_check(const struct ibv_qp *qp, const struct ibv_mw *mw,
-			    enum ibv_mw_type type,
+			    enum ibv_mw_type type, uint32_t rkey,
 			    const struct ibv_mw_bind_info *info)
 {
-	if (!mw || mw->type != type || mw->pd != qp->pd)
+	if (!mw || mw->type != type || mw->pd != qp->pd ||
+	    (rkey ^ mw->rkey) >> 8 || info->length > UINT32_MAX)
 		return EINVAL;
 	if (info->mw_access_flags & ~SRDMA_MW_ACCESS)
 		return EINVAL;
@@ -932,6 +934,7 @@ static int srdma_send_wr_check(const struct ibv_qp *qp,
 		return EINVAL;
 	if (wr->opcode == IBV_WR_BIND_MW)
 		return srdma_bind_check(qp, wr->bind_mw.mw, IBV_MW_TYPE_2,
+					wr->bind_mw.rkey,
 					&wr->bind_mw.bind_info);
 	return 0;
 }
@@ -1161,7 +1164,8 @@ static int srdma_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 						   IBV_SEND_SIGNALED |
 						   IBV_SEND_SOLICITED)))
 		return EINVAL;
-	ret = srdma_bind_check(ibqp, mw, IBV_MW_TYPE_1, &mw_bind->bind_info);
+	ret = srdma_bind_check(ibqp, mw, IBV_MW_TYPE_1, rkey,
+			       &mw_bind->bind_info);
 	if (ret)
 		return ret;
 	pthread_spin_lock(&r->lock);
@@ -1433,7 +1437,7 @@ static void srdma_wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw,
 	struct srdma_usend_wqe *u;
 	int ret;
 
-	ret = srdma_bind_check(&qp->vqp.qp, mw, IBV_MW_TYPE_2, info);
+	ret = srdma_bind_check(&qp->vqp.qp, mw, IBV_MW_TYPE_2, rkey, info);
 	if (ret) {
 		srdma_wr_fail(qp, ret);
 		return;
@@ -1467,7 +1471,7 @@ static void srdma_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
 	struct srdma_usend_wqe *u = qp->wr_cur;
 	int ret;
 
-	if (!u || num_sge > qp->sq.max_sge) {
+	if (!u || num_sge > qp->sq.max_sge || srdma_wr_is_local(u->opcode)) {
 		srdma_wr_fail(qp, EINVAL);
 		return;
 	}
@@ -1504,7 +1508,7 @@ static void srdma_wr_set_inline_data_list(struct ibv_qp_ex *ibqp,
 	int ret;
 
 	if (!u || u->opcode == IBV_WR_RDMA_READ ||
-	    srdma_wr_is_atomic(u->opcode)) {
+	    srdma_wr_is_atomic(u->opcode) || srdma_wr_is_local(u->opcode)) {
 		srdma_wr_fail(qp, EINVAL);
 		return;
 	}

@@ -274,12 +274,13 @@ struct srdma_mr {
 	/*
 	 * Fast-registration MRs and memory windows: guards state, key,
 	 * serial, access, iova, length, both page lists and the window's
-	 * base, mw_qpn, and is held across every copy to or from the pages,
+	 * base, mw_qp_uid, and is held across every copy to or from the pages,
 	 * so that no byte moves once an invalidation has returned. User
 	 * MRs: guards state and mw_binds only, for binding windows; their
 	 * other fields are fixed after registration and copies do not take
-	 * it. BH; nests inside a QP lock. A window's lock is never held
-	 * while its base's is taken, nor the other way round.
+	 * it. BH; nests inside a QP lock. A bind takes its MR's lock inside
+	 * the window's (windows have their own lock class); nothing takes a
+	 * window's lock inside an MR's.
 	 */
 	spinlock_t lock;
 	enum srdma_mr_state state;
@@ -296,10 +297,11 @@ struct srdma_mr {
 	/*
 	 * Memory windows (srdma_mw.c): the user MR bound, with a reference
 	 * and counted in its mw_binds, or NULL; the window's type, and the
-	 * QP a type 2 window was bound through, the only one it serves.
+	 * QP (its uid) a type 2 window was bound through, the only one it
+	 * serves.
 	 */
 	struct srdma_mr *base;
-	u32 mw_qpn;
+	u64 mw_qp_uid;
 	u8 mw_type;			/* IB_MW_TYPE_1 or _2 */
 	u32 mw_binds;			/* user MRs: windows bound to it */
 };
@@ -527,6 +529,11 @@ struct srdma_qp {
 	bool is_user;
 	bool sig_all;			/* IB_SIGNAL_ALL_WR */
 	u32 max_inline;			/* max_inline_data, fixed at creation */
+	/*
+	 * Never reused, unlike the QPN: what a type 2 memory window
+	 * remembers of the QP it was bound through.
+	 */
+	u64 uid;
 
 	/*
 	 * Path, set at RTR: written under both the QP lock and dst_lock,

@@ -351,8 +351,11 @@ struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		srdma_dbg_mr(old, "rereg_mr: not a user MR\n");
 		return ERR_PTR(-EINVAL);
 	}
+	/* No windows bound, and none from now on while it is replaced. */
 	spin_lock_bh(&old->lock);
 	binds = old->mw_binds;
+	if (!binds)
+		old->state = SRDMA_MR_INVALID;
 	spin_unlock_bh(&old->lock);
 	if (binds) {
 		srdma_dbg_mr(old, "rereg_mr: memory windows still bound\n");
@@ -367,12 +370,13 @@ struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		access = old->access;
 	err = srdma_umr_check_range(sdev, start, length, iova);
 	if (err)
-		return ERR_PTR(err);
+		goto err_revalidate;
 	mr = srdma_mr_alloc(pd, access);
 	if (IS_ERR(mr)) {
-		srdma_dbg_mr(old, "rereg_mr: access %#x refused: %ld\n",
-			     access, PTR_ERR(mr));
-		return ERR_CAST(mr);
+		err = PTR_ERR(mr);
+		srdma_dbg_mr(old, "rereg_mr: access %#x refused: %d\n",
+			     access, err);
+		goto err_revalidate;
 	}
 	mr->type = SRDMA_MR_USER;
 	mr->iova = iova;
@@ -380,15 +384,22 @@ struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	mr->ibmr.device = pd->device;
 	mr->ibmr.pd = pd;
 	err = srdma_umr_pin(mr, pd->device, start, length, access);
-	if (err) {
-		kfree(mr);
-		srdma_res_put(sdev, SRDMA_RES_MR);
-		return ERR_PTR(err);
-	}
+	if (err)
+		goto err_free_mr;
 	srdma_mr_replace(sdev, old, mr);
 	srdma_dbg_mr(mr, "registered again: %#llx+%#llx, access %#x\n", iova,
 		     length, access);
 	return &mr->ibmr;
+
+err_free_mr:
+	kfree(mr);
+	srdma_res_put(sdev, SRDMA_RES_MR);
+err_revalidate:
+	/* The old MR stays as it was: windows may be bound to it again. */
+	spin_lock_bh(&old->lock);
+	old->state = SRDMA_MR_VALID;
+	spin_unlock_bh(&old->lock);
+	return ERR_PTR(err);
 }
 
 /**
@@ -847,31 +858,23 @@ int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
  * @len: bytes to attach
  *
  * The pages become @skb's fragments, each with a page reference that goes
- * when the skb is freed. Through a window, its MR's pages, attached under
- * the window's lock.
+ * when the skb is freed. Never through a window: its invalidation must stop
+ * every byte, and attached pages are read after the lock is dropped.
  *
  * Context: Any context.
  * Return: 0; -EOPNOTSUPP for a DMA or fast-registration MR (kernel
  * memory, which may be slab memory and is copied, under the MR lock for
- * the latter) or -EMSGSIZE if the fragments run out, in which case the
- * caller copies instead; -EFAULT if the range leaves the MR or the window's
- * binding is no longer @serial.
+ * the latter) or a window (copied under its lock) or -EMSGSIZE if the
+ * fragments run out, in which case the caller copies instead; -EFAULT if
+ * the range leaves the MR.
  */
 int srdma_mr_attach(struct srdma_mr *mr, u64 serial, u64 iova,
 		    struct sk_buff *skb, u32 len)
 {
-	struct srdma_mr *base;
 	struct page *pg;
 	u32 n, done, pgoff;
-	int i, err;
+	int i;
 
-	if (mr->type == SRDMA_MR_WINDOW) {
-		base = srdma_mw_lock(mr, serial, iova, len);
-		err = base ? srdma_mr_attach(base, base->serial, iova, skb,
-					     len) : -EFAULT;
-		srdma_mw_unlock(mr);
-		return err;
-	}
 	if (mr->type != SRDMA_MR_USER)
 		return -EOPNOTSUPP;
 	for (done = 0; done < len; done += n) {

@@ -157,36 +157,43 @@ static struct srdma_mr *srdma_mw_get(struct srdma_dev *sdev, u32 key)
  * The user MR of @lkey that @qp binds a window to, for [@addr, +@len)
  * with @access: of the QP's PD, registered with the right to bind
  * windows, holding the range, with local write for remote write and
- * atomics (IBTA 10.6.7.2.2), and not being deregistered; counted in its
- * mw_binds and returned with a reference. NULL if not.
+ * atomics (IBTA 10.6.7.2.2); returned with a reference, not yet counted
+ * (srdma_mw_count_base()). NULL if not.
  */
-static struct srdma_mr *srdma_mw_take_base(struct srdma_qp *qp, u32 lkey,
+static struct srdma_mr *srdma_mw_find_base(struct srdma_qp *qp, u32 lkey,
 					   u64 addr, u64 len, int access)
 {
 	struct srdma_mr *base = srdma_mr_get(qp->sdev, lkey, false);
-	bool ok;
 
 	if (!base)
 		return NULL;
-	ok = base->type == SRDMA_MR_USER && base->ibmr.pd == qp->ibqp.pd &&
-	     (base->access & IB_ACCESS_MW_BIND) && len <= U32_MAX &&
-	     !srdma_mr_range_ok(base, addr, len, 0) &&
-	     (!(access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) ||
-	      (base->access & IB_ACCESS_LOCAL_WRITE));
-	if (ok) {
-		spin_lock_bh(&base->lock);
-		ok = base->state == SRDMA_MR_VALID;
-		if (ok)
-			base->mw_binds++;
-		spin_unlock_bh(&base->lock);
-	}
-	if (!ok) {
-		srdma_dbg_qp(qp, "BIND_MW: MR %#x refused for %#llx+%#llx, access %#x\n",
-			     lkey, addr, len, access);
-		srdma_mr_put(base);
-		return NULL;
-	}
-	return base;
+	if (base->type == SRDMA_MR_USER && base->ibmr.pd == qp->ibqp.pd &&
+	    (base->access & IB_ACCESS_MW_BIND) && len <= U32_MAX &&
+	    !srdma_mr_range_ok(base, addr, len, 0) &&
+	    (!(access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) ||
+	     (base->access & IB_ACCESS_LOCAL_WRITE)))
+		return base;
+	srdma_dbg_qp(qp, "BIND_MW: MR %#x refused for %#llx+%#llx, access %#x\n",
+		     lkey, addr, len, access);
+	srdma_mr_put(base);
+	return NULL;
+}
+
+/*
+ * Count a bind in user MR @base's mw_binds, unless it is being
+ * deregistered or registered again. Taken inside the window's lock, so
+ * that a bind the window refuses is never counted. False if not.
+ */
+static bool srdma_mw_count_base(struct srdma_mr *base)
+{
+	bool ok;
+
+	spin_lock_bh(&base->lock);
+	ok = base->state == SRDMA_MR_VALID;
+	if (ok)
+		base->mw_binds++;
+	spin_unlock_bh(&base->lock);
+	return ok;
 }
 
 /**
@@ -203,8 +210,8 @@ static struct srdma_mr *srdma_mw_take_base(struct srdma_qp *qp, u32 lkey,
  * The binding replaces the old one at once: packets checked against the
  * old one fail their next check or copy.
  *
- * Context: QP lock held (the requester); takes the window's and the
- * MR's locks, one after the other.
+ * Context: QP lock held (the requester); takes the window's lock, and the
+ * MR's inside it.
  * Return: 0, or -EINVAL for a bind that is refused.
  */
 int srdma_mw_bind(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
@@ -228,7 +235,7 @@ int srdma_mw_bind(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		goto out_put_win;
 	}
 	if (len || win->mw_type == IB_MW_TYPE_2) {
-		base = srdma_mw_take_base(qp, wqe->bind_lkey, addr, len,
+		base = srdma_mw_find_base(qp, wqe->bind_lkey, addr, len,
 					  access);
 		if (!base)
 			goto out_put_win;
@@ -239,6 +246,9 @@ int srdma_mw_bind(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		srdma_dbg_qp(qp, "BIND_MW: window %#x is %s\n", win->key,
 			     win->state == SRDMA_MR_INVALID ? "going away" :
 			     "bound");
+	} else if (base && !srdma_mw_count_base(base)) {
+		srdma_dbg_qp(qp, "BIND_MW: MR %#x is going away\n",
+			     wqe->bind_lkey);
 	} else {
 		old = win->base;
 		win->base = base;
@@ -246,7 +256,7 @@ int srdma_mw_bind(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		win->iova = addr;
 		win->length = len;
 		win->access = access;
-		win->mw_qpn = qp->ibqp.qp_num;
+		win->mw_qp_uid = qp->uid;
 		WRITE_ONCE(win->key, key);
 		WRITE_ONCE(win->serial, srdma_mr_new_serial());
 		win->state = win->base ? SRDMA_MR_VALID : SRDMA_MR_FREE;
@@ -255,8 +265,8 @@ int srdma_mw_bind(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	spin_unlock_bh(&win->lock);
 	if (old)
 		srdma_mw_unbind_base(old);
-	if (base)			/* the bind was refused */
-		srdma_mw_unbind_base(base);
+	if (base)			/* refused: found, never counted */
+		srdma_mr_put(base);
 out_put_win:
 	if (win)
 		srdma_mr_put(win);
@@ -279,7 +289,7 @@ static int srdma_mw_invalidate(struct srdma_qp *qp, struct srdma_mr *win,
 	if (win->ibmr.pd != qp->ibqp.pd || win->key != key ||
 	    win->mw_type != IB_MW_TYPE_2 || win->state != SRDMA_MR_VALID)
 		err = -EINVAL;
-	else if (remote && win->mw_qpn != qp->ibqp.qp_num)
+	else if (remote && win->mw_qp_uid != qp->uid)
 		err = -EACCES;
 	if (!err)
 		base = srdma_mw_clear(win, SRDMA_MR_FREE);
@@ -344,8 +354,7 @@ int srdma_mw_check(struct srdma_mr *win, struct srdma_qp *qp, u32 key,
 	spin_lock_bh(&win->lock);
 	if (win->state != SRDMA_MR_VALID || win->key != key ||
 	    win->ibmr.pd != qp->ibqp.pd ||
-	    (win->mw_type == IB_MW_TYPE_2 &&
-	     win->mw_qpn != qp->ibqp.qp_num) ||
+	    (win->mw_type == IB_MW_TYPE_2 && win->mw_qp_uid != qp->uid) ||
 	    (*serial && win->serial != *serial))
 		err = -EACCES;
 	else
