@@ -277,13 +277,20 @@ static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	free((self)->buf);						\
 } while (0)
 
-/* Hw counter @name of device @dev (rdma statistic), or -1. */
+/*
+ * Hw counter @name of device @dev (rdma statistic), or -1. The core
+ * caches the values it read for RDMA_HW_STATS_DEFAULT_LIFESPAN (10 ms,
+ * rounded up to jiffies): wait that out, or a read right after another
+ * one returns the old values.
+ */
 static inline long long srdma_test_dev_counter(const char *dev,
 					       const char *name)
 {
 	char path[256];
 	long long v = -1;
 	FILE *f;
+
+	usleep(25000);
 
 	snprintf(path, sizeof(path),
 		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);

@@ -386,6 +386,12 @@ static int srdma_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
+/* The kernel writes wc_flags in libibverbs' values, for a plain copy. */
+static_assert((int)SRDMA_UWC_GRH == (int)IBV_WC_GRH &&
+	      (int)SRDMA_UWC_WITH_IMM == (int)IBV_WC_WITH_IMM &&
+	      (int)SRDMA_UWC_WITH_INV == (int)IBV_WC_WITH_INV,
+	      "srdma_uwc_flags");
+
 static int srdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 {
 	struct srdma_uring *r = &to_scq(ibcq)->ring;

@@ -75,7 +75,17 @@ enum srdma_ring_flags {
 	SRDMA_RING_F_QP_ERR = 1 << 0,
 };
 
-/* A CQ slot is a struct ib_uverbs_wc (rdma/ib_user_verbs.h). */
+/*
+ * A CQ slot is a struct ib_uverbs_wc (rdma/ib_user_verbs.h). Its wc_flags
+ * take libibverbs' values (enum ibv_wc_flags), which the kernel's
+ * IB_WC_* do not all share: a receive of a SEND with Invalidate has
+ * SRDMA_UWC_WITH_INV, and the invalidated rkey in ex.invalidate_rkey.
+ */
+enum srdma_uwc_flags {
+	SRDMA_UWC_GRH = 1 << 0,
+	SRDMA_UWC_WITH_IMM = 1 << 1,
+	SRDMA_UWC_WITH_INV = 1 << 3,
+};
 
 struct srdma_usge {
 	__aligned_u64 addr;
