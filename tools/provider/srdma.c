@@ -1646,6 +1646,49 @@ static int srdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return ibv_cmd_query_qp(qp, attr, mask, init, &cmd, sizeof(cmd));
 }
 
+/*
+ * Remove the completions of QP @qpn from @cq, as a QP moved to RESET
+ * leaves none behind (the verbs consumers' expectation, which libmlx5
+ * meets the same way). Not when a QP is destroyed: after its device went
+ * away, libibverbs takes the kernel's EIO for a destroyed CQ as success,
+ * so the CQ may already be freed. Slots [cons, prod) hold finished entries
+ * the kernel never rewrites while cons stays where it is: sweep them from
+ * the newest down, moving each one kept over the ones removed after it,
+ * then move cons past the removed ones. Under the ring lock, so no poll
+ * (nor an ibv_cq_ex batch) is in progress.
+ */
+static void srdma_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
+{
+	struct srdma_uring *r = &to_scq(ibcq)->ring;
+	uint32_t cons, prod, i, freed = 0;
+	struct ib_uverbs_wc *u;
+
+	pthread_spin_lock(&r->lock);
+	cons = r->hdr->cons;
+	prod = srdma_load(&r->hdr->prod);
+	if (prod - cons <= r->mask + 1) {
+		for (i = prod; i != cons; ) {
+			u = srdma_slot(r, --i);
+			if (u->qp_num == qpn)
+				freed++;
+			else if (freed)
+				memcpy(srdma_slot(r, i + freed), u, sizeof(*u));
+		}
+	}
+	if (freed)
+		srdma_store(&r->hdr->cons, cons + freed);
+	pthread_spin_unlock(&r->lock);
+}
+
+/* The completions of @qp, which the kernel will add to no more, go. */
+static void srdma_qp_clean_cqs(struct ibv_qp *qp)
+{
+	if (qp->recv_cq)
+		srdma_cq_clean(qp->recv_cq, qp->qp_num);
+	if (qp->send_cq && qp->send_cq != qp->recv_cq)
+		srdma_cq_clean(qp->send_cq, qp->qp_num);
+}
+
 static int srdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			   int mask)
 {
@@ -1659,6 +1702,8 @@ static int srdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		qp->sq.max_len = srdma_max_msg(128u << attr->path_mtu);
 		pthread_spin_unlock(&qp->sq.lock);
 	}
+	if (!ret && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+		srdma_qp_clean_cqs(ibqp);
 	return ret;
 }
 

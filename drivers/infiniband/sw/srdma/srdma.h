@@ -196,6 +196,7 @@ struct srdma_dev {
 	/* MR and memory window index -> srdma_mr, own lock */
 	struct xarray mr_xa;
 	u32 mr_next;			/* next MR index, under mr_xa's lock */
+	u32 mw_next;			/* next window index, the same */
 	/*
 	 * User AH number -> srdma_ah. Its lock (BH) also guards reading an
 	 * AH found there: lookups copy the address vector under it, so an

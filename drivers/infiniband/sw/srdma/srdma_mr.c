@@ -83,19 +83,22 @@ u64 srdma_mr_new_serial(void)
  */
 int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
 {
-	u32 index;
+	u32 index, max_mr = sdev->res_max[SRDMA_RES_MR];
+	bool win = mr->type == SRDMA_MR_WINDOW;
 	u8 key;
 	int err;
 
 	/*
 	 * Reserve the index; lookups see the MR only once it is whole. MRs
-	 * and windows share the indices: room for both limits.
+	 * and windows share the table, each in its own range of indices, so
+	 * that the MRs' is as small as their limit.
 	 */
 	err = xa_alloc_cyclic(&sdev->mr_xa, &index, NULL,
-			      XA_LIMIT(SRDMA_MR_MIN_INDEX,
-				       sdev->res_max[SRDMA_RES_MR] +
-				       sdev->res_max[SRDMA_RES_MW]),
-			      &sdev->mr_next,
+			      win ? XA_LIMIT(max_mr + 1,
+					     max_mr +
+					     sdev->res_max[SRDMA_RES_MW]) :
+				    XA_LIMIT(SRDMA_MR_MIN_INDEX, max_mr),
+			      win ? &sdev->mw_next : &sdev->mr_next,
 			      GFP_KERNEL_ACCOUNT);
 	if (err < 0)
 		return err == -EBUSY ? -ENOMEM : err;
