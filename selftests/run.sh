@@ -78,7 +78,10 @@ run_harness() {
 		[ -n "$bad" ] && [ "$status" = pass ] && status=fail
 		cases=$((cases + 1))
 		if [ "$status" = fail ]; then
-			report fail "$bin.$name" "$(grep -F -- "$name" <<< "$out")
+			# The case's lines, and its assertions, which name
+			# it without the fixture ("file:line:case:...").
+			report fail "$bin.$name" "$(grep -F -e "$name" \
+				-e ":${name#*.}:" <<< "$out")
 $bad"
 		else
 			report "$status" "$bin.$name"
@@ -107,6 +110,7 @@ run_harness srdma_ud_test setup_bound_veth
 run_harness srdma_cqex_test setup_bound_veth
 run_harness srdma_inline_test setup_bound_veth
 run_harness srdma_atomic_test setup_bound_veth
+run_harness srdma_mw_test setup_bound_veth
 
 run_harness srdma_srq_test setup_bound_veth
 

@@ -31,25 +31,6 @@
 #define MAX_INLINE	1024		/* SRDMA_MAX_INLINE_DATA */
 #define BAD_LKEY	0xdeadbeefU
 
-/* A hw counter of the device under test, or -1. */
-static long long hw_counter(const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-		 srdma_test_devname(), name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *scq,
 			      struct ibv_cq *rcq, enum ibv_qp_type type,
 			      uint32_t max_inline, struct ibv_qp_cap *cap)
@@ -614,7 +595,7 @@ TEST_F(inl, uc_ops)
  */
 TEST_F(inl, uc_drops)
 {
-	long long d0 = hw_counter("rx_uc_msg_dropped");
+	long long d0 = srdma_test_counter("rx_uc_msg_dropped");
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
 	struct ibv_wc wc;
@@ -637,7 +618,7 @@ TEST_F(inl, uc_drops)
 	ASSERT_EQ(1, poll_n(self->cq, &wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	usleep(20000);
-	EXPECT_EQ(d0 + 1, hw_counter("rx_uc_msg_dropped"));
+	EXPECT_EQ(d0 + 1, srdma_test_counter("rx_uc_msg_dropped"));
 
 	/* a receive too short for it: dropped, the receive stays posted */
 	memset(self->buf + RECV_OFF, 0, 2048);
@@ -650,7 +631,7 @@ TEST_F(inl, uc_drops)
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	usleep(20000);
 	EXPECT_EQ(0, poll_n(self->rcq, &wc, 1, 1));
-	EXPECT_EQ(d0 + 2, hw_counter("rx_uc_msg_dropped"));
+	EXPECT_EQ(d0 + 2, srdma_test_counter("rx_uc_msg_dropped"));
 
 	/* a WRITE to a refused R_Key: dropped */
 	wr.wr_id = 3;
@@ -662,7 +643,7 @@ TEST_F(inl, uc_drops)
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	usleep(20000);
 	EXPECT_EQ(0, poll_n(self->rcq, &wc, 1, 1));
-	EXPECT_EQ(d0 + 3, hw_counter("rx_uc_msg_dropped"));
+	EXPECT_EQ(d0 + 3, srdma_test_counter("rx_uc_msg_dropped"));
 
 	/* a message that fits takes the receive left posted */
 	fill((uint8_t *)self->buf, 400, 8);
@@ -680,7 +661,7 @@ TEST_F(inl, uc_drops)
 	EXPECT_EQ(400U, wc.byte_len);
 	EXPECT_EQ(htobe32(99), wc.imm_data);
 	EXPECT_EQ(0, check((uint8_t *)self->buf + RECV_OFF, 400, 8));
-	EXPECT_EQ(d0 + 3, hw_counter("rx_uc_msg_dropped"));
+	EXPECT_EQ(d0 + 3, srdma_test_counter("rx_uc_msg_dropped"));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->a));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->b));
 }

@@ -31,25 +31,6 @@
 #define UD_QKEY		0x11111111U
 #define GRH		40
 
-/* A hw counter of the device under test, or -1. */
-static long long srq_counter(const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-		 srdma_test_devname(), name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 FIXTURE(srq) {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -616,8 +597,8 @@ TEST_F(srq, limit_event_once)
  */
 TEST_F(srq, rnr_when_empty)
 {
-	long long empty0 = srq_counter("rx_srq_empty");
-	long long rnr0 = srq_counter("rnr_nak_sent");
+	long long empty0 = srdma_test_counter("rx_srq_empty");
+	long long rnr0 = srdma_test_counter("rnr_nak_sent");
 	struct ibv_wc wc;
 
 	ASSERT_LE(0, empty0);
@@ -627,8 +608,8 @@ TEST_F(srq, rnr_when_empty)
 	usleep(300000);
 	EXPECT_EQ(0, ibv_poll_cq(self->scq, 1, &wc));
 	EXPECT_EQ(0, ibv_poll_cq(self->rcq, 1, &wc));
-	EXPECT_LT(empty0, srq_counter("rx_srq_empty"));
-	EXPECT_LT(rnr0, srq_counter("rnr_nak_sent"));
+	EXPECT_LT(empty0, srdma_test_counter("rx_srq_empty"));
+	EXPECT_LT(rnr0, srdma_test_counter("rnr_nak_sent"));
 
 	ASSERT_EQ(0, post_srq(self, self->srq, 77, 3, SLOT));
 	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 4000));
@@ -743,8 +724,8 @@ TEST_F(srq, taken_receive_flushed)
 /* A UD QP on the SRQ: the GRH and the payload; dropped when it is empty. */
 TEST_F(srq, ud)
 {
-	long long drop0 = srq_counter("rx_ud_no_receive");
-	long long empty0 = srq_counter("rx_srq_empty");
+	long long drop0 = srdma_test_counter("rx_ud_no_receive");
+	long long empty0 = srdma_test_counter("rx_srq_empty");
 	struct ibv_qp_attr a;
 	struct ibv_ah_attr aa;
 	struct ibv_send_wr wr, *bad;
@@ -811,8 +792,8 @@ TEST_F(srq, ud)
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	usleep(100000);
 	EXPECT_EQ(0, ibv_poll_cq(self->rcq, 1, &wc));
-	EXPECT_EQ(drop0 + 1, srq_counter("rx_ud_no_receive"));
-	EXPECT_EQ(empty0 + 1, srq_counter("rx_srq_empty"));
+	EXPECT_EQ(drop0 + 1, srdma_test_counter("rx_ud_no_receive"));
+	EXPECT_EQ(empty0 + 1, srdma_test_counter("rx_srq_empty"));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(qp));
 
 	EXPECT_EQ(0, ibv_destroy_ah(ah));

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,16 +66,20 @@ static inline int srdma_test_qp_init(struct ibv_qp *qp)
 			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
-/* INIT -> RTR towards the QP itself at @mtu; ibv_modify_qp()'s result. */
-static inline int srdma_test_qp_rtr(struct ibv_qp *qp, int gidx,
-				    const union ibv_gid *gid, enum ibv_mtu mtu)
+/*
+ * INIT -> RTR towards QP @dqpn behind GID @gid at @mtu; ibv_modify_qp()'s
+ * result.
+ */
+static inline int srdma_test_qp_rtr_to(struct ibv_qp *qp, uint32_t dqpn,
+				       int gidx, const union ibv_gid *gid,
+				       enum ibv_mtu mtu)
 {
 	struct ibv_qp_attr a;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = mtu;
-	a.dest_qp_num = qp->qp_num;
+	a.dest_qp_num = dqpn;
 	a.rq_psn = 0x100;
 	a.max_dest_rd_atomic = 4;
 	a.min_rnr_timer = 1;
@@ -87,6 +92,13 @@ static inline int srdma_test_qp_rtr(struct ibv_qp *qp, int gidx,
 			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 			     IBV_QP_MIN_RNR_TIMER);
+}
+
+/* INIT -> RTR towards the QP itself at @mtu; ibv_modify_qp()'s result. */
+static inline int srdma_test_qp_rtr(struct ibv_qp *qp, int gidx,
+				    const union ibv_gid *gid, enum ibv_mtu mtu)
+{
+	return srdma_test_qp_rtr_to(qp, qp->qp_num, gidx, gid, mtu);
 }
 
 /* The attributes RTR -> RTS requires, and their mask. */
@@ -264,6 +276,38 @@ static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 		ibv_close_device((self)->ctx);				\
 	free((self)->buf);						\
 } while (0)
+
+/*
+ * Hw counter @name of device @dev (rdma statistic), or -1. The core
+ * caches the values it read for RDMA_HW_STATS_DEFAULT_LIFESPAN (10 ms,
+ * rounded up to jiffies): wait that out, or a read right after another
+ * one returns the old values.
+ */
+static inline long long srdma_test_dev_counter(const char *dev,
+					       const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	usleep(25000);
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* Hw counter @name of the device under test, or -1. */
+static inline long long srdma_test_counter(const char *name)
+{
+	return srdma_test_dev_counter(srdma_test_devname(), name);
+}
 
 /* The kernel log from now on: /dev/kmsg, non-blocking, at its end. */
 static inline int srdma_test_kmsg_open(void)

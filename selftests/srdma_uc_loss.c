@@ -68,23 +68,6 @@ static struct ibv_context *open_dev(const char *name)
 	return ctx;
 }
 
-static long long counter(const char *dev, const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 static int side_open(struct side *s, const char *name, size_t len)
 {
 	struct ibv_qp_init_attr init = {
@@ -292,8 +275,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < RQ_DEPTH; i++)
 		if (post_recv(&r, i))
 			return 1;
-	oos0 = counter(d1, "rx_out_of_sequence");
-	drop0 = counter(d1, "rx_uc_msg_dropped");
+	oos0 = srdma_test_dev_counter(d1, "rx_out_of_sequence");
+	drop0 = srdma_test_dev_counter(d1, "rx_uc_msg_dropped");
 
 	/* Batches of BATCH, at most 2 * BATCH outstanding at the sender. */
 	for (i = 0; i < n;) {
@@ -325,8 +308,8 @@ int main(int argc, char **argv)
 	}
 	CHECK(st.sent_done == i, "sends: %u of %u completed", st.sent_done, i);
 
-	oos = counter(d1, "rx_out_of_sequence") - oos0;
-	drop = counter(d1, "rx_uc_msg_dropped") - drop0;
+	oos = srdma_test_dev_counter(d1, "rx_out_of_sequence") - oos0;
+	drop = srdma_test_dev_counter(d1, "rx_uc_msg_dropped") - drop0;
 	lost = i - st.received;
 	printf("# uc: %u messages sent, %u arrived whole, %u lost; %s counted %lld PSN gaps, %lld dropped messages\n",
 	       i, st.received, lost, d1, oos, drop);

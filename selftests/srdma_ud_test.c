@@ -30,25 +30,6 @@
 #define GRH		40
 #define RECV_OFF	32768		/* receive buffers from here */
 
-/* A hw counter of the device under test, or -1. */
-static long long ud_counter(const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-		 srdma_test_devname(), name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 /* RESET -> INIT -> RTR -> RTS for a UD QP with Q_Key @qkey. */
 static int ud_qp_up(struct ibv_qp *qp, uint32_t qkey)
 {
@@ -292,7 +273,7 @@ TEST_F(ud, send_and_imm)
 /* A wrong Q_Key is dropped and counted; bit 31 means the QP's own. */
 TEST_F(ud, qkey_rules)
 {
-	long long before = ud_counter("rx_qkey_violations");
+	long long before = srdma_test_counter("rx_qkey_violations");
 	struct ibv_wc wc[2];
 
 	ASSERT_LE(0, before);
@@ -302,7 +283,7 @@ TEST_F(ud, qkey_rules)
 				  self->ah, self->b->qp_num, 0x1234, 0));
 	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 300));
 	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
-	EXPECT_EQ(before + 1, ud_counter("rx_qkey_violations"));
+	EXPECT_EQ(before + 1, srdma_test_counter("rx_qkey_violations"));
 
 	/* a privileged-looking Q_Key: use the sender QP's, which matches */
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 64, 2,
@@ -314,7 +295,7 @@ TEST_F(ud, qkey_rules)
 	ud_check_recv_wc(_metadata,
 			 wc[0].qp_num == self->b->qp_num ? &wc[0] : &wc[1],
 			 self->b, 21, 64, self->qp->qp_num, 0);
-	EXPECT_EQ(before + 1, ud_counter("rx_qkey_violations"));
+	EXPECT_EQ(before + 1, srdma_test_counter("rx_qkey_violations"));
 }
 
 /*
@@ -325,7 +306,7 @@ TEST_F(ud, qkey_rules)
  */
 TEST_F(ud, short_recv_buffer)
 {
-	long long dropped = ud_counter("rx_ud_short_buffer");
+	long long dropped = srdma_test_counter("rx_ud_short_buffer");
 	char *rb = self->buf + RECV_OFF;
 	struct ibv_wc wc[4], *r = NULL;
 	int i, n, sends = 0;
@@ -366,7 +347,7 @@ TEST_F(ud, short_recv_buffer)
 	/* the second receive is still posted: nothing completes it */
 	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 200));
 	/* after that wait: the core caches hw counters for 10 ms */
-	EXPECT_EQ(dropped + 1, ud_counter("rx_ud_short_buffer"));
+	EXPECT_EQ(dropped + 1, srdma_test_counter("rx_ud_short_buffer"));
 }
 
 /* CRC-32 (IEEE 802.3, reflected), as zlib's crc32(0, ...). */
@@ -457,7 +438,7 @@ static int ud_inject(const union ibv_gid *gid, uint32_t dqpn, uint32_t qkey,
  */
 TEST_F(ud, rx_over_mtu)
 {
-	long long over = ud_counter("rx_ud_over_mtu");
+	long long over = srdma_test_counter("rx_ud_over_mtu");
 	uint8_t *rb = (uint8_t *)self->buf + RECV_OFF;
 	struct ibv_wc wc[2];
 	int i;
@@ -476,7 +457,7 @@ TEST_F(ud, rx_over_mtu)
 			break;
 	EXPECT_EQ(1024, i);
 	EXPECT_EQ(0, rb[GRH + 1024]);
-	EXPECT_EQ(over + 1, ud_counter("rx_ud_over_mtu"));
+	EXPECT_EQ(over + 1, srdma_test_counter("rx_ud_over_mtu"));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->b));
 }
 
@@ -486,8 +467,8 @@ TEST_F(ud, rx_over_mtu)
  */
 TEST_F(ud, too_long_and_no_receive)
 {
-	long long too_long = ud_counter("tx_ud_too_long");
-	long long no_recv = ud_counter("rx_ud_no_receive");
+	long long too_long = srdma_test_counter("tx_ud_too_long");
+	long long no_recv = srdma_test_counter("rx_ud_no_receive");
 	struct ibv_wc wc[2];
 
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 1025, 1,
@@ -498,8 +479,8 @@ TEST_F(ud, too_long_and_no_receive)
 	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
 	ud_check_send_wc(_metadata, &wc[1], self->qp, 2);
 	usleep(200000);
-	EXPECT_EQ(too_long + 1, ud_counter("tx_ud_too_long"));
-	EXPECT_EQ(no_recv + 1, ud_counter("rx_ud_no_receive"));
+	EXPECT_EQ(too_long + 1, srdma_test_counter("tx_ud_too_long"));
+	EXPECT_EQ(no_recv + 1, srdma_test_counter("rx_ud_no_receive"));
 	/* neither arrives later */
 	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
 				  2048, 41));
@@ -509,7 +490,7 @@ TEST_F(ud, too_long_and_no_receive)
 /* A UD datagram to an RC QP is dropped and counted. */
 TEST_F(ud, to_rc_qp)
 {
-	long long bad = ud_counter("rx_bad_header");
+	long long bad = srdma_test_counter("rx_bad_header");
 	struct ibv_qp *rc = srdma_test_rc_qp(self->pd, self->cq, 4, 4, 1);
 	struct ibv_wc wc[2];
 
@@ -521,7 +502,7 @@ TEST_F(ud, to_rc_qp)
 				  self->ah, rc->qp_num, UD_QKEY, 0));
 	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 300));
 	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
-	EXPECT_EQ(bad + 1, ud_counter("rx_bad_header"));
+	EXPECT_EQ(bad + 1, srdma_test_counter("rx_bad_header"));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(rc));
 	ibv_destroy_qp(rc);
 }
@@ -1146,9 +1127,9 @@ TEST_F(ud, mcast_ipv4_loopback)
  */
 TEST_F(ud, mcast_drops)
 {
-	long long qkey = ud_counter("rx_qkey_violations");
-	long long hdr = ud_counter("rx_bad_header");
-	long long nogrp = ud_counter("rx_mcast_no_group");
+	long long qkey = srdma_test_counter("rx_qkey_violations");
+	long long hdr = srdma_test_counter("rx_bad_header");
+	long long nogrp = srdma_test_counter("rx_mcast_no_group");
 	struct ibv_ah *ah, *all;
 	struct ibv_wc wc[4];
 	union ibv_gid g, a;
@@ -1172,9 +1153,9 @@ TEST_F(ud, mcast_drops)
 	ASSERT_EQ(0, ud_inject(&self->gid, MC_QPN, UD_QKEY, 8, 0x11));
 	ASSERT_EQ(3, ud_poll(self->cq, wc, 4, 2000));
 	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 300));
-	EXPECT_EQ(qkey + 1, ud_counter("rx_qkey_violations"));
-	EXPECT_EQ(hdr + 1, ud_counter("rx_bad_header"));
-	EXPECT_EQ(nogrp + 2, ud_counter("rx_mcast_no_group"));
+	EXPECT_EQ(qkey + 1, srdma_test_counter("rx_qkey_violations"));
+	EXPECT_EQ(hdr + 1, srdma_test_counter("rx_bad_header"));
+	EXPECT_EQ(nogrp + 2, srdma_test_counter("rx_mcast_no_group"));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->b));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 4, ah,
 				  MC_QPN, UD_QKEY, 0));
@@ -1351,8 +1332,8 @@ TEST_HARNESS_MAIN
  */
 TEST_F(ud, qp1_rules)
 {
-	long long bad = ud_counter("rx_bad_header");
-	long long qviol = ud_counter("rx_qkey_violations");
+	long long bad = srdma_test_counter("rx_bad_header");
+	long long qviol = srdma_test_counter("rx_qkey_violations");
 
 	ASSERT_LE(0, bad);
 	ASSERT_LE(0, qviol);
@@ -1361,6 +1342,6 @@ TEST_F(ud, qp1_rules)
 	ASSERT_EQ(0, ud_inject(&self->gid, 1, 0x80010000, 260, 0x11));
 	ASSERT_EQ(0, ud_inject(&self->gid, 1, 0x12345678, 256, 0x11));
 	usleep(300 * 1000);	/* the core caches hw counters for 10 ms */
-	EXPECT_EQ(bad + 2, ud_counter("rx_bad_header"));
-	EXPECT_EQ(qviol + 1, ud_counter("rx_qkey_violations"));
+	EXPECT_EQ(bad + 2, srdma_test_counter("rx_bad_header"));
+	EXPECT_EQ(qviol + 1, srdma_test_counter("rx_qkey_violations"));
 }

@@ -324,6 +324,67 @@ TEST_F(qp, self_write_read)
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 16384, 5000));
 }
 
+/* Post one receive of 64 bytes of the buffer; ibv_post_recv()'s result. */
+static int post_recv64(FIXTURE_DATA(qp) *self, struct ibv_qp *qp,
+		       uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)self->buf, .length = 64,
+			       .lkey = self->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+/*
+ * A QP moved to RESET leaves no completion of its own in its CQs (its
+ * flushed receive here); the other QPs' stay, in order.
+ */
+TEST_F(qp, reset_cleans_the_cq)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp *qp2;
+	union ibv_gid gid;
+	struct ibv_wc wc[4];
+
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+	ASSERT_GE(self->gidx, 0);
+	qp2 = srdma_test_rc_qp(self->pd, self->cq, 16, 16, 2);
+	ASSERT_NE(NULL, qp2);
+	ASSERT_EQ(0, srdma_test_connect_self(self->qp, self->gidx, &gid));
+	ASSERT_EQ(0, srdma_test_connect_self(qp2, self->gidx, &gid));
+	/* In ERR, a posted receive is flushed into the CQ... */
+	ASSERT_EQ(0, post_recv64(self, self->qp, 76));
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc[0]));
+	EXPECT_EQ(76u, wc[0].wr_id);
+	EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc[0].status);
+	EXPECT_EQ(self->qp->qp_num, wc[0].qp_num);
+	a.qp_state = IBV_QPS_RESET;
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(0, srdma_test_connect_self(self->qp, self->gidx, &gid));
+	a.qp_state = IBV_QPS_ERR;
+	/* ...so here: qp2's WRITE, qp's flushed receive, qp2's READ. */
+	ASSERT_EQ(0, srdma_test_post_rdma(qp2, self->mr, IBV_WR_RDMA_WRITE,
+					  self->buf, 64, self->buf + 8192));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc[0]));
+	ASSERT_EQ(0, post_recv64(self, self->qp, 77));
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	usleep(100000);
+	ASSERT_EQ(0, srdma_test_post_rdma(qp2, self->mr, IBV_WR_RDMA_READ,
+					  self->buf, 64, self->buf + 8192));
+	usleep(200000);
+	/* Not polled yet: RESET takes qp's flushed receive away. */
+	a.qp_state = IBV_QPS_RESET;
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(1, ibv_poll_cq(self->cq, 4, wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(IBV_WC_RDMA_READ, wc[0].opcode);
+	EXPECT_EQ(64u, wc[0].byte_len);
+	EXPECT_EQ(qp2->qp_num, wc[0].qp_num);
+	EXPECT_EQ(0, ibv_destroy_qp(qp2));
+}
+
 /* More completions than the CQ holds: IBV_EVENT_CQ_ERR on the async fd. */
 TEST_F(qp, cq_overflow_event)
 {

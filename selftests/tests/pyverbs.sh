@@ -29,8 +29,9 @@ exec {pyverbs_out}>&1
 # completion events, UD QPs, extended CQs (ibv_create_cq_ex) and extended
 # QPs (ibv_create_qp_ex, also with create flags 0, which the suite picks at
 # random, and the ibv_qp_ex posting API), RC atomics (the XRC ones and
-# ATOMIC WRITE skip: srdma has neither), UC QPs, and QP creation and
-# query with the caps written back (max_inline_data among them).
+# ATOMIC WRITE skip: srdma has neither), UC QPs, QP creation and query
+# with the caps written back (max_inline_data among them), and memory
+# windows of both types.
 PYVERBS_SRDMA_MUST_PASS=(
 	test_rdmacm.CMTestCase.test_rdmacm_sync_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_async_traffic
@@ -88,7 +89,56 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_atomic.AtomicTest.test_atomic_non_aligned_addr
 	test_atomic.AtomicTest.test_atomic_invalid_lkey
 	test_atomic.AtomicTest.test_atomic_invalid_rkey
+	test_mr.MWTest.test_mw_type1
+	test_mr.MWTest.test_invalidate_mw_type1
+	test_mr.MWTest.test_mw_type2
+	test_mr.MWTest.test_mw_type2_invalidate_local
+	test_mr.MWTest.test_mw_type2_invalidate_remote
+	test_mr.MWTest.test_mw_type2_invalidate_dealloc
+	test_mr.MWTest.test_reg_mw_wrong_type
+	test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw
+	test_mr.MRTest.test_mr_rereg_access
+	test_mr.MRTest.test_mr_rereg_access_bad_flow
+	test_mr.MRTest.test_mr_rereg_pd
+	test_mr.MRTest.test_mr_rereg_addr
 )
+
+# Tests rdma_rxe passes that srdma0 may not, each with the reason. Every
+# other rdma_rxe pass (test_pyverbs_rxe runs first, in the same guest)
+# must pass on srdma0 too.
+PYVERBS_RXE_ONLY=(
+	"test_cq.CQTest.test_resize_cq: CQ resize not yet merged"
+)
+
+# pyverbs_passes RESULTS: the IDs of the tests that passed, sorted.
+pyverbs_passes() {
+	awk '$1 == "pass" { print $2 }' "$1" | sort
+}
+
+# pyverbs_compare DIR: every rdma_rxe pass passes on srdma0 unless listed
+# in PYVERBS_RXE_ONLY; prints both counts. 1 if one does not.
+pyverbs_compare() {
+	local rxe=/tmp/pyverbs-rxe/results t known rc=0 e
+	if [ ! -s $rxe ]; then
+		echo "# no rdma_rxe results to compare with"
+		return 0
+	fi
+	echo "# pyverbs passes: rxe0 $(pyverbs_passes $rxe | wc -l), srdma0 $(pyverbs_passes "$1/results" | wc -l)"
+	for t in $(comm -23 <(pyverbs_passes $rxe) <(pyverbs_passes "$1/results")); do
+		t=${t#tests.}
+		known=
+		for e in "${PYVERBS_RXE_ONLY[@]}"; do
+			[ "${e%%: *}" = "$t" ] && known=${e#*: }
+		done
+		if [ -n "$known" ]; then
+			echo "# passes on rxe0 only: $t ($known)"
+		else
+			echo "passes on rxe0, not on srdma0: $t ($(grep " tests\.$t\( \|$\)" "$1/results"))"
+			rc=1
+		fi
+	done
+	return $rc
+}
 
 # pyverbs_suite DIR: an unpacked copy of the suite in DIR/tests (the
 # package ships most of it gzipped), next to which go the log and results.
@@ -156,6 +206,7 @@ test_pyverbs_srdma() {
 			fail "$t: ${why#"skip tests.$t "}"
 	done
 	[ $rc = 0 ] || fail "pyverbs on srdma0"
+	pyverbs_compare $dir || fail "rdma_rxe passes a test srdma0 does not"
 }
 
 # For comparison only: fails only when the suite cannot run.

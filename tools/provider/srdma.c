@@ -309,6 +309,22 @@ static struct ibv_mr *srdma_reg_mr(struct ibv_pd *pd, void *addr,
 	return &vmr->ibv_mr;
 }
 
+/*
+ * ibv_rereg_mr() (libibverbs checked the flags): the kernel registers the
+ * memory again under the same keys. Returns an errno value, as libibverbs
+ * expects of the provider.
+ */
+static int srdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			  void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
 static int srdma_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret = ibv_cmd_dereg_mr(vmr);
@@ -369,6 +385,12 @@ static int srdma_destroy_cq(struct ibv_cq *ibcq)
 	free(cq);
 	return 0;
 }
+
+/* The kernel writes wc_flags in libibverbs' values, for a plain copy. */
+static_assert((int)SRDMA_UWC_GRH == (int)IBV_WC_GRH &&
+	      (int)SRDMA_UWC_WITH_IMM == (int)IBV_WC_WITH_IMM &&
+	      (int)SRDMA_UWC_WITH_INV == (int)IBV_WC_WITH_INV,
+	      "srdma_uwc_flags");
 
 static int srdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 {
@@ -798,7 +820,9 @@ static uint64_t srdma_send_ops(enum ibv_qp_type type)
 	case IBV_QPT_RC:
 		return send | write | IBV_QP_EX_WITH_RDMA_READ |
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
+		       IBV_QP_EX_WITH_SEND_WITH_INV;
 	case IBV_QPT_UC:
 		return send | write;
 	case IBV_QPT_UD:
@@ -826,18 +850,74 @@ static uint64_t srdma_wr_op_bit(enum ibv_wr_opcode opcode)
 		return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	case IBV_WR_LOCAL_INV:
+		return IBV_QP_EX_WITH_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return IBV_QP_EX_WITH_BIND_MW;
+	case IBV_WR_SEND_WITH_INV:
+		return IBV_QP_EX_WITH_SEND_WITH_INV;
 	default:
 		return 0;
 	}
 }
 
+/* Work requests that only change a key: no SGEs, no inline data. */
+static bool srdma_wr_is_local(uint32_t opcode)
+{
+	return opcode == IBV_WR_LOCAL_INV || opcode == IBV_WR_BIND_MW;
+}
+
+/* The rights a window takes: remote ones; local write is ignored. */
+#define SRDMA_MW_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * Can window @mw of @type be bound on @qp under key @rkey as @info says?
+ * EINVAL for a window of another type or PD, a key of another window
+ * (the kernel finds the window by the key's index), rights the kernel
+ * does not take (no zero-based windows), a window of 4 GiB or more, or a
+ * range without an MR of the QP's PD (a type 2 window always needs one).
+ * What the MR allows is for the kernel to check when the bind runs: a
+ * bind it refuses completes with IBV_WC_MW_BIND_ERR.
+ */
+static int srdma_bind_check(const struct ibv_qp *qp, const struct ibv_mw *mw,
+			    enum ibv_mw_type type, uint32_t rkey,
+			    const struct ibv_mw_bind_info *info)
+{
+	if (!mw || mw->type != type || mw->pd != qp->pd ||
+	    (rkey ^ mw->rkey) >> 8 || info->length > UINT32_MAX)
+		return EINVAL;
+	if (info->mw_access_flags & ~SRDMA_MW_ACCESS)
+		return EINVAL;
+	if ((info->length || type == IBV_MW_TYPE_2) &&
+	    (!info->mr || info->mr->pd != qp->pd))
+		return EINVAL;
+	return 0;
+}
+
+/* Fill send ring entry @u as a bind of a window to @info, key @rkey. */
+static void srdma_put_bind(struct srdma_usend_wqe *u, uint32_t rkey,
+			   const struct ibv_mw_bind_info *info)
+{
+	u->opcode = IBV_WR_BIND_MW;
+	u->num_sge = 0;
+	u->inline_len = 0;
+	u->imm_data = 0;
+	u->rkey = rkey;
+	u->remote_addr = info->addr;
+	u->bind.length = info->length;
+	u->bind.mr_lkey = info->mr ? info->mr->lkey : 0;
+	u->bind.access = info->mw_access_flags;
+}
+
 /*
  * Can the kernel take @wr on @qp? EINVAL for an opcode the QP type does
- * not do (UD only SENDs, UC no READs or atomics), a flag the kernel does
- * not take, inline data on a READ or atomic, an atomic without one 8-byte
- * SGE, or a UD send without an AH of the QP's PD or with a remote QPN
- * over 24 bits: the kernel would refuse the ring entry and move the QP
- * to ERR.
+ * not do (UD only SENDs, UC no READs or atomics; binds and invalidations
+ * RC only), a flag the kernel does not take, inline data on a READ,
+ * atomic or local operation, an atomic without one 8-byte SGE, a bind
+ * srdma_bind_check() refuses, or a UD send without an AH of the QP's PD
+ * or with a remote QPN over 24 bits: the kernel would refuse the ring
+ * entry and move the QP to ERR.
  */
 static int srdma_send_wr_check(const struct ibv_qp *qp,
 			       const struct ibv_send_wr *wr)
@@ -855,8 +935,13 @@ static int srdma_send_wr_check(const struct ibv_qp *qp,
 	if (wr->send_flags & ~SRDMA_SEND_FLAGS)
 		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_INLINE) &&
-	    (wr->opcode == IBV_WR_RDMA_READ || srdma_wr_is_atomic(wr->opcode)))
+	    (wr->opcode == IBV_WR_RDMA_READ || srdma_wr_is_atomic(wr->opcode) ||
+	     srdma_wr_is_local(wr->opcode)))
 		return EINVAL;
+	if (wr->opcode == IBV_WR_BIND_MW)
+		return srdma_bind_check(qp, wr->bind_mw.mw, IBV_MW_TYPE_2,
+					wr->bind_mw.rkey,
+					&wr->bind_mw.bind_info);
 	return 0;
 }
 
@@ -938,6 +1023,11 @@ static int srdma_sq_put(struct srdma_qp *sqp, uint32_t prod,
 		return ret;
 	if (inl) {
 		u = srdma_sq_fill_inline(sqp, prod, wr, &ret);
+	} else if (srdma_wr_is_local(wr->opcode)) {
+		u = srdma_ring_fill(&sqp->sq, prod, NULL, 0,
+				    offsetof(struct srdma_usend_wqe, sge), &ret);
+		if (u)
+			u->inline_len = 0;
 	} else {
 		u = srdma_ring_fill(&sqp->sq, prod, wr->sg_list, wr->num_sge,
 				    offsetof(struct srdma_usend_wqe, sge), &ret);
@@ -949,11 +1039,14 @@ static int srdma_sq_put(struct srdma_qp *sqp, uint32_t prod,
 	u->wr_id = wr->wr_id;
 	u->opcode = wr->opcode;
 	u->send_flags = wr->send_flags;
+	/* SEND with Invalidate, LOCAL_INV: invalidate_rkey, the same bits. */
 	u->imm_data = wr->imm_data;
-	u->num_sge = inl ? 0 : wr->num_sge;
+	u->num_sge = inl || srdma_wr_is_local(wr->opcode) ? 0 : wr->num_sge;
 	u->compare_add = 0;
 	u->swap = 0;
-	if (qp->qp_type == IBV_QPT_UD) {
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		srdma_put_bind(u, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+	} else if (qp->qp_type == IBV_QPT_UD) {
 		u->ud.ah = to_sah(wr->wr.ud.ah)->ah_num;
 		u->ud.remote_qpn = wr->wr.ud.remote_qpn;
 		u->remote_qkey = wr->wr.ud.remote_qkey;
@@ -1053,6 +1146,76 @@ static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		*bad_wr = head;
 	}
 	pthread_spin_unlock(&r->lock);
+	return ret;
+}
+
+/*
+ * ibv_bind_mw(), for a type 1 window (libibverbs checked the type and the
+ * MR's PD): a BIND_MW entry on the SQ with the next key variant, which
+ * becomes the window's key once the entry is posted. The bind itself
+ * happens when the kernel reaches the entry, in order with the work
+ * requests before it; its completion says whether it did.
+ */
+static int srdma_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+			 struct ibv_mw_bind *mw_bind)
+{
+	struct srdma_uring *r = &to_sqp(ibqp)->sq;
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	struct srdma_usend_wqe *u;
+	uint32_t prod;
+	int ret;
+
+	if (ibqp->qp_type != IBV_QPT_RC || srdma_qp_in_reset(ibqp) ||
+	    (mw_bind->send_flags & ~(unsigned int)(IBV_SEND_FENCE |
+						   IBV_SEND_SIGNALED |
+						   IBV_SEND_SOLICITED)))
+		return EINVAL;
+	ret = srdma_bind_check(ibqp, mw, IBV_MW_TYPE_1, rkey,
+			       &mw_bind->bind_info);
+	if (ret)
+		return ret;
+	pthread_spin_lock(&r->lock);
+	prod = r->hdr->prod;
+	u = srdma_ring_fill(r, prod, NULL, 0,
+			    offsetof(struct srdma_usend_wqe, sge), &ret);
+	if (u) {
+		u->wr_id = mw_bind->wr_id;
+		u->send_flags = mw_bind->send_flags;
+		srdma_put_bind(u, rkey, &mw_bind->bind_info);
+		ret = srdma_sq_post(r, ibqp, prod, prod + 1);
+	}
+	if (!ret)
+		mw->rkey = rkey;
+	pthread_spin_unlock(&r->lock);
+	return ret;
+}
+
+static struct ibv_mw *srdma_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw;
+	int ret;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+	return mw;
+}
+
+static int srdma_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret = ibv_cmd_dealloc_mw(mw);
+
+	if (!ret)
+		free(mw);
 	return ret;
 }
 
@@ -1256,6 +1419,40 @@ static void srdma_wr_atomic_fetch_add(struct ibv_qp_ex *ibqp, uint32_t rkey,
 			add, 0);
 }
 
+static void srdma_wr_local_inv(struct ibv_qp_ex *ibqp, uint32_t rkey)
+{
+	struct srdma_usend_wqe *u = srdma_wr_begin(ibqp, IBV_WR_LOCAL_INV);
+
+	if (u)
+		u->imm_data = rkey;
+}
+
+static void srdma_wr_send_inv(struct ibv_qp_ex *ibqp, uint32_t rkey)
+{
+	struct srdma_usend_wqe *u = srdma_wr_begin(ibqp, IBV_WR_SEND_WITH_INV);
+
+	if (u)
+		u->imm_data = rkey;
+}
+
+static void srdma_wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw,
+			     uint32_t rkey,
+			     const struct ibv_mw_bind_info *info)
+{
+	struct srdma_qp *qp = to_sqp_ex(ibqp);
+	struct srdma_usend_wqe *u;
+	int ret;
+
+	ret = srdma_bind_check(&qp->vqp.qp, mw, IBV_MW_TYPE_2, rkey, info);
+	if (ret) {
+		srdma_wr_fail(qp, ret);
+		return;
+	}
+	u = srdma_wr_begin(ibqp, IBV_WR_BIND_MW);
+	if (u)
+		srdma_put_bind(u, rkey, info);
+}
+
 static void srdma_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
 				 uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -1280,7 +1477,7 @@ static void srdma_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
 	struct srdma_usend_wqe *u = qp->wr_cur;
 	int ret;
 
-	if (!u || num_sge > qp->sq.max_sge) {
+	if (!u || num_sge > qp->sq.max_sge || srdma_wr_is_local(u->opcode)) {
 		srdma_wr_fail(qp, EINVAL);
 		return;
 	}
@@ -1317,7 +1514,7 @@ static void srdma_wr_set_inline_data_list(struct ibv_qp_ex *ibqp,
 	int ret;
 
 	if (!u || u->opcode == IBV_WR_RDMA_READ ||
-	    srdma_wr_is_atomic(u->opcode)) {
+	    srdma_wr_is_atomic(u->opcode) || srdma_wr_is_local(u->opcode)) {
 		srdma_wr_fail(qp, EINVAL);
 		return;
 	}
@@ -1368,6 +1565,12 @@ static void srdma_qp_ex_init(struct srdma_qp *qp, uint64_t ops)
 		ex->wr_atomic_cmp_swp = srdma_wr_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		ex->wr_atomic_fetch_add = srdma_wr_atomic_fetch_add;
+	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
+		ex->wr_local_inv = srdma_wr_local_inv;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		ex->wr_bind_mw = srdma_wr_bind_mw;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_INV)
+		ex->wr_send_inv = srdma_wr_send_inv;
 }
 
 /* The comp_mask bits create_qp_ex takes, see srdma_create_qp_ex(). */
@@ -1443,6 +1646,49 @@ static int srdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return ibv_cmd_query_qp(qp, attr, mask, init, &cmd, sizeof(cmd));
 }
 
+/*
+ * Remove the completions of QP @qpn from @cq, as a QP moved to RESET
+ * leaves none behind (the verbs consumers' expectation, which libmlx5
+ * meets the same way). Not when a QP is destroyed: after its device went
+ * away, libibverbs takes the kernel's EIO for a destroyed CQ as success,
+ * so the CQ may already be freed. Slots [cons, prod) hold finished entries
+ * the kernel never rewrites while cons stays where it is: sweep them from
+ * the newest down, moving each one kept over the ones removed after it,
+ * then move cons past the removed ones. Under the ring lock, so no poll
+ * (nor an ibv_cq_ex batch) is in progress.
+ */
+static void srdma_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
+{
+	struct srdma_uring *r = &to_scq(ibcq)->ring;
+	uint32_t cons, prod, i, freed = 0;
+	struct ib_uverbs_wc *u;
+
+	pthread_spin_lock(&r->lock);
+	cons = r->hdr->cons;
+	prod = srdma_load(&r->hdr->prod);
+	if (prod - cons <= r->mask + 1) {
+		for (i = prod; i != cons; ) {
+			u = srdma_slot(r, --i);
+			if (u->qp_num == qpn)
+				freed++;
+			else if (freed)
+				memcpy(srdma_slot(r, i + freed), u, sizeof(*u));
+		}
+	}
+	if (freed)
+		srdma_store(&r->hdr->cons, cons + freed);
+	pthread_spin_unlock(&r->lock);
+}
+
+/* The completions of @qp, which the kernel will add to no more, go. */
+static void srdma_qp_clean_cqs(struct ibv_qp *qp)
+{
+	if (qp->recv_cq)
+		srdma_cq_clean(qp->recv_cq, qp->qp_num);
+	if (qp->send_cq && qp->send_cq != qp->recv_cq)
+		srdma_cq_clean(qp->send_cq, qp->qp_num);
+}
+
 static int srdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			   int mask)
 {
@@ -1456,6 +1702,8 @@ static int srdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		qp->sq.max_len = srdma_max_msg(128u << attr->path_mtu);
 		pthread_spin_unlock(&qp->sq.lock);
 	}
+	if (!ret && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+		srdma_qp_clean_cqs(ibqp);
 	return ret;
 }
 
@@ -1620,8 +1868,10 @@ static int srdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 }
 
 static const struct verbs_context_ops srdma_ctx_ops = {
+	.alloc_mw = srdma_alloc_mw,
 	.alloc_pd = srdma_alloc_pd,
 	.attach_mcast = ibv_cmd_attach_mcast,
+	.bind_mw = srdma_bind_mw,
 	.create_ah = srdma_create_ah,
 	.create_cq = srdma_create_cq,
 	.create_cq_ex = srdma_create_cq_ex,
@@ -1629,6 +1879,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.create_qp_ex = srdma_create_qp_ex,
 	.create_srq = srdma_create_srq,
 	.create_srq_ex = srdma_create_srq_ex,
+	.dealloc_mw = srdma_dealloc_mw,
 	.dealloc_pd = srdma_dealloc_pd,
 	.dereg_mr = srdma_dereg_mr,
 	.destroy_ah = srdma_destroy_ah,
@@ -1648,6 +1899,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.query_qp = srdma_query_qp,
 	.query_srq = srdma_query_srq,
 	.reg_mr = srdma_reg_mr,
+	.rereg_mr = srdma_rereg_mr,
 	.req_notify_cq = ibv_cmd_req_notify_cq,
 };
 

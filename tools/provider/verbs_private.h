@@ -134,7 +134,9 @@ static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0 &&
  * fills are typed; the others are placeholders of the same size.
  */
 struct verbs_context_ops {
-	void *advise_mr, *alloc_dm, *alloc_mw, *alloc_null_mr;
+	void *advise_mr, *alloc_dm;
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
+	void *alloc_null_mr;
 	void *alloc_parent_domain;
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
 	void *alloc_td;
@@ -143,7 +145,9 @@ struct verbs_context_ops {
 	void *attach_counters_point_flow;
 	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
-	void *bind_mw, *close_xrcd;
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
+		       struct ibv_mw_bind *mw_bind);
+	void *close_xrcd;
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
 				    struct ibv_ah_attr *attr);
@@ -163,7 +167,8 @@ struct verbs_context_ops {
 				      struct ibv_srq_init_attr *attr);
 	struct ibv_srq *(*create_srq_ex)(struct ibv_context *context,
 					 struct ibv_srq_init_attr_ex *attr);
-	void *create_wq, *dealloc_mw;
+	void *create_wq;
+	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	void *dealloc_td;
 	int (*dereg_mr)(struct verbs_mr *vmr);
@@ -210,7 +215,9 @@ struct verbs_context_ops {
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
-	void *rereg_mr, *resize_cq, *set_ece, *unimport_dm, *unimport_mr;
+	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			void *addr, size_t length, int access);
+	void *resize_cq, *set_ece, *unimport_dm, *unimport_mr;
 	void *unimport_pd;
 };
 
@@ -219,9 +226,11 @@ struct verbs_context_ops {
 		      (idx) * sizeof(void *), "verbs_context_ops." #name)
 static_assert(sizeof(struct verbs_context_ops) == 76 * sizeof(void *),
 	      "verbs_context_ops must have 76 slots (rdma-core 44)");
+SRDMA_OPS_SLOT(alloc_mw, 2);
 SRDMA_OPS_SLOT(alloc_pd, 5);
 SRDMA_OPS_SLOT(async_event, 7);
 SRDMA_OPS_SLOT(attach_mcast, 9);
+SRDMA_OPS_SLOT(bind_mw, 10);
 SRDMA_OPS_SLOT(cq_event, 12);
 SRDMA_OPS_SLOT(create_ah, 13);
 SRDMA_OPS_SLOT(create_cq, 15);
@@ -230,6 +239,7 @@ SRDMA_OPS_SLOT(create_qp, 19);
 SRDMA_OPS_SLOT(create_qp_ex, 20);
 SRDMA_OPS_SLOT(create_srq, 22);
 SRDMA_OPS_SLOT(create_srq_ex, 23);
+SRDMA_OPS_SLOT(dealloc_mw, 25);
 SRDMA_OPS_SLOT(dealloc_pd, 26);
 SRDMA_OPS_SLOT(dereg_mr, 28);
 SRDMA_OPS_SLOT(destroy_ah, 29);
@@ -250,6 +260,7 @@ SRDMA_OPS_SLOT(query_qp, 61);
 SRDMA_OPS_SLOT(query_srq, 64);
 SRDMA_OPS_SLOT(reg_mr, 68);
 SRDMA_OPS_SLOT(req_notify_cq, 69);
+SRDMA_OPS_SLOT(rereg_mr, 70);
 SRDMA_OPS_SLOT(unimport_pd, 75);
 
 static_assert(offsetof(struct verbs_device, ops) ==
@@ -286,7 +297,9 @@ struct ibv_query_port {
 	}
 
 SRDMA_DECLARE_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd);
+SRDMA_DECLARE_CMD(ibv_alloc_mw, ib_uverbs_alloc_mw);
 SRDMA_DECLARE_CMD(ibv_reg_mr, ib_uverbs_reg_mr);
+SRDMA_DECLARE_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr);
 SRDMA_DECLARE_CMD(ibv_create_cq, ib_uverbs_create_cq);
 SRDMA_DECLARE_CMD(ibv_create_qp, ib_uverbs_create_qp);
 SRDMA_DECLARE_CMD(ibv_modify_qp, ib_uverbs_modify_qp);
@@ -307,11 +320,21 @@ int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
 		     struct ibv_alloc_pd *cmd, size_t cmd_size,
 		     struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
 int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
+int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
+		     struct ibv_mw *mw, struct ibv_alloc_mw *cmd,
+		     size_t cmd_size, struct ib_uverbs_alloc_mw_resp *resp,
+		     size_t resp_size);
+int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
 int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   uint64_t hca_va, int access, struct verbs_mr *vmr,
 		   struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
+		     size_t length, uint64_t hca_va, int access,
+		     struct ibv_pd *pd, struct ibv_rereg_mr *cmd,
+		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp,
+		     size_t resp_sz);
 int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_comp_channel *channel, int comp_vector,
 		      struct ibv_cq *cq, struct ibv_create_cq *cmd,

@@ -75,7 +75,17 @@ enum srdma_ring_flags {
 	SRDMA_RING_F_QP_ERR = 1 << 0,
 };
 
-/* A CQ slot is a struct ib_uverbs_wc (rdma/ib_user_verbs.h). */
+/*
+ * A CQ slot is a struct ib_uverbs_wc (rdma/ib_user_verbs.h). Its wc_flags
+ * take libibverbs' values (enum ibv_wc_flags), which the kernel's
+ * IB_WC_* do not all share: a receive of a SEND with Invalidate has
+ * SRDMA_UWC_WITH_INV, and the invalidated rkey in ex.invalidate_rkey.
+ */
+enum srdma_uwc_flags {
+	SRDMA_UWC_GRH = 1 << 0,
+	SRDMA_UWC_WITH_IMM = 1 << 1,
+	SRDMA_UWC_WITH_INV = 1 << 3,
+};
 
 struct srdma_usge {
 	__aligned_u64 addr;
@@ -97,6 +107,13 @@ struct srdma_usge {
  * ignored. inline_len is at most the QP's max_inline_data as create_qp
  * reported it; the slot has room for max(max_sge SGEs, max_inline_data
  * bytes) after the fixed part. Without the flag inline_len is ignored.
+ *
+ * SEND with Invalidate and LOCAL_INV (RC only) carry the key to
+ * invalidate in imm_data, as ibv_send_wr's union has it; LOCAL_INV has no
+ * SGEs. A memory window bind (IB_UVERBS_WR_BIND_MW, RC only, no SGEs) has
+ * the window's new key in rkey, its address in remote_addr, and the
+ * length, the lkey of the MR it goes on and its IB_UVERBS_ACCESS_* rights
+ * in bind; ibv_bind_mw() of a type 1 window posts the same entry.
  */
 struct srdma_usend_wqe {
 	__aligned_u64 wr_id;
@@ -116,8 +133,17 @@ struct srdma_usend_wqe {
 	__u32 imm_data;		/* network order */
 	__u32 num_sge;
 	__u32 inline_len;	/* bytes of inline data, see above */
-	__aligned_u64 compare_add;	/* atomics */
-	__aligned_u64 swap;		/* compare and swap */
+	union {
+		struct {
+			__aligned_u64 compare_add;	/* atomics */
+			__aligned_u64 swap;	/* compare and swap */
+		};
+		struct {
+			__aligned_u64 length;
+			__u32 mr_lkey;
+			__u32 access;
+		} bind;			/* BIND_MW */
+	};
 	struct srdma_usge sge[];
 };
 

@@ -59,6 +59,7 @@
 #define SRDMA_MAX_CQ		8192
 #define SRDMA_MAX_CQE		65536
 #define SRDMA_MAX_MR		65536
+#define SRDMA_MAX_MW		65536
 #define SRDMA_MAX_PD		4096
 #define SRDMA_MAX_AH		65536
 #define SRDMA_MAX_SRQ		4096
@@ -148,6 +149,7 @@ enum srdma_res {
 	SRDMA_RES_MR,
 	SRDMA_RES_AH,
 	SRDMA_RES_SRQ,
+	SRDMA_RES_MW,
 	SRDMA_NUM_RES
 };
 
@@ -184,13 +186,17 @@ enum srdma_counter {
 	SRDMA_CNT_REMOTE_INV,		/* SEND with Invalidate honoured */
 	SRDMA_CNT_REMOTE_INV_ERR,	/* SEND with Invalidate refused */
 	SRDMA_CNT_FAST_REG_ERR,		/* REG_MR or LOCAL_INV failed */
+	SRDMA_CNT_MW_BIND,		/* memory window bound */
+	SRDMA_CNT_MW_BIND_ERR,		/* memory window bind failed */
 	SRDMA_NUM_COUNTERS
 };
 
 struct srdma_dev {
 	struct ib_device ibdev;
-	struct xarray mr_xa;		/* MR index -> srdma_mr, own lock */
+	/* MR and memory window index -> srdma_mr, own lock */
+	struct xarray mr_xa;
 	u32 mr_next;			/* next MR index, under mr_xa's lock */
+	u32 mw_next;			/* next window index, the same */
 	/*
 	 * User AH number -> srdma_ah. Its lock (BH) also guards reading an
 	 * AH found there: lookups copy the address vector under it, so an
@@ -229,16 +235,18 @@ enum srdma_mr_type {
 	SRDMA_MR_USER,			/* pinned user pages */
 	SRDMA_MR_DMA,			/* kernel virtual addresses */
 	SRDMA_MR_FAST,			/* ib_alloc_mr(): kernel pages by REG_MR */
+	SRDMA_MR_WINDOW,		/* a memory window on a user MR */
 };
 
 /*
- * The states of a fast-registration MR (IBTA 10.6.1). User and DMA MRs
- * are VALID from registration to deregistration.
+ * The states of a fast-registration MR or a memory window (IBTA 10.6.1,
+ * 10.6.7). User and DMA MRs are VALID from registration to
+ * deregistration.
  */
 enum srdma_mr_state {
-	SRDMA_MR_INVALID,		/* being deregistered */
+	SRDMA_MR_INVALID,		/* being deregistered or deallocated */
 	SRDMA_MR_FREE,			/* allocated or invalidated: no access */
-	SRDMA_MR_VALID,			/* registered by REG_MR */
+	SRDMA_MR_VALID,			/* registered by REG_MR, or bound */
 };
 
 /*
@@ -265,11 +273,15 @@ struct srdma_mr {
 	 */
 	u32 key;
 	/*
-	 * Fast-registration MRs: guards state, key, serial, access, iova,
-	 * length and both page lists, and is held across every copy to or
-	 * from the MR's pages, so that no byte moves once an invalidation
-	 * has returned. BH; nests inside a QP lock. Never taken for user
-	 * and DMA MRs, whose fields are fixed after registration.
+	 * Fast-registration MRs and memory windows: guards state, key,
+	 * serial, access, iova, length, both page lists and the window's
+	 * base, mw_qp_uid, and is held across every copy to or from the pages,
+	 * so that no byte moves once an invalidation has returned. User
+	 * MRs: guards state and mw_binds only, for binding windows; their
+	 * other fields are fixed after registration and copies do not take
+	 * it. BH; nests inside a QP lock. A bind takes its MR's lock inside
+	 * the window's (windows have their own lock class); nothing takes a
+	 * window's lock inside an MR's.
 	 */
 	spinlock_t lock;
 	enum srdma_mr_state state;
@@ -283,6 +295,26 @@ struct srdma_mr {
 	struct page **pages;		/* the pinned pages, in order */
 	unsigned long npages;
 	unsigned int page_off;		/* offset of iova in pages[0] */
+	/*
+	 * Memory windows (srdma_mw.c): the user MR bound, with a reference
+	 * and counted in its mw_binds, or NULL; the window's type, and the
+	 * QP (its uid) a type 2 window was bound through, the only one it
+	 * serves.
+	 */
+	struct srdma_mr *base;
+	u64 mw_qp_uid;
+	u8 mw_type;			/* IB_MW_TYPE_1 or _2 */
+	u32 mw_binds;			/* user MRs: windows bound to it */
+};
+
+/*
+ * A memory window. The key lookups find its window, an srdma_mr of type
+ * SRDMA_MR_WINDOW, freed after an RCU grace period as MRs are (the core
+ * frees the srdma_mw itself at once).
+ */
+struct srdma_mw {
+	struct ib_mw ibmw;
+	struct srdma_mr *win;
 };
 
 struct srdma_umap;
@@ -389,12 +421,15 @@ struct srdma_send_wqe {
 	struct srdma_ud_dest ud;	/* UD QPs only */
 	/*
 	 * IB_WR_REG_MR: the MR, its access and length; the new key is in
-	 * rkey, the iova in remote_addr. LOCAL_INV and SEND_WITH_INV keep
-	 * the key to invalidate in rkey.
+	 * rkey, the iova in remote_addr. IB_WR_BIND_MW: the same for the
+	 * window, with the lkey of the MR it goes on in bind_lkey, as the
+	 * process posted them (checked when the bind runs). LOCAL_INV and
+	 * SEND_WITH_INV keep the key to invalidate in rkey.
 	 */
 	struct srdma_mr *reg_mr;
 	u64 reg_len;
 	u32 reg_access;
+	u32 bind_lkey;
 	/* The SGEs, or with IB_SEND_INLINE @length bytes of data. */
 	struct srdma_sge sge[];
 };
@@ -495,6 +530,11 @@ struct srdma_qp {
 	bool is_user;
 	bool sig_all;			/* IB_SIGNAL_ALL_WR */
 	u32 max_inline;			/* max_inline_data, fixed at creation */
+	/*
+	 * Never reused, unlike the QPN: what a type 2 memory window
+	 * remembers of the QP it was bound through.
+	 */
+	u64 uid;
 
 	/*
 	 * Path, set at RTR: written under both the QP lock and dst_lock,
@@ -631,6 +671,11 @@ static inline struct srdma_dev *to_sdev(struct ib_device *ibdev)
 static inline struct srdma_pd *to_spd(struct ib_pd *ibpd)
 {
 	return container_of(ibpd, struct srdma_pd, ibpd);
+}
+
+static inline struct srdma_mw *to_smw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct srdma_mw, ibmw);
 }
 
 static inline struct srdma_mr *to_smr(struct ib_mr *ibmr)
@@ -803,7 +848,7 @@ static inline struct srdma_ucontext *to_suc(struct ib_ucontext *ibuc)
  * Return: 0, or -ENOMEM if the device already has its limit of @res; that
  * is logged at warning level (rate-limited), since the administrator set
  * the limit (module parameters max_pd, max_cq, max_qp, max_mr, max_ah,
- * max_srq).
+ * max_srq, max_mw).
  */
 static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 {
@@ -814,6 +859,7 @@ static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 		[SRDMA_RES_MR] = "MR",
 		[SRDMA_RES_AH] = "AH",
 		[SRDMA_RES_SRQ] = "SRQ",
+		[SRDMA_RES_MW] = "MW",
 	};
 
 	if (atomic_inc_return(&sdev->res_used[res]) <= sdev->res_max[res])
@@ -894,20 +940,24 @@ struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata);
 struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access);
 int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr);
 u64 srdma_mr_new_serial(void);
 struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote);
 struct srdma_mr *srdma_mr_get_fast(struct srdma_dev *sdev, u32 key);
+int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len, int access);
 void srdma_mr_put(struct srdma_mr *mr);
-int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u32 key, u64 iova,
-		   u32 len, int access, u64 *serial);
+int srdma_mr_check(struct srdma_mr *mr, struct srdma_qp *qp, u32 key,
+		   u64 iova, u32 len, int access, u64 *serial);
 int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 		  u32 len, bool to_mr);
 int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len);
-int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
-		    u32 len);
+int srdma_mr_attach(struct srdma_mr *mr, u64 serial, u64 iova,
+		    struct sk_buff *skb, u32 len);
 int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
 		    u64 swap_add, u64 compare, u64 *orig);
 int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
@@ -915,6 +965,17 @@ int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
 		   u32 len, bool to_mr);
+
+/* srdma_mw.c */
+int srdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int srdma_dealloc_mw(struct ib_mw *ibmw);
+int srdma_mw_bind(struct srdma_qp *qp, struct srdma_send_wqe *wqe);
+int srdma_invalidate(struct srdma_qp *qp, u32 key, bool remote);
+int srdma_mw_check(struct srdma_mr *win, struct srdma_qp *qp, u32 key,
+		   u64 iova, u32 len, int access, u64 *serial);
+struct srdma_mr *srdma_mw_lock(struct srdma_mr *win, u64 serial, u64 iova,
+			       u32 len);
+void srdma_mw_unlock(struct srdma_mr *win);
 
 /* srdma_fr.c */
 struct ib_mr *srdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,

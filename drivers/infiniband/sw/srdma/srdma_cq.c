@@ -187,8 +187,14 @@ static void srdma_ucq_fill(struct srdma_cq *cq, const struct ib_wc *wc)
 	u->ex.imm_data = wc->ex.imm_data;
 	u->qp_num = wc->qp ? wc->qp->qp_num : 0;
 	u->src_qp = wc->src_qp;
-	/* Kernel-only flags (network header type) have other uses there. */
-	u->wc_flags = wc->wc_flags & (IB_WC_GRH | IB_WC_WITH_IMM);
+	/*
+	 * In user space's values (srdma-abi.h); kernel-only flags (network
+	 * header type) have other uses there.
+	 */
+	u->wc_flags = (wc->wc_flags & IB_WC_GRH ? SRDMA_UWC_GRH : 0) |
+		      (wc->wc_flags & IB_WC_WITH_IMM ? SRDMA_UWC_WITH_IMM : 0) |
+		      (wc->wc_flags & IB_WC_WITH_INVALIDATE ?
+		       SRDMA_UWC_WITH_INV : 0);
 	u->pkey_index = wc->pkey_index;
 	u->slid = 0;
 	u->sl = wc->sl;

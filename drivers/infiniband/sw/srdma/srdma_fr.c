@@ -262,9 +262,10 @@ out_put:
  *
  * Only a fast-registration MR of @qp's PD whose key is @key; a peer may
  * invalidate only a VALID registration with remote rights. User MRs are
- * never invalidated, so a peer of a user QP can invalidate nothing (user
- * PDs have no fast-registration MRs). Once this returns, no packet
- * reaches the MR's pages through the old registration.
+ * never invalidated, so a peer of a user QP can invalidate no MR (user
+ * PDs have no fast-registration MRs; windows: srdma_invalidate()). Once
+ * this returns, no packet reaches the MR's pages through the old
+ * registration.
  *
  * Context: QP lock held; takes the MR lock.
  * Return: 0, -EINVAL if @key names no such MR, -EACCES if the peer may

@@ -9,7 +9,8 @@
  * xarray. Packets and the requester hold a reference on an MR while they
  * copy; deregistration waits for those to drain. A fast-registration MR
  * (srdma_fr.c) is checked and copied under its lock, since REG_MR and
- * invalidations change it while packets use it.
+ * invalidations change it while packets use it; so is a memory window
+ * (srdma_mw.c), whose keys share the index space and the xarray.
  */
 #include <linux/highmem.h>
 #include <linux/random.h>
@@ -19,9 +20,10 @@
 
 #include "srdma.h"
 
-/* The rights an MR may grant. */
+/* The rights an MR may grant: memory windows may be bound to user MRs. */
 #define SRDMA_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
-			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+			 IB_ACCESS_MW_BIND)
 /* Index 0 is never used: its keys would include local_dma_lkey 0. */
 #define SRDMA_MR_MIN_INDEX	1
 
@@ -81,15 +83,22 @@ u64 srdma_mr_new_serial(void)
  */
 int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr)
 {
-	u32 index;
+	u32 index, max_mr = sdev->res_max[SRDMA_RES_MR];
+	bool win = mr->type == SRDMA_MR_WINDOW;
 	u8 key;
 	int err;
 
-	/* Reserve the index; lookups see the MR only once it is whole. */
+	/*
+	 * Reserve the index; lookups see the MR only once it is whole. MRs
+	 * and windows share the table, each in its own range of indices, so
+	 * that the MRs' is as small as their limit.
+	 */
 	err = xa_alloc_cyclic(&sdev->mr_xa, &index, NULL,
-			      XA_LIMIT(SRDMA_MR_MIN_INDEX,
-				       sdev->res_max[SRDMA_RES_MR]),
-			      &sdev->mr_next,
+			      win ? XA_LIMIT(max_mr + 1,
+					     max_mr +
+					     sdev->res_max[SRDMA_RES_MW]) :
+				    XA_LIMIT(SRDMA_MR_MIN_INDEX, max_mr),
+			      win ? &sdev->mw_next : &sdev->mr_next,
 			      GFP_KERNEL_ACCOUNT);
 	if (err < 0)
 		return err == -EBUSY ? -ENOMEM : err;
@@ -290,30 +299,147 @@ err_free_mr:
 	return ERR_PTR(err);
 }
 
+/*
+ * Put @mr, pinned and filled in, in the place of @old: the same key, a new
+ * registration serial. Lookups find @mr from now on; packets checked
+ * against @old fail their next check (another serial). @old's
+ * deregistration then leaves the slot to @mr.
+ */
+static void srdma_mr_replace(struct srdma_dev *sdev, struct srdma_mr *old,
+			     struct srdma_mr *mr)
+{
+	mr->key = old->key;
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
+	mr->serial = srdma_mr_new_serial();
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->released);
+	/* The slot exists: no allocation, and the store cannot fail. */
+	xa_store(&sdev->mr_xa, srdma_mr_index(mr->key), mr, GFP_KERNEL);
+}
+
+/**
+ * srdma_rereg_user_mr() - ib_device_ops.rereg_user_mr: change a user MR.
+ * @ibmr: the MR
+ * @flags: IB_MR_REREG_TRANS, IB_MR_REREG_PD, IB_MR_REREG_ACCESS
+ * @start: with IB_MR_REREG_TRANS, the new user address
+ * @length: with IB_MR_REREG_TRANS, the new length
+ * @iova: with IB_MR_REREG_TRANS, the new iova
+ * @access: with IB_MR_REREG_ACCESS, the new rights
+ * @pd: the PD, new with IB_MR_REREG_PD (the core passes the MR's own
+ *	otherwise)
+ * @udata: the provider's command, unused
+ *
+ * Registers the memory again as a new MR with the same keys, which takes
+ * the old one's place at once; the core then deregisters the old one.
+ * What @flags does not change is taken from the old MR (the same pages
+ * are pinned again). Refused while memory windows are bound to the MR.
+ *
+ * Context: Process context; sleeps.
+ * Return: the new MR, or an ERR_PTR: -EINVAL for a DMA or fast-registration
+ * MR, a bad range or bad @access, -EBUSY while windows are bound,
+ * -EOPNOTSUPP for @access, -ENOMEM, also when the device has its limit of
+ * MRs, or the error of pinning the pages.
+ */
+struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct srdma_dev *sdev = to_sdev(ibmr->device);
+	struct srdma_mr *old = to_smr(ibmr), *mr;
+	u32 binds;
+	int err;
+
+	if (old->type != SRDMA_MR_USER) {
+		srdma_dbg_mr(old, "rereg_mr: not a user MR\n");
+		return ERR_PTR(-EINVAL);
+	}
+	/* No windows bound, and none from now on while it is replaced. */
+	spin_lock_bh(&old->lock);
+	binds = old->mw_binds;
+	if (!binds)
+		old->state = SRDMA_MR_INVALID;
+	spin_unlock_bh(&old->lock);
+	if (binds) {
+		srdma_dbg_mr(old, "rereg_mr: memory windows still bound\n");
+		return ERR_PTR(-EBUSY);
+	}
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = old->umem->address;
+		length = old->length;
+		iova = old->iova;
+	}
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = old->access;
+	err = srdma_umr_check_range(sdev, start, length, iova);
+	if (err)
+		goto err_revalidate;
+	mr = srdma_mr_alloc(pd, access);
+	if (IS_ERR(mr)) {
+		err = PTR_ERR(mr);
+		srdma_dbg_mr(old, "rereg_mr: access %#x refused: %d\n",
+			     access, err);
+		goto err_revalidate;
+	}
+	mr->type = SRDMA_MR_USER;
+	mr->iova = iova;
+	mr->length = length;
+	mr->ibmr.device = pd->device;
+	mr->ibmr.pd = pd;
+	err = srdma_umr_pin(mr, pd->device, start, length, access);
+	if (err)
+		goto err_free_mr;
+	srdma_mr_replace(sdev, old, mr);
+	srdma_dbg_mr(mr, "registered again: %#llx+%#llx, access %#x\n", iova,
+		     length, access);
+	return &mr->ibmr;
+
+err_free_mr:
+	kfree(mr);
+	srdma_res_put(sdev, SRDMA_RES_MR);
+err_revalidate:
+	/* The old MR stays as it was: windows may be bound to it again. */
+	spin_lock_bh(&old->lock);
+	old->state = SRDMA_MR_VALID;
+	spin_unlock_bh(&old->lock);
+	return ERR_PTR(err);
+}
+
 /**
  * srdma_dereg_mr() - ib_device_ops.dereg_mr: deregister an MR.
  * @ibmr: the MR
  * @udata: the provider's command, unused
  *
- * Unpublishes the keys, waits for the packets still copying, then unpins
- * and frees.
+ * Refused while memory windows are bound to the MR (IBTA 10.6.7.2.6: the
+ * process deallocates or invalidates them first; the core retries at
+ * close, after the windows). Otherwise unpublishes the keys, waits for
+ * the packets still copying, then unpins and frees.
  *
  * Context: Process context; sleeps.
- * Return: 0.
+ * Return: 0, or -EBUSY if windows are bound to the MR.
  */
 int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct srdma_dev *sdev = to_sdev(ibmr->device);
 	struct srdma_mr *mr = to_smr(ibmr);
 
-	/* No new lookups, then wait for the packets still copying. */
-	xa_erase(&sdev->mr_xa, srdma_mr_index(mr->key));
-	if (mr->type == SRDMA_MR_FAST) {
-		/* Copies in progress stop at once, not at the last put. */
-		spin_lock_bh(&mr->lock);
-		mr->state = SRDMA_MR_INVALID;
+	/*
+	 * No new binds, and copies in progress to a fast-registration MR
+	 * stop at once, not at the last put.
+	 */
+	spin_lock_bh(&mr->lock);
+	if (mr->mw_binds) {
 		spin_unlock_bh(&mr->lock);
+		srdma_dbg_mr(mr, "dereg_mr: memory windows still bound\n");
+		return -EBUSY;
 	}
+	mr->state = SRDMA_MR_INVALID;
+	spin_unlock_bh(&mr->lock);
+	/*
+	 * No new lookups (unless a re-registration took the slot), then
+	 * wait for the packets still copying.
+	 */
+	xa_cmpxchg(&sdev->mr_xa, srdma_mr_index(mr->key), mr, NULL, 0);
 	srdma_mr_put(mr);
 	wait_for_completion(&mr->released);
 
@@ -335,8 +461,9 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  * @remote: the key came from the wire (an rkey)
  *
  * Kernel DMA keys work only for local access; @remote lookups accept user
- * and fast-registration MRs only. A fast-registration MR's key is that
- * of its last REG_MR; srdma_mr_check() checks that it is still valid.
+ * and fast-registration MRs and memory windows, local ones no windows. A
+ * fast-registration MR's or window's key is that of its last REG_MR or
+ * bind; srdma_mr_check() checks that it is still valid.
  *
  * Context: Any context.
  * Return: the MR, to be released with srdma_mr_put(), or NULL.
@@ -349,6 +476,7 @@ struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote)
 	mr = xa_load(&sdev->mr_xa, srdma_mr_index(key));
 	if (mr && (READ_ONCE(mr->key) != key ||
 		   (remote && mr->type == SRDMA_MR_DMA) ||
+		   (!remote && mr->type == SRDMA_MR_WINDOW) ||
 		   !refcount_inc_not_zero(&mr->ref)))
 		mr = NULL;
 	rcu_read_unlock();
@@ -392,9 +520,17 @@ void srdma_mr_put(struct srdma_mr *mr)
 		complete(&mr->released);
 }
 
-/* The rights and range part of srdma_mr_check(). */
-static int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len,
-			     int access)
+/**
+ * srdma_mr_range_ok() - The rights and range part of srdma_mr_check().
+ * @mr: the MR or window
+ * @iova: the start of the range
+ * @len: its length
+ * @access: the IB_ACCESS_* rights needed
+ *
+ * Context: Any context; a fast-registration MR's or a window's lock held.
+ * Return: 0, -EACCES for a missing right, -EFAULT for a range outside.
+ */
+int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len, int access)
 {
 	u64 end;
 
@@ -411,8 +547,8 @@ static int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len,
 
 /**
  * srdma_mr_check() - May a range of an MR be used for an access?
- * @mr: the MR
- * @pd: the PD of the QP that asks
+ * @mr: the MR or window
+ * @qp: the QP that asks: its PD, and for a type 2 window its number
  * @key: the lkey or rkey the MR was found by
  * @iova: the start of the range
  * @len: its length
@@ -424,18 +560,21 @@ static int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len,
  * checked under the MR lock, and the serial returned is the one checked,
  * for srdma_mr_copy() and srdma_mr_copy_skb() to check again under the
  * lock around the copy. Other MRs keep their key and serial for life.
+ * Windows: srdma_mw_check().
  *
  * Context: Any context.
  * Return: 0 if [@iova, @iova + @len) lies in @mr, of @pd, with @access
  * allowed; -EACCES for another PD, key or registration, a missing right or
  * an MR not valid; -EFAULT for a range outside the MR.
  */
-int srdma_mr_check(struct srdma_mr *mr, struct ib_pd *pd, u32 key, u64 iova,
-		   u32 len, int access, u64 *serial)
+int srdma_mr_check(struct srdma_mr *mr, struct srdma_qp *qp, u32 key,
+		   u64 iova, u32 len, int access, u64 *serial)
 {
 	int err;
 
-	if (mr->ibmr.pd != pd)
+	if (mr->type == SRDMA_MR_WINDOW)
+		return srdma_mw_check(mr, qp, key, iova, len, access, serial);
+	if (mr->ibmr.pd != qp->ibqp.pd)
 		return -EACCES;
 	if (mr->type != SRDMA_MR_FAST) {
 		if (mr->key != key || (*serial && mr->serial != *serial))
@@ -548,7 +687,8 @@ static int srdma_fr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
  * @len: bytes to copy
  * @to_mr: copy from @buf into the MR, else from the MR into @buf
  *
- * The caller checked the range with srdma_mr_check().
+ * The caller checked the range with srdma_mr_check(). Through a window,
+ * the copy is made to its MR under the window's lock.
  *
  * Context: Any context.
  * Return: 0, or -EFAULT if the range leaves the MR or the registration is
@@ -557,10 +697,19 @@ static int srdma_fr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 		  u32 len, bool to_mr)
 {
+	struct srdma_mr *base;
 	struct page *pg;
 	u32 n, done, pgoff;
 	void *va;
+	int err;
 
+	if (mr->type == SRDMA_MR_WINDOW) {
+		base = srdma_mw_lock(mr, serial, iova, len);
+		err = base ? srdma_mr_copy(base, base->serial, iova, buf, len,
+					   to_mr) : -EFAULT;
+		srdma_mw_unlock(mr);
+		return err;
+	}
 	if (mr->type == SRDMA_MR_DMA) {
 		if (to_mr)
 			memcpy((void *)(uintptr_t)iova, buf, len);
@@ -595,7 +744,7 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
  * @len: bytes to copy
  *
  * Copies from the fragments in place. The caller checked the range with
- * srdma_mr_check().
+ * srdma_mr_check(). Through a window, as srdma_mr_copy().
  *
  * Context: Any context.
  * Return: 0, -EFAULT if the range leaves the MR or the registration is no
@@ -604,11 +753,19 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len)
 {
+	struct srdma_mr *base;
 	struct page *pg;
 	u32 n, done, pgoff;
 	void *va;
 	int err;
 
+	if (mr->type == SRDMA_MR_WINDOW) {
+		base = srdma_mw_lock(mr, serial, iova, len);
+		err = base ? srdma_mr_copy_skb(base, base->serial, iova, skb,
+					       off, len) : -EFAULT;
+		srdma_mw_unlock(mr);
+		return err;
+	}
 	if (mr->type == SRDMA_MR_DMA)
 		return skb_copy_bits(skb, off, (void *)(uintptr_t)iova, len);
 	if (mr->type == SRDMA_MR_FAST)
@@ -647,7 +804,8 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
  * requires it), so the 8 bytes never straddle two pages. A user MR keeps
  * its registration for life; @serial is checked all the same, as
  * srdma_mr_copy() does. DMA and fast-registration MRs (kernel memory) are
- * refused.
+ * refused. Through a window, the operation is on its MR, under the
+ * window's lock.
  *
  * Context: Any context.
  * Return: 0; -EINVAL if @iova is not aligned or @mr is not a user MR;
@@ -657,11 +815,21 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
 		    u64 swap_add, u64 compare, u64 *orig)
 {
+	struct srdma_mr *base;
 	struct page *pg;
 	u64 *word, old;
 	u32 pgoff;
 	void *va;
+	int err;
 
+	if (mr->type == SRDMA_MR_WINDOW) {
+		base = srdma_mw_lock(mr, serial, iova, sizeof(u64));
+		err = base ? srdma_mr_atomic(base, base->serial, iova, op,
+					     swap_add, compare, orig) :
+			     -EFAULT;
+		srdma_mw_unlock(mr);
+		return err;
+	}
 	if (mr->type != SRDMA_MR_USER || !IS_ALIGNED(iova, sizeof(u64)))
 		return -EINVAL;
 	if (mr->serial != serial)
@@ -686,22 +854,25 @@ int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
 
 /**
  * srdma_mr_attach() - Attach part of a user MR to a packet, without a copy.
- * @mr: the MR
+ * @mr: the MR or window
+ * @serial: the registration srdma_mr_check() returned
  * @iova: where in the MR
  * @skb: the packet
  * @len: bytes to attach
  *
  * The pages become @skb's fragments, each with a page reference that goes
- * when the skb is freed.
+ * when the skb is freed. Never through a window: its invalidation must stop
+ * every byte, and attached pages are read after the lock is dropped.
  *
  * Context: Any context.
  * Return: 0; -EOPNOTSUPP for a DMA or fast-registration MR (kernel
  * memory, which may be slab memory and is copied, under the MR lock for
- * the latter) or -EMSGSIZE if the fragments run out, in which case the
- * caller copies instead; -EFAULT if the range leaves the MR.
+ * the latter) or a window (copied under its lock) or -EMSGSIZE if the
+ * fragments run out, in which case the caller copies instead; -EFAULT if
+ * the range leaves the MR.
  */
-int srdma_mr_attach(struct srdma_mr *mr, u64 iova, struct sk_buff *skb,
-		    u32 len)
+int srdma_mr_attach(struct srdma_mr *mr, u64 serial, u64 iova,
+		    struct sk_buff *skb, u32 len)
 {
 	struct page *pg;
 	u32 n, done, pgoff;
@@ -794,7 +965,7 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		if (mr->type != SRDMA_MR_USER && qp->is_user)
 			err = -EACCES;
 		else
-			err = srdma_mr_check(mr, qp->ibqp.pd, sge[i].lkey,
+			err = srdma_mr_check(mr, qp, sge[i].lkey,
 					     sge[i].addr + off, n,
 					     to_mr ? IB_ACCESS_LOCAL_WRITE : 0,
 					     &serial);
@@ -804,8 +975,8 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 							sge[i].addr + off,
 							skb, skb_off + done, n);
 			else if (skb)
-				err = srdma_mr_attach(mr, sge[i].addr + off,
-						      skb, n);
+				err = srdma_mr_attach(mr, serial,
+						      sge[i].addr + off, skb, n);
 			else
 				err = srdma_mr_copy(mr, serial,
 						    sge[i].addr + off,

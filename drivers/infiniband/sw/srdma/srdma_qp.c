@@ -415,6 +415,7 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = srdma_qp_alloc_qpn(qp);
 	if (err)
 		goto err_free_rings;
+	qp->uid = srdma_mr_new_serial();
 	cap->max_inline_data = qp->max_inline;
 	if (init->srq) {
 		cap->max_recv_wr = 0;

@@ -207,6 +207,8 @@ static enum ib_wc_opcode srdma_wc_opcode(u32 wr_opcode)
 		return IB_WC_REG_MR;
 	case IB_WR_LOCAL_INV:
 		return IB_WC_LOCAL_INV;
+	case IB_WR_BIND_MW:
+		return IB_WC_BIND_MW;
 	default:
 		return IB_WC_SEND;
 	}
@@ -215,7 +217,8 @@ static enum ib_wc_opcode srdma_wc_opcode(u32 wr_opcode)
 /* A work request the requester carries out alone, without a packet. */
 static bool srdma_wr_is_local(u32 wr_opcode)
 {
-	return wr_opcode == IB_WR_REG_MR || wr_opcode == IB_WR_LOCAL_INV;
+	return wr_opcode == IB_WR_REG_MR || wr_opcode == IB_WR_LOCAL_INV ||
+	       wr_opcode == IB_WR_BIND_MW;
 }
 
 /**
@@ -502,7 +505,8 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 		return srdma_sge_copy(qp, src->sge, src->num_sge, src->off,
 				      buf, skb, 0, len, false);
 	if (skb)
-		return srdma_mr_attach(src->mr, src->iova, skb, len);
+		return srdma_mr_attach(src->mr, src->serial, src->iova, skb,
+				       len);
 	return srdma_mr_copy(src->mr, src->serial, src->iova, buf, len,
 			     false) ?
 	       -EACCES : 0;
@@ -610,7 +614,7 @@ static int srdma_req_atomic_sge_ok(struct srdma_qp *qp,
 	if (mr->type != SRDMA_MR_USER && qp->is_user)
 		err = -EACCES;
 	else
-		err = srdma_mr_check(mr, qp->ibqp.pd, sge->lkey, sge->addr,
+		err = srdma_mr_check(mr, qp, sge->lkey, sge->addr,
 				     sge->length, IB_ACCESS_LOCAL_WRITE,
 				     &serial);
 	srdma_mr_put(mr);
@@ -839,23 +843,26 @@ static void srdma_req_next_wqe(struct srdma_qp *qp)
 }
 
 /*
- * Carry out local @wqe (REG_MR, LOCAL_INV) at qp->sq_next, in order with
- * the work requests around it: when it is reached, after what the fence
- * makes it wait for. It takes no PSN; its last PSN is the one before it,
- * so it retires as soon as the work requests before it have (at once if
- * they have already). False if it failed: the QP is in ERR.
+ * Carry out local @wqe (REG_MR, LOCAL_INV, BIND_MW) at qp->sq_next, in
+ * order with the work requests around it: when it is reached, after what
+ * the fence makes it wait for. It takes no PSN; its last PSN is the one
+ * before it, so it retires as soon as the work requests before it have
+ * (at once if they have already). False if it failed: the QP is in ERR.
  */
 static bool srdma_req_local(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 {
 	bool reg = wqe->opcode == IB_WR_REG_MR;
+	bool bind = wqe->opcode == IB_WR_BIND_MW;
 	int err;
 
 	if (reg)
 		err = srdma_fr_register(qp, wqe->reg_mr, wqe->rkey,
 					wqe->reg_access, wqe->remote_addr,
 					wqe->reg_len);
+	else if (bind)
+		err = srdma_mw_bind(qp, wqe);
 	else
-		err = srdma_fr_invalidate(qp, wqe->rkey, false);
+		err = srdma_invalidate(qp, wqe->rkey, false);
 	wqe->npkts = 0;
 	wqe->first_psn = srdma_psn_prev(qp->next_psn);
 	wqe->last_psn = wqe->first_psn;
@@ -864,13 +871,17 @@ static bool srdma_req_local(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	wqe->started = true;
 	wqe->done = true;
 	if (err) {
-		srdma_count(qp->sdev, SRDMA_CNT_FAST_REG_ERR);
+		srdma_count(qp->sdev, bind ? SRDMA_CNT_MW_BIND_ERR :
+					     SRDMA_CNT_FAST_REG_ERR);
 		srdma_dbg_qp(qp, "wr %llu: %s of key %#x failed\n", wqe->wr_id,
-			     reg ? "REG_MR" : "LOCAL_INV", wqe->rkey);
-		srdma_req_fail_status(qp, wqe, IB_WC_LOC_QP_OP_ERR);
+			     reg ? "REG_MR" : bind ? "BIND_MW" : "LOCAL_INV",
+			     wqe->rkey);
+		srdma_req_fail_status(qp, wqe, bind ? IB_WC_MW_BIND_ERR :
+						      IB_WC_LOC_QP_OP_ERR);
 		return false;
 	}
-	srdma_count(qp->sdev, reg ? SRDMA_CNT_FAST_REG : SRDMA_CNT_LOCAL_INV);
+	srdma_count(qp->sdev, reg ? SRDMA_CNT_FAST_REG :
+			      bind ? SRDMA_CNT_MW_BIND : SRDMA_CNT_LOCAL_INV);
 	if (qp->sq.cons == qp->sq_next)
 		srdma_req_complete(qp, wqe, IB_WC_SUCCESS);	/* moves on */
 	else
@@ -1338,10 +1349,11 @@ out_unlock:
 }
 
 /*
- * What a QP can post: UD only SENDs, UC no READs or atomics; fast
- * registration and invalidation on kernel RC QPs only (user PDs have no
- * fast-registration MRs; UC has no SEND with Invalidate, and its
- * requester no local operations).
+ * What a QP can post: UD only SENDs, UC no READs or atomics; invalidation
+ * on RC QPs, fast registration on kernel RC QPs only (user PDs have no
+ * fast-registration MRs), memory window binds on user RC QPs only (the
+ * kernel has no bind work request); UC has no SEND with Invalidate, and
+ * its requester no local operations.
  */
 static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 {
@@ -1358,9 +1370,12 @@ static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return qp->ibqp.qp_type == IB_QPT_RC;
 	case IB_WR_SEND_WITH_INV:
-	case IB_WR_REG_MR:
 	case IB_WR_LOCAL_INV:
+		return qp->ibqp.qp_type == IB_QPT_RC;
+	case IB_WR_REG_MR:
 		return qp->ibqp.qp_type == IB_QPT_RC && !qp->is_user;
+	case IB_WR_BIND_MW:
+		return qp->ibqp.qp_type == IB_QPT_RC && qp->is_user;
 	default:
 		return false;
 	}
@@ -1629,7 +1644,9 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 	flags = READ_ONCE(u->send_flags);
 	if (!srdma_opcode_ok(qp, op) || (flags & ~flags_ok) ||
 	    ((flags & IB_SEND_INLINE) &&
-	     (op == IB_WR_RDMA_READ || srdma_wr_is_atomic(op)))) {
+	     (op == IB_WR_RDMA_READ || srdma_wr_is_atomic(op) ||
+	      srdma_wr_is_local(op))) ||
+	    (srdma_wr_is_local(op) && n)) {
 		srdma_err_qp(qp, "send ring entry %u: opcode %u, flags %#x refused\n",
 			     qp->sq.prod, op, flags);
 		qp->uring_bad = true;
@@ -1659,9 +1676,18 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 		return srdma_sq_read_ud(qp, u, wqe);
 	if (srdma_wr_is_atomic(op))
 		return srdma_sq_read_atomic(qp, u, wqe, w);
+	/* SEND with Invalidate, LOCAL_INV: the key is in ex (imm_data). */
+	if (op == IB_WR_SEND_WITH_INV || op == IB_WR_LOCAL_INV)
+		return 0;
 	if (op != IB_WR_SEND && op != IB_WR_SEND_WITH_IMM) {
 		w->remote_addr = READ_ONCE(u->remote_addr);
 		w->rkey = READ_ONCE(u->rkey);
+	}
+	/* A bind's operands, checked when it runs (srdma_mw_bind()). */
+	if (op == IB_WR_BIND_MW) {
+		wqe->reg_len = READ_ONCE(u->bind.length);
+		wqe->bind_lkey = READ_ONCE(u->bind.mr_lkey);
+		wqe->reg_access = READ_ONCE(u->bind.access);
 	}
 	return 0;
 }

@@ -382,13 +382,13 @@ static int srdma_resp_need_recv(struct srdma_qp *qp, struct srdma_pkt *pkt)
 /*
  * SEND with Invalidate @pkt, its payload placed: invalidate the R_Key its
  * IETH names before the receive completes. Refused (not a fast
- * registration of the QP's PD with remote rights, not valid), the
- * receive completes in error and the QP fails (IBTA 9.9.3, class J):
- * -EINVAL.
+ * registration of the QP's PD with remote rights, nor a type 2 window
+ * bound through this QP; not valid), the receive completes in error and
+ * the QP fails (IBTA 9.9.3, class J): -EINVAL.
  */
 static int srdma_resp_invalidate(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
-	if (!srdma_fr_invalidate(qp, pkt->inv_rkey, true)) {
+	if (!srdma_invalidate(qp, pkt->inv_rkey, true)) {
 		srdma_count(qp->sdev, SRDMA_CNT_REMOTE_INV);
 		return 0;
 	}
@@ -464,7 +464,7 @@ static struct srdma_mr *srdma_resp_mr(struct srdma_qp *qp, u32 rkey, u64 va,
 	if (!(qp->attr.qp_access_flags & access))
 		return NULL;
 	mr = srdma_mr_get(qp->sdev, rkey, true);
-	if (mr && srdma_mr_check(mr, qp->ibqp.pd, rkey, va, len, access,
+	if (mr && srdma_mr_check(mr, qp, rkey, va, len, access,
 				 serial)) {
 		srdma_mr_put(mr);
 		mr = NULL;

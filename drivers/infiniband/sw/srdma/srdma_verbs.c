@@ -39,6 +39,9 @@ MODULE_PARM_DESC(max_mr, "memory regions per device (default and max 65536)");
 static unsigned int max_ah = SRDMA_MAX_AH;
 module_param(max_ah, uint, 0444);
 MODULE_PARM_DESC(max_ah, "user address handles per device (default and max 65536)");
+static unsigned int max_mw = SRDMA_MAX_MW;
+module_param(max_mw, uint, 0444);
+MODULE_PARM_DESC(max_mw, "memory windows per device (default and max 65536)");
 static unsigned int max_srq = SRDMA_MAX_SRQ;
 module_param(max_srq, uint, 0444);
 MODULE_PARM_DESC(max_srq, "shared receive queues per device (default and max 4096)");
@@ -83,9 +86,14 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->hw_ver = 0;
 	attr->max_qp = sdev->res_max[SRDMA_RES_QP];
 	attr->max_qp_wr = SRDMA_MAX_QP_WR;
-	/* Fast registration for kernel consumers: srdma_fr.c. */
+	/*
+	 * Fast registration for kernel consumers: srdma_fr.c; memory
+	 * windows for user space, type 1 and 2B: srdma_mw.c.
+	 */
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
-				 IB_DEVICE_MEM_MGT_EXTENSIONS;
+				 IB_DEVICE_MEM_MGT_EXTENSIONS |
+				 IB_DEVICE_MEM_WINDOW |
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->max_fast_reg_page_list_len = SRDMA_MAX_FAST_REG_PAGES;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->max_send_sge = SRDMA_MAX_SGE;
@@ -94,6 +102,7 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_cq = sdev->res_max[SRDMA_RES_CQ];
 	attr->max_cqe = SRDMA_MAX_CQE - 1;
 	attr->max_mr = sdev->res_max[SRDMA_RES_MR];
+	attr->max_mw = sdev->res_max[SRDMA_RES_MW];
 	attr->max_pd = sdev->res_max[SRDMA_RES_PD];
 	attr->max_ah = sdev->res_max[SRDMA_RES_AH];
 	attr->max_srq = sdev->res_max[SRDMA_RES_SRQ];
@@ -260,6 +269,8 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_REMOTE_INV].name = "remote_invalidate",
 	[SRDMA_CNT_REMOTE_INV_ERR].name = "remote_invalidate_errors",
 	[SRDMA_CNT_FAST_REG_ERR].name = "fast_reg_errors",
+	[SRDMA_CNT_MW_BIND].name = "mw_bind",
+	[SRDMA_CNT_MW_BIND_ERR].name = "mw_bind_errors",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -310,6 +321,9 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.map_mr_sg = srdma_map_mr_sg,
 	.reg_user_mr = srdma_reg_user_mr,
 	.dereg_mr = srdma_dereg_mr,
+	.rereg_user_mr = srdma_rereg_user_mr,
+	.alloc_mw = srdma_alloc_mw,
+	.dealloc_mw = srdma_dealloc_mw,
 	.create_cq = srdma_create_cq,
 	.destroy_cq = srdma_destroy_cq,
 	.poll_cq = srdma_poll_cq,
@@ -342,6 +356,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, srdma_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_qp, srdma_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, srdma_srq, ibsrq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, srdma_mw, ibmw),
 };
 
 /* The AH table's lock class (see srdma_init_device()). */
@@ -363,6 +378,7 @@ void srdma_init_device(struct srdma_dev *sdev)
 	sdev->res_max[SRDMA_RES_MR] = srdma_limit(max_mr, SRDMA_MAX_MR);
 	sdev->res_max[SRDMA_RES_AH] = srdma_limit(max_ah, SRDMA_MAX_AH);
 	sdev->res_max[SRDMA_RES_SRQ] = srdma_limit(max_srq, SRDMA_MAX_SRQ);
+	sdev->res_max[SRDMA_RES_MW] = srdma_limit(max_mw, SRDMA_MAX_MW);
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	/*
