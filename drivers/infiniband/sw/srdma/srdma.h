@@ -971,11 +971,6 @@ int srdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int srdma_dealloc_mw(struct ib_mw *ibmw);
 int srdma_mw_bind(struct srdma_qp *qp, struct srdma_send_wqe *wqe);
 int srdma_invalidate(struct srdma_qp *qp, u32 key, bool remote);
-int srdma_mw_check(struct srdma_mr *win, struct srdma_qp *qp, u32 key,
-		   u64 iova, u32 len, int access, u64 *serial);
-struct srdma_mr *srdma_mw_lock(struct srdma_mr *win, u64 serial, u64 iova,
-			       u32 len);
-void srdma_mw_unlock(struct srdma_mr *win);
 
 /* srdma_fr.c */
 struct ib_mr *srdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,

@@ -318,6 +318,32 @@ static void srdma_mr_replace(struct srdma_dev *sdev, struct srdma_mr *old,
 	xa_store(&sdev->mr_xa, srdma_mr_index(mr->key), mr, GFP_KERNEL);
 }
 
+/*
+ * A user MR without windows bound is kept from getting any while it is
+ * registered again (INVALID for binds; srdma_rereg_user_mr() makes it
+ * VALID again if that fails). -EINVAL for another MR, -EBUSY with
+ * windows bound.
+ */
+static int srdma_mr_hold_for_rereg(struct srdma_mr *old)
+{
+	u32 binds;
+
+	if (old->type != SRDMA_MR_USER) {
+		srdma_dbg_mr(old, "rereg_mr: not a user MR\n");
+		return -EINVAL;
+	}
+	spin_lock_bh(&old->lock);
+	binds = old->mw_binds;
+	if (!binds)
+		old->state = SRDMA_MR_INVALID;
+	spin_unlock_bh(&old->lock);
+	if (binds) {
+		srdma_dbg_mr(old, "rereg_mr: memory windows still bound\n");
+		return -EBUSY;
+	}
+	return 0;
+}
+
 /**
  * srdma_rereg_user_mr() - ib_device_ops.rereg_user_mr: change a user MR.
  * @ibmr: the MR
@@ -347,23 +373,11 @@ struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 {
 	struct srdma_dev *sdev = to_sdev(ibmr->device);
 	struct srdma_mr *old = to_smr(ibmr), *mr;
-	u32 binds;
 	int err;
 
-	if (old->type != SRDMA_MR_USER) {
-		srdma_dbg_mr(old, "rereg_mr: not a user MR\n");
-		return ERR_PTR(-EINVAL);
-	}
-	/* No windows bound, and none from now on while it is replaced. */
-	spin_lock_bh(&old->lock);
-	binds = old->mw_binds;
-	if (!binds)
-		old->state = SRDMA_MR_INVALID;
-	spin_unlock_bh(&old->lock);
-	if (binds) {
-		srdma_dbg_mr(old, "rereg_mr: memory windows still bound\n");
-		return ERR_PTR(-EBUSY);
-	}
+	err = srdma_mr_hold_for_rereg(old);
+	if (err)
+		return ERR_PTR(err);
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = old->umem->address;
 		length = old->length;
@@ -543,6 +557,81 @@ int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len, int access)
 	if (iova < mr->iova || end > mr->iova + mr->length)
 		return -EFAULT;
 	return 0;
+}
+
+/**
+ * srdma_mw_check() - srdma_mr_check() for a window.
+ * @win: the window
+ * @qp: the QP that asks
+ * @key: the rkey the window was found by
+ * @iova: the start of the range
+ * @len: its length
+ * @access: the IB_ACCESS_* rights needed
+ * @serial: in, the binding the caller checked before, or 0 for any; out,
+ *	    the binding checked
+ *
+ * Under the window's lock: VALID with key @key, of @qp's PD, a type 2
+ * window bound through @qp, and the range and rights within the binding.
+ *
+ * Context: Any context.
+ * Return: 0, -EACCES or -EFAULT as srdma_mr_check().
+ */
+static int srdma_mw_check(struct srdma_mr *win, struct srdma_qp *qp,
+			  u32 key, u64 iova, u32 len, int access,
+			  u64 *serial)
+{
+	int err;
+
+	spin_lock_bh(&win->lock);
+	if (win->state != SRDMA_MR_VALID || win->key != key ||
+	    win->ibmr.pd != qp->ibqp.pd ||
+	    (win->mw_type == IB_MW_TYPE_2 && win->mw_qp_uid != qp->uid) ||
+	    (*serial && win->serial != *serial))
+		err = -EACCES;
+	else
+		err = srdma_mr_range_ok(win, iova, len, access);
+	if (!err)
+		*serial = win->serial;
+	spin_unlock_bh(&win->lock);
+	return err;
+}
+
+/**
+ * srdma_mw_lock() - Lock a window for a copy through it.
+ * @win: the window
+ * @serial: the binding srdma_mw_check() returned
+ * @iova: the start of the range to copy
+ * @len: its length
+ *
+ * Takes the window's lock, which the caller drops with srdma_mw_unlock()
+ * in any case, once done with the MR returned.
+ *
+ * Context: Any context.
+ * Return: the user MR the window is bound to, if the binding is still
+ * @serial, VALID, and holds the range; else NULL.
+ */
+static struct srdma_mr *srdma_mw_lock(struct srdma_mr *win, u64 serial,
+				      u64 iova, u32 len)
+	__acquires(&win->lock)
+{
+	spin_lock_bh(&win->lock);
+	if (win->state != SRDMA_MR_VALID || win->serial != serial ||
+	    !win->base || WARN_ON_ONCE(win->base->type != SRDMA_MR_USER) ||
+	    srdma_mr_range_ok(win, iova, len, 0))
+		return NULL;
+	return win->base;
+}
+
+/**
+ * srdma_mw_unlock() - Drop the lock srdma_mw_lock() took.
+ * @win: the window
+ *
+ * Context: Any context.
+ */
+static void srdma_mw_unlock(struct srdma_mr *win)
+	__releases(&win->lock)
+{
+	spin_unlock_bh(&win->lock);
 }
 
 /**

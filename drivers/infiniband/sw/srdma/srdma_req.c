@@ -1627,6 +1627,30 @@ static int srdma_sq_read_atomic(struct srdma_qp *qp,
 }
 
 /*
+ * The remote address and key of RC/UC ring entry @u (not an atomic), each
+ * read once, into @w; a bind's operands into @wqe, checked when it runs
+ * (srdma_mw_bind()). SEND with Invalidate and LOCAL_INV have their key in
+ * ex (imm_data), SENDs nothing more.
+ */
+static void srdma_sq_read_keys(struct srdma_usend_wqe *u,
+			       struct srdma_send_wqe *wqe,
+			       struct ib_rdma_wr *w)
+{
+	u32 op = w->wr.opcode;
+
+	if (op == IB_WR_SEND || op == IB_WR_SEND_WITH_IMM ||
+	    op == IB_WR_SEND_WITH_INV || op == IB_WR_LOCAL_INV)
+		return;
+	w->remote_addr = READ_ONCE(u->remote_addr);
+	w->rkey = READ_ONCE(u->rkey);
+	if (op == IB_WR_BIND_MW) {
+		wqe->reg_len = READ_ONCE(u->bind.length);
+		wqe->bind_lkey = READ_ONCE(u->bind.mr_lkey);
+		wqe->reg_access = READ_ONCE(u->bind.access);
+	}
+}
+
+/*
  * Read mapped SQ entry @u, each field once, into @wqe's SGEs (or inline
  * data) and @w, and validate it. A bad entry marks the ring bad: -EINVAL.
  */
@@ -1676,19 +1700,7 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 		return srdma_sq_read_ud(qp, u, wqe);
 	if (srdma_wr_is_atomic(op))
 		return srdma_sq_read_atomic(qp, u, wqe, w);
-	/* SEND with Invalidate, LOCAL_INV: the key is in ex (imm_data). */
-	if (op == IB_WR_SEND_WITH_INV || op == IB_WR_LOCAL_INV)
-		return 0;
-	if (op != IB_WR_SEND && op != IB_WR_SEND_WITH_IMM) {
-		w->remote_addr = READ_ONCE(u->remote_addr);
-		w->rkey = READ_ONCE(u->rkey);
-	}
-	/* A bind's operands, checked when it runs (srdma_mw_bind()). */
-	if (op == IB_WR_BIND_MW) {
-		wqe->reg_len = READ_ONCE(u->bind.length);
-		wqe->bind_lkey = READ_ONCE(u->bind.mr_lkey);
-		wqe->reg_access = READ_ONCE(u->bind.access);
-	}
+	srdma_sq_read_keys(u, wqe, w);
 	return 0;
 }
 
