@@ -560,46 +560,9 @@ int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len, int access)
 }
 
 /**
- * srdma_mw_check() - srdma_mr_check() for a window.
- * @win: the window
- * @qp: the QP that asks
- * @key: the rkey the window was found by
- * @iova: the start of the range
- * @len: its length
- * @access: the IB_ACCESS_* rights needed
- * @serial: in, the binding the caller checked before, or 0 for any; out,
- *	    the binding checked
- *
- * Under the window's lock: VALID with key @key, of @qp's PD, a type 2
- * window bound through @qp, and the range and rights within the binding.
- *
- * Context: Any context.
- * Return: 0, -EACCES or -EFAULT as srdma_mr_check().
- */
-static int srdma_mw_check(struct srdma_mr *win, struct srdma_qp *qp,
-			  u32 key, u64 iova, u32 len, int access,
-			  u64 *serial)
-{
-	int err;
-
-	spin_lock_bh(&win->lock);
-	if (win->state != SRDMA_MR_VALID || win->key != key ||
-	    win->ibmr.pd != qp->ibqp.pd ||
-	    (win->mw_type == IB_MW_TYPE_2 && win->mw_qp_uid != qp->uid) ||
-	    (*serial && win->serial != *serial))
-		err = -EACCES;
-	else
-		err = srdma_mr_range_ok(win, iova, len, access);
-	if (!err)
-		*serial = win->serial;
-	spin_unlock_bh(&win->lock);
-	return err;
-}
-
-/**
  * srdma_mw_lock() - Lock a window for a copy through it.
  * @win: the window
- * @serial: the binding srdma_mw_check() returned
+ * @serial: the binding srdma_mr_check() returned
  * @iova: the start of the range to copy
  * @len: its length
  *
@@ -645,11 +608,11 @@ static void srdma_mw_unlock(struct srdma_mr *win)
  * @serial: in, the registration the caller checked before (a later packet
  *	    of a message), or 0 for any; out, the registration checked
  *
- * A fast-registration MR must also be VALID with key @key; all of it is
- * checked under the MR lock, and the serial returned is the one checked,
- * for srdma_mr_copy() and srdma_mr_copy_skb() to check again under the
- * lock around the copy. Other MRs keep their key and serial for life.
- * Windows: srdma_mw_check().
+ * A fast-registration MR or a window must also be VALID with key @key,
+ * and a type 2 window bound through @qp; all of it is checked under its
+ * lock, and the serial returned is the one checked, for srdma_mr_copy()
+ * and srdma_mr_copy_skb() to check again under the lock around the copy.
+ * Other MRs keep their key and serial for life.
  *
  * Context: Any context.
  * Return: 0 if [@iova, @iova + @len) lies in @mr, of @pd, with @access
@@ -661,11 +624,10 @@ int srdma_mr_check(struct srdma_mr *mr, struct srdma_qp *qp, u32 key,
 {
 	int err;
 
-	if (mr->type == SRDMA_MR_WINDOW)
-		return srdma_mw_check(mr, qp, key, iova, len, access, serial);
+	/* The PD is fixed for life, a window's too. */
 	if (mr->ibmr.pd != qp->ibqp.pd)
 		return -EACCES;
-	if (mr->type != SRDMA_MR_FAST) {
+	if (mr->type != SRDMA_MR_FAST && mr->type != SRDMA_MR_WINDOW) {
 		if (mr->key != key || (*serial && mr->serial != *serial))
 			return -EACCES;
 		*serial = mr->serial;
@@ -673,6 +635,8 @@ int srdma_mr_check(struct srdma_mr *mr, struct srdma_qp *qp, u32 key,
 	}
 	spin_lock_bh(&mr->lock);
 	if (mr->state != SRDMA_MR_VALID || mr->key != key ||
+	    (mr->type == SRDMA_MR_WINDOW && mr->mw_type == IB_MW_TYPE_2 &&
+	     mr->mw_qp_uid != qp->uid) ||
 	    (*serial && mr->serial != *serial))
 		err = -EACCES;
 	else
