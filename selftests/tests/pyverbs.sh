@@ -29,8 +29,9 @@ exec {pyverbs_out}>&1
 # completion events, UD QPs, extended CQs (ibv_create_cq_ex) and extended
 # QPs (ibv_create_qp_ex, also with create flags 0, which the suite picks at
 # random, and the ibv_qp_ex posting API), RC atomics (the XRC ones and
-# ATOMIC WRITE skip: srdma has neither), UC QPs, and QP creation and
-# query with the caps written back (max_inline_data among them).
+# ATOMIC WRITE skip: srdma has neither), UC QPs, QP creation and
+# query with the caps written back (max_inline_data among them), and CQ
+# resizing.
 PYVERBS_SRDMA_MUST_PASS=(
 	test_rdmacm.CMTestCase.test_rdmacm_sync_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_async_traffic
@@ -88,6 +89,7 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_atomic.AtomicTest.test_atomic_non_aligned_addr
 	test_atomic.AtomicTest.test_atomic_invalid_lkey
 	test_atomic.AtomicTest.test_atomic_invalid_rkey
+	test_cq.CQTest.test_resize_cq
 )
 
 # pyverbs_suite DIR: an unpacked copy of the suite in DIR/tests (the
