@@ -670,7 +670,7 @@ TEST_F(resize, not_inside_a_batch)
 
 struct rs_resizer {
 	struct ibv_cq *cq;
-	volatile int stop;
+	int stop;			/* set by the main thread (atomic) */
 	int done, failed, err;
 };
 
@@ -681,7 +681,7 @@ static void *rs_resize_loop(void *arg)
 	unsigned int seed = 7;
 	int ret;
 
-	while (!z->stop) {
+	while (!__atomic_load_n(&z->stop, __ATOMIC_RELAXED)) {
 		ret = ibv_resize_cq(z->cq, 64 + rand_r(&seed) % 192);
 		if (ret) {
 			z->failed++;
@@ -736,7 +736,7 @@ TEST_F(resize, concurrent_with_traffic)
 		}
 		next += n;
 	}
-	z.stop = 1;
+	__atomic_store_n(&z.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	EXPECT_EQ(0, z.failed) TH_LOG("resize failed: %s", strerror(z.err));
 	EXPECT_LT(0, z.done);
@@ -749,8 +749,8 @@ TEST_F(resize, concurrent_with_traffic)
 }
 
 struct rs_scribbler {
-	volatile uint32_t *cons;
-	volatile int stop;
+	uint32_t *cons;			/* written atomically */
+	int stop;			/* set by the main thread (atomic) */
 	uint32_t base;
 };
 
@@ -760,8 +760,9 @@ static void *rs_scribble(void *arg)
 	struct rs_scribbler *s = arg;
 	unsigned int seed = 11;
 
-	while (!s->stop)
-		*s->cons = s->base + 0x40000000u + rand_r(&seed) % 0x80000000u;
+	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED))
+		__atomic_store_n(s->cons, s->base + 0x40000000u +
+				 rand_r(&seed) % 0x80000000u, __ATOMIC_RELAXED);
 	return NULL;
 }
 
@@ -815,7 +816,7 @@ TEST_F(resize, hostile_consumer_index)
 	ASSERT_EQ(0, pthread_create(&t, NULL, rs_scribble, &s));
 	for (i = 0; i < 50; i++)
 		EXPECT_EQ(EINVAL, ibv_resize_cq(cq, 1 + i));
-	s.stop = 1;
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	EXPECT_EQ(7, cq->cqe);
 
@@ -824,7 +825,7 @@ TEST_F(resize, hostile_consumer_index)
 	ASSERT_EQ(0, ibv_resize_cq(cq, 30));
 	EXPECT_EQ(31, cq->cqe);
 	/* the old ring is the process's own now: scribble on it */
-	s.stop = 0;
+	__atomic_store_n(&s.stop, 0, __ATOMIC_RELAXED);
 	ASSERT_EQ(0, pthread_create(&t, NULL, rs_scribble, &s));
 	for (i = 0; i < 20; i++)
 		EXPECT_EQ(0, ibv_resize_cq(cq, 2 + i * 5));
@@ -833,7 +834,7 @@ TEST_F(resize, hostile_consumer_index)
 				     self->buf + WRITE_OFF + 64, 16, self->buf,
 				     0));
 	ASSERT_EQ(4, rs_poll(cq, NULL, wc, 4));
-	s.stop = 1;
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	for (i = 0; i < 4; i++) {
 		want = (struct rs_wc){ .wr_id = 1 + i,
