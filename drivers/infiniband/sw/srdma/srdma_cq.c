@@ -299,10 +299,9 @@ static int srdma_resize_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
 /*
  * Move the unpolled completions of @cq into a ring of @slots entries (@ur
  * for a user CQ, else *@ring) and make it the CQ's; the old ring is then
- * left in @ur or *@ring. The completions keep
- * their free-running indices, so the consumer goes on where it was. A user
- * CQ's consumer index is read once, here, and must lie within what the old
- * ring holds. CQ lock held.
+ * left in @ur or *@ring. The completions keep their free-running indices,
+ * so the consumer goes on where it was. A user CQ's consumer index is read
+ * once, here, and must lie within what the old ring holds. CQ lock held.
  */
 static int srdma_cq_switch(struct srdma_cq *cq, struct srdma_uring *ur,
 			   struct ib_wc **ring, u32 slots)
