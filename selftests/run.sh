@@ -113,6 +113,7 @@ run_harness srdma_atomic_test setup_bound_veth
 run_harness srdma_mw_test setup_bound_veth
 
 run_harness srdma_srq_test setup_bound_veth
+run_harness srdma_resize_test setup_bound_veth
 
 # On a kernel with kmemleak (make check-debug): no leak from srdma or the
 # RDMA core. Leaks reported with no such frame belong to someone else.

@@ -30,8 +30,8 @@ exec {pyverbs_out}>&1
 # QPs (ibv_create_qp_ex, also with create flags 0, which the suite picks at
 # random, and the ibv_qp_ex posting API), RC atomics (the XRC ones and
 # ATOMIC WRITE skip: srdma has neither), UC QPs, QP creation and query
-# with the caps written back (max_inline_data among them), and memory
-# windows of both types.
+# with the caps written back (max_inline_data among them), memory
+# windows of both types, and CQ resizing.
 PYVERBS_SRDMA_MUST_PASS=(
 	test_rdmacm.CMTestCase.test_rdmacm_sync_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_async_traffic
@@ -101,14 +101,13 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_mr.MRTest.test_mr_rereg_access_bad_flow
 	test_mr.MRTest.test_mr_rereg_pd
 	test_mr.MRTest.test_mr_rereg_addr
+	test_cq.CQTest.test_resize_cq
 )
 
 # Tests rdma_rxe passes that srdma0 may not, each with the reason. Every
 # other rdma_rxe pass (test_pyverbs_rxe runs first, in the same guest)
 # must pass on srdma0 too.
-PYVERBS_RXE_ONLY=(
-	"test_cq.CQTest.test_resize_cq: CQ resize not yet merged"
-)
+PYVERBS_RXE_ONLY=()
 
 # pyverbs_passes RESULTS: the IDs of the tests that passed, sorted.
 pyverbs_passes() {

@@ -71,6 +71,12 @@ struct srdma_cq {
 	uint32_t next;
 	uint32_t prod;
 	bool polling;			/* start_poll found one: lock held */
+	/*
+	 * Under ring.lock: a resize succeeded but its new ring could not be
+	 * mapped. The kernel writes completions there only, so every poll
+	 * fails from then on rather than report an empty CQ.
+	 */
+	bool lost;
 };
 
 struct srdma_qp {
@@ -120,6 +126,11 @@ struct srdma_create_cq_resp_all {
 struct srdma_create_cq_ex_resp_all {
 	struct ib_uverbs_ex_create_cq_resp ibv_resp;
 	struct srdma_create_cq_resp drv;
+};
+
+struct srdma_resize_cq_resp_all {
+	struct ib_uverbs_resize_cq_resp ibv_resp;
+	struct srdma_resize_cq_resp drv;
 };
 
 struct srdma_create_qp_resp_all {
@@ -184,10 +195,13 @@ static void srdma_store(uint32_t *p, uint32_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
-/* Map a ring the kernel created; its geometry must be what we expect. */
-static int srdma_uring_map(struct ibv_context *ctx, struct srdma_uring *r,
-			   uint64_t offset, uint64_t len, uint32_t slots,
-			   uint32_t slot_size, size_t min_slot)
+/*
+ * Map a ring the kernel created; its geometry must be what we expect.
+ * The ring's lock is left alone.
+ */
+static int srdma_uring_mmap(struct ibv_context *ctx, struct srdma_uring *r,
+			    uint64_t offset, uint64_t len, uint32_t slots,
+			    uint32_t slot_size, size_t min_slot)
 {
 	void *p;
 
@@ -203,8 +217,20 @@ static int srdma_uring_map(struct ibv_context *ctx, struct srdma_uring *r,
 	r->len = len;
 	r->mask = slots - 1;
 	r->slot_size = slot_size;
-	pthread_spin_init(&r->lock, PTHREAD_PROCESS_PRIVATE);
 	return 0;
+}
+
+/* The same for a new ring, whose lock is made here. */
+static int srdma_uring_map(struct ibv_context *ctx, struct srdma_uring *r,
+			   uint64_t offset, uint64_t len, uint32_t slots,
+			   uint32_t slot_size, size_t min_slot)
+{
+	int ret = srdma_uring_mmap(ctx, r, offset, len, slots, slot_size,
+				   min_slot);
+
+	if (!ret)
+		pthread_spin_init(&r->lock, PTHREAD_PROCESS_PRIVATE);
+	return ret;
 }
 
 static void srdma_uring_unmap(struct srdma_uring *r)
@@ -400,6 +426,10 @@ static int srdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 	int n = 0;
 
 	pthread_spin_lock(&r->lock);
+	if (to_scq(ibcq)->lost) {
+		pthread_spin_unlock(&r->lock);
+		return -1;
+	}
 	cons = r->hdr->cons;
 	prod = srdma_load(&r->hdr->prod);
 	for (; n < num && cons != prod; n++, cons++) {
@@ -460,6 +490,10 @@ static int srdma_start_poll(struct ibv_cq_ex *ibcq,
 	if (attr->comp_mask)
 		return EINVAL;
 	pthread_spin_lock(&r->lock);
+	if (cq->lost) {
+		pthread_spin_unlock(&r->lock);
+		return EIO;
+	}
 	cq->next = r->hdr->cons;
 	cq->prod = cq->next;
 	if (srdma_cq_take(cq)) {
@@ -490,6 +524,56 @@ static void srdma_end_poll(struct ibv_cq_ex *ibcq)
 	cq->polling = false;
 	srdma_store(&r->hdr->cons, cq->next);
 	pthread_spin_unlock(&r->lock);
+}
+
+/*
+ * ibv_resize_cq(), for both kinds of CQ. Under the ring lock, so that no
+ * poll runs meanwhile: the kernel moves the completions not yet consumed
+ * into a new ring, with their indices, and the old ring is swapped for the
+ * new one. Refused with EINVAL while a start_poll ... end_poll batch is
+ * open on the CQ (the batch holds the lock: from its own thread this would
+ * never return); a batch opened by another thread after the check is waited
+ * for, and the resize happens between batches. The kernel says EINVAL for
+ * 0, more than max_cqe, or fewer entries than the completions not polled.
+ */
+static int srdma_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct srdma_resize_cq_resp_all resp;
+	struct srdma_cq *cq = to_scq(ibcq);
+	struct srdma_uring *r = &cq->ring;
+	struct ibv_resize_cq cmd;
+	struct srdma_uring nr;
+	int ret;
+
+	if (__atomic_load_n(&cq->polling, __ATOMIC_RELAXED))
+		return EINVAL;
+	memset(&cmd, 0, sizeof(cmd));
+	memset(&resp, 0, sizeof(resp));
+	pthread_spin_lock(&r->lock);
+	if (cq->lost) {
+		ret = EIO;
+		goto out_unlock;
+	}
+	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (ret)
+		goto out_unlock;
+	ret = srdma_uring_mmap(ibcq->context, &nr, resp.drv.offset,
+			       resp.drv.len, resp.drv.slots,
+			       resp.drv.slot_size, sizeof(struct ib_uverbs_wc));
+	if (ret) {
+		cq->lost = true;
+		goto out_unlock;
+	}
+	munmap(r->hdr, r->len);
+	r->hdr = nr.hdr;
+	r->slots = nr.slots;
+	r->len = nr.len;
+	r->mask = nr.mask;
+	r->slot_size = nr.slot_size;
+out_unlock:
+	pthread_spin_unlock(&r->lock);
+	return ret;
 }
 
 static enum ibv_wc_opcode srdma_wc_read_opcode(struct ibv_cq_ex *ibcq)
@@ -1901,6 +1985,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.reg_mr = srdma_reg_mr,
 	.rereg_mr = srdma_rereg_mr,
 	.req_notify_cq = ibv_cmd_req_notify_cq,
+	.resize_cq = srdma_resize_cq,
 };
 
 static struct verbs_context *srdma_alloc_context(struct ibv_device *ibdev,

@@ -217,7 +217,8 @@ struct verbs_context_ops {
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
-	void *resize_cq, *set_ece, *unimport_dm, *unimport_mr;
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+	void *set_ece, *unimport_dm, *unimport_mr;
 	void *unimport_pd;
 };
 
@@ -261,6 +262,7 @@ SRDMA_OPS_SLOT(query_srq, 64);
 SRDMA_OPS_SLOT(reg_mr, 68);
 SRDMA_OPS_SLOT(req_notify_cq, 69);
 SRDMA_OPS_SLOT(rereg_mr, 70);
+SRDMA_OPS_SLOT(resize_cq, 71);
 SRDMA_OPS_SLOT(unimport_pd, 75);
 
 static_assert(offsetof(struct verbs_device, ops) ==
@@ -301,6 +303,7 @@ SRDMA_DECLARE_CMD(ibv_alloc_mw, ib_uverbs_alloc_mw);
 SRDMA_DECLARE_CMD(ibv_reg_mr, ib_uverbs_reg_mr);
 SRDMA_DECLARE_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr);
 SRDMA_DECLARE_CMD(ibv_create_cq, ib_uverbs_create_cq);
+SRDMA_DECLARE_CMD(ibv_resize_cq, ib_uverbs_resize_cq);
 SRDMA_DECLARE_CMD(ibv_create_qp, ib_uverbs_create_qp);
 SRDMA_DECLARE_CMD(ibv_modify_qp, ib_uverbs_modify_qp);
 SRDMA_DECLARE_CMD(ibv_query_qp, ib_uverbs_query_qp);
@@ -349,6 +352,9 @@ int ibv_cmd_create_cq_ex(struct ibv_context *context,
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
 int ibv_cmd_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
+		      size_t cmd_size, struct ib_uverbs_resize_cq_resp *resp,
+		      size_t resp_size);
 int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		      struct ibv_qp_init_attr *attr, struct ibv_create_qp *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_qp_resp *resp,

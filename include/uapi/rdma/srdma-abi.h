@@ -165,6 +165,21 @@ struct srdma_create_cq_resp {
 	__u32 slot_size;	/* sizeof(struct ib_uverbs_wc) */
 };
 
+/*
+ * After ib_uverbs_resize_cq_resp: the CQ's new ring, a new mapping at a
+ * new offset. The kernel moved the completions not yet consumed (from the
+ * old ring's cons, read once, to its prod) into it, with their indices:
+ * the new ring's prod and cons continue the old ones. The provider maps
+ * the new ring and unmaps the old one, whose slots the kernel no longer
+ * reads or writes. Written also when the resize fails; then it is void.
+ */
+struct srdma_resize_cq_resp {
+	__aligned_u64 offset;	/* mmap() offset of the new ring */
+	__aligned_u64 len;	/* mmap() length */
+	__u32 slots;
+	__u32 slot_size;	/* sizeof(struct ib_uverbs_wc) */
+};
+
 struct srdma_uqueue {
 	__aligned_u64 offset;
 	__aligned_u64 len;

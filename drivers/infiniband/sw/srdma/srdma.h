@@ -335,7 +335,12 @@ static inline void *srdma_uring_slot(struct srdma_uring *ur, u32 idx)
 
 struct srdma_cq {
 	struct ib_cq ibcq;
+	bool user;			/* a user CQ; set at creation */
 	spinlock_t lock;		/* guards everything below */
+	/*
+	 * The ring and its size are replaced by srdma_resize_cq(), under the
+	 * lock: every use of uring, ring and mask holds it.
+	 */
 	struct srdma_uring uring;	/* user CQs: the entries live here */
 	struct ib_wc *ring;		/* kernel CQs: the entries live here */
 	u32 mask;			/* ring size - 1, a power of two */
@@ -1007,6 +1012,7 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 int srdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int srdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int srdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int srdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 void srdma_cq_post(struct srdma_cq *cq, const struct ib_wc *wc, bool solicited);
 
 /* srdma_qp.c */

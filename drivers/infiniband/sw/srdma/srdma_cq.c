@@ -82,6 +82,7 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	spin_lock_init(&cq->lock);
 	cq->mask = slots - 1;
 	ibcq->cqe = slots - 1;
+	cq->user = !!udata;
 	if (udata) {
 		err = srdma_create_ucq(cq, slots, udata);
 	} else {
@@ -135,7 +136,7 @@ int srdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	unsigned long flags;
 	int n = 0;
 
-	if (cq->uring.map)
+	if (cq->user)
 		return -EOPNOTSUPP;	/* user CQs are polled in user space */
 	spin_lock_irqsave(&cq->lock, flags);
 	while (n < num && cq->cons != cq->prod) {
@@ -211,7 +212,7 @@ static void srdma_cq_overflow(struct srdma_cq *cq)
 {
 	struct ib_event ev;
 
-	if (cq->uring.map)
+	if (cq->user)
 		srdma_dbg_cq(cq, "overflowed, completion lost\n");
 	else
 		srdma_err_cq(cq, "overflowed, completion lost\n");
@@ -266,4 +267,139 @@ void srdma_cq_post(struct srdma_cq *cq, const struct ib_wc *wc, bool solicited)
 		srdma_cq_overflow(cq);
 	if (fire && cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
+/*
+ * A user CQ's new ring for srdma_resize_cq(): made and announced to the
+ * provider (mmap() offset and length in the response) before the switch,
+ * which may still fail; the provider only maps it after a success.
+ */
+static int srdma_resize_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
+				 u32 slots, struct ib_udata *udata)
+{
+	struct srdma_ucontext *uctx = rdma_udata_to_drv_context(udata,
+							struct srdma_ucontext, ibuc);
+	struct srdma_resize_cq_resp resp = {};
+	struct srdma_uqueue uq = {};
+	int err;
+
+	if (udata->outlen < sizeof(resp)) {
+		srdma_dbg_cq(cq, "resize_cq: response of %zu bytes, need %zu\n",
+			     udata->outlen, sizeof(resp));
+		return -EINVAL;
+	}
+	err = srdma_uring_create(&uctx->ibuc, ur, slots,
+				 sizeof(struct ib_uverbs_wc), &uq);
+	if (err)
+		return err;
+	resp.offset = uq.offset;
+	resp.len = uq.len;
+	resp.slots = uq.slots;
+	resp.slot_size = uq.slot_size;
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err)
+		srdma_uring_destroy(ur);
+	return err;
+}
+
+/*
+ * Move the unpolled completions of @cq into a ring of @slots entries (@ur
+ * for a user CQ, else *@ring) and make it the CQ's; the old ring is then
+ * left in @ur or *@ring. The completions keep their free-running indices,
+ * so the consumer goes on where it was. A user CQ's consumer index is read
+ * once, here, and must lie within what the old ring holds. CQ lock held.
+ */
+static int srdma_cq_switch(struct srdma_cq *cq, struct srdma_uring *ur,
+			   struct ib_wc **ring, u32 slots)
+{
+	u32 cons, used, i;
+
+	lockdep_assert_held(&cq->lock);
+	cons = cq->user ? READ_ONCE(cq->uring.hdr->cons) : cq->cons;
+	used = cq->prod - cons;
+	if (used > cq->mask) {
+		srdma_dbg_cq(cq, "resize_cq: consumer %u out of range (%u, %u)\n",
+			     cons, cq->prod, cq->mask);
+		return -EINVAL;
+	}
+	if (used > slots - 1) {
+		srdma_dbg_cq(cq, "resize_cq: %u entries, %u unpolled completions\n",
+			     slots - 1, used);
+		return -EINVAL;
+	}
+	for (i = cons; i != cq->prod; i++) {
+		if (cq->user)
+			memcpy(srdma_uring_slot(ur, i),
+			       srdma_uring_slot(&cq->uring, i),
+			       sizeof(struct ib_uverbs_wc));
+		else
+			(*ring)[i & (slots - 1)] = cq->ring[i & cq->mask];
+	}
+	if (cq->user) {
+		WRITE_ONCE(ur->hdr->cons, cons);
+		smp_store_release(&ur->hdr->prod, cq->prod);	/* entries first */
+		swap(cq->uring, *ur);
+	} else {
+		swap(cq->ring, *ring);
+	}
+	cq->mask = slots - 1;
+	cq->ibcq.cqe = slots - 1;
+	return 0;
+}
+
+/**
+ * srdma_resize_cq() - ib_device_ops.resize_cq: change the size of a CQ.
+ * @ibcq: the CQ
+ * @cqe: how many completions it must hold at least; @ibcq->cqe is set to
+ *	 the size made
+ * @udata: the provider's command and response, NULL for a kernel CQ
+ *
+ * The CQ gets a new ring, and the completions not yet polled move into it
+ * in order, under the CQ lock, so that QPs completing work meanwhile (in
+ * softirq) write either to the old ring before the move or to the new one
+ * after it. A user CQ's new ring is a new mapping: its mmap() offset and
+ * length are in the response, and the provider maps it in place of the old
+ * one. The old ring's memory lives on while the process still maps it;
+ * the kernel neither reads nor writes it any more. Concurrent resizes of
+ * one CQ (possible from user space) are each atomic under the lock.
+ *
+ * Context: Process context; sleeps.
+ * Return: 0; -EINVAL for a size out of range or below the number of
+ * unpolled completions, a user consumer index out of range, or a short
+ * response buffer; -ENOMEM.
+ */
+int srdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct srdma_cq *cq = to_scq(ibcq);
+	struct srdma_uring ur = {};
+	struct ib_wc *ring = NULL;
+	unsigned long flags;
+	u32 slots;
+	int err;
+
+	if (cqe < 1 || cqe >= SRDMA_MAX_CQE) {
+		srdma_dbg_cq(cq, "resize_cq: %d entries out of range\n", cqe);
+		return -EINVAL;
+	}
+	if (cq->user != !!udata)	/* a user CQ is the process's alone */
+		return -EINVAL;
+	slots = roundup_pow_of_two(cqe + 1);
+	if (cq->user) {
+		err = srdma_resize_ucq_ring(cq, &ur, slots, udata);
+	} else {
+		ring = __vcalloc(slots, sizeof(*ring),
+				 GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+		err = ring ? 0 : -ENOMEM;
+	}
+	if (err)
+		return err;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	err = srdma_cq_switch(cq, &ur, &ring, slots);
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	/* The ring not in use: the old one, or the new one on failure. */
+	srdma_uring_destroy(&ur);
+	vfree(ring);
+	return err;
 }

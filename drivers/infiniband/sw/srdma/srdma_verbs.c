@@ -328,6 +328,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.destroy_cq = srdma_destroy_cq,
 	.poll_cq = srdma_poll_cq,
 	.req_notify_cq = srdma_req_notify_cq,
+	.resize_cq = srdma_resize_cq,
 	.create_ah = srdma_create_ah,
 	.create_user_ah = srdma_create_ah,
 	.destroy_ah = srdma_destroy_ah,
