@@ -70,10 +70,19 @@ test_uc_pingpong_rxe() {
 	[ "$drops" = 0 ] || fail "srdma dropped $drops messages"
 }
 
+# uc_loss_report: where packets went, for a failed run.
+uc_loss_report() {
+	rdma statistic show link srdma0/1
+	ip netns exec ns1 rdma statistic show link srdma1/1
+	ip -s link show v0
+	ip netns exec ns1 ip -s link show v1
+	cat /proc/net/softnet_stat
+}
+
 test_uc_loss_none() {
 	pair_setup || fail "setup"
 	timeout 300 srdma_uc_loss -d srdma0 -D srdma1 -n 1000 ||
-		fail "UC without loss"
+		{ uc_loss_report; fail "UC without loss"; }
 }
 
 test_uc_loss_5pct() {
