@@ -137,7 +137,7 @@ lint: $(CHECKPATCH)
 
 check: deps
 	@$(MAKE) --no-print-directory all fuzz
-	@$(ROOT)/scripts/run-tests
+	@$(ROOT)/scripts/run-tests $(if $(TESTS),'$(TESTS)')
 
 # The whole suite on a debug kernel (KASAN, lockdep, UBSAN, kmemleak, fault
 # injection) built once per machine from linux-source (scripts/debug-kernel),
@@ -146,7 +146,8 @@ check-debug: deps
 	@set -e; eval "$$($(ROOT)/scripts/debug-kernel -q)"; \
 	export SRDMA_KVER SRDMA_KIMAGE SRDMA_MODBASE SRDMA_KAPPEND; \
 	$(MAKE) --no-print-directory KDIR=$$SRDMA_KDIR all fuzz; \
-	SRDMA_VM_TIMEOUT=$${SRDMA_VM_TIMEOUT:-9000} $(ROOT)/scripts/run-tests
+	SRDMA_VM_TIMEOUT=$${SRDMA_VM_TIMEOUT:-9000} $(ROOT)/scripts/run-tests \
+		$(if $(TESTS),'$(TESTS)')
 
 bench: deps
 	@command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive \
