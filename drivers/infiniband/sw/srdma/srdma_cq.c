@@ -304,13 +304,14 @@ static int srdma_resize_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
 
 /*
  * Move the unpolled completions of @cq into a ring of @slots entries (@ur
- * for a user CQ, else *@ring) and make it the CQ's; the old ring is then
+ * for a user CQ, else *@ring) and make it the CQ's, unless there are more
+ * of them than the @cqe asked for; the old ring is then
  * left in @ur or *@ring. The completions keep their free-running indices,
  * so the consumer goes on where it was. A user CQ's consumer index is read
  * once, here, and must lie within what the old ring holds. CQ lock held.
  */
 static int srdma_cq_switch(struct srdma_cq *cq, struct srdma_uring *ur,
-			   struct ib_wc **ring, u32 slots)
+			   struct ib_wc **ring, u32 cqe, u32 slots)
 {
 	u32 cons, used, i;
 
@@ -322,9 +323,9 @@ static int srdma_cq_switch(struct srdma_cq *cq, struct srdma_uring *ur,
 			     cons, cq->prod, cq->mask);
 		return -EINVAL;
 	}
-	if (used > slots - 1) {
+	if (used > cqe) {	/* what was asked for, not what it rounds to */
 		srdma_dbg_cq(cq, "resize_cq: %u entries, %u unpolled completions\n",
-			     slots - 1, used);
+			     cqe, used);
 		return -EINVAL;
 	}
 	for (i = cons; i != cq->prod; i++) {
@@ -395,7 +396,7 @@ int srdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		return err;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	err = srdma_cq_switch(cq, &ur, &ring, slots);
+	err = srdma_cq_switch(cq, &ur, &ring, cqe, slots);
 	spin_unlock_irqrestore(&cq->lock, flags);
 
 	/* The ring not in use: the old one, or the new one on failure. */
