@@ -59,6 +59,9 @@ struct srdma_uring {
 	pthread_spinlock_t lock;	/* one poster or poller at a time */
 };
 
+/* One per thread; its address tells a thread's own poll batch apart. */
+static __thread char srdma_thread_tag;
+
 struct srdma_cq {
 	struct verbs_cq vcq;		/* an ibv_cq, or an ibv_cq_ex */
 	struct srdma_uring ring;
@@ -70,7 +73,11 @@ struct srdma_cq {
 	struct ib_uverbs_wc cur;
 	uint32_t next;
 	uint32_t prod;
-	bool polling;			/* start_poll found one: lock held */
+	/*
+	 * start_poll found one, so a batch holds the lock: the address of
+	 * srdma_thread_tag in the thread that opened it, else NULL (atomic).
+	 */
+	const char *poller;
 	/*
 	 * Under ring.lock: a resize succeeded but its new ring could not be
 	 * mapped. The kernel writes completions there only, so every poll
@@ -504,7 +511,7 @@ static int srdma_start_poll(struct ibv_cq_ex *ibcq,
 		pthread_spin_unlock(&r->lock);
 		return ENOENT;
 	}
-	cq->polling = true;
+	__atomic_store_n(&cq->poller, &srdma_thread_tag, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -519,9 +526,9 @@ static void srdma_end_poll(struct ibv_cq_ex *ibcq)
 	struct srdma_uring *r = &cq->ring;
 
 	/* Racy only for a caller that breaks the rules anyway. */
-	if (!__atomic_load_n(&cq->polling, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&cq->poller, __ATOMIC_RELAXED))
 		return;
-	cq->polling = false;
+	__atomic_store_n(&cq->poller, NULL, __ATOMIC_RELAXED);
 	srdma_store(&r->hdr->cons, cq->next);
 	pthread_spin_unlock(&r->lock);
 }
@@ -530,10 +537,10 @@ static void srdma_end_poll(struct ibv_cq_ex *ibcq)
  * ibv_resize_cq(), for both kinds of CQ. Under the ring lock, so that no
  * poll runs meanwhile: the kernel moves the completions not yet consumed
  * into a new ring, with their indices, and the old ring is swapped for the
- * new one. Refused with EINVAL while a start_poll ... end_poll batch is
- * open on the CQ (the batch holds the lock: from its own thread this would
- * never return); a batch opened by another thread after the check is waited
- * for, and the resize happens between batches. The kernel says EINVAL for
+ * new one. Refused with EINVAL while this thread has a start_poll ...
+ * end_poll batch open on the CQ (the batch holds the lock: this would
+ * never return); another thread's batch is waited for, and the resize
+ * happens between batches. The kernel says EINVAL for
  * 0, more than max_cqe, or fewer entries than the completions not polled.
  */
 static int srdma_resize_cq(struct ibv_cq *ibcq, int cqe)
@@ -545,7 +552,8 @@ static int srdma_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct srdma_uring nr;
 	int ret;
 
-	if (__atomic_load_n(&cq->polling, __ATOMIC_RELAXED))
+	/* Only this thread stores this address: no stale match. */
+	if (__atomic_load_n(&cq->poller, __ATOMIC_RELAXED) == &srdma_thread_tag)
 		return EINVAL;
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));

@@ -318,7 +318,7 @@ static int srdma_cq_switch(struct srdma_cq *cq, struct srdma_uring *ur,
 	lockdep_assert_held(&cq->lock);
 	cons = cq->user ? READ_ONCE(cq->uring.hdr->cons) : cq->cons;
 	used = cq->prod - cons;
-	if (used > cq->mask) {
+	if (used > cq->mask + 1) {	/* srdma_cq_post() fills every slot */
 		srdma_dbg_cq(cq, "resize_cq: consumer %u out of range (%u, %u)\n",
 			     cons, cq->prod, cq->mask);
 		return -EINVAL;
