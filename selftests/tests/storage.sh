@@ -48,6 +48,14 @@ storage_counters() {
 }
 
 # The value of counter $1 in a storage_counters listing $2.
+# What srdma0 counted, for a failed run: every counter that is not 0.
+storage_why() {
+	rdma statistic show link srdma0/1 | tr ' ' '\n' |
+		awk 'prev != "" && $1 ~ /^[0-9]+$/ && $1 != 0 { printf "%s %s ", prev, $1 }
+		     { prev = $1 }'
+	echo
+}
+
 storage_counter_of() { awk -v c="$1" '$1 == c { print $2 }' <<< "$2"; }
 
 # The block device of the namespace of $STORAGE_NQN (with native
@@ -109,9 +117,16 @@ nvme_storage_teardown() {
 
 # Connect the host to the target; the namespace's block device on stdout.
 nvme_storage_connect() {
-	local dev
+	local dev kato=()
+	# On the debug kernel (SRDMA_TEST_SLOW) a 1 MiB I/O can take seconds:
+	# NVMe's keep-alive (5 s) and I/O (30 s) timeouts scale with it.
+	if [ "${SRDMA_TEST_SLOW:-0}" -gt 0 ]; then
+		kato=(--keep-alive-tmo=$((5 << SRDMA_TEST_SLOW * 2)))
+		echo $((30 << SRDMA_TEST_SLOW)) > \
+			/sys/module/nvme_core/parameters/io_timeout 2>/dev/null
+	fi
 	nvme connect -t rdma -a 10.0.0.1 -s 4420 -n "$STORAGE_NQN" \
-		--nr-io-queues=2 --queue-size=64 >&2 || return 1
+		--nr-io-queues=2 --queue-size=64 "${kato[@]}" >&2 || return 1
 	wait_for 30 nvme_storage_dev > /dev/null || return 1
 	dev=$(nvme_storage_dev)
 	wait_for 10 test -b "$dev" || return 1
@@ -179,13 +194,14 @@ test_storage_nvme_rdma() {
 			--bsrange=4k-1m --size=32m --verify=crc32c \
 			--do_verify=1 --verify_fatal=1 --random_generator=lfsr \
 			--output=/tmp/storage.fio > /dev/null 2>&1 ||
-			fail "fio verify: $(tail -20 /tmp/storage.fio)"
+			fail "fio verify: $(tail -20 /tmp/storage.fio)
+$(storage_why)"
 		grep -qE 'err= *0' /tmp/storage.fio ||
 			fail "fio reported errors: $(cat /tmp/storage.fio)"
 		echo "# fio: $(grep -oE '(READ|WRITE): bw=[^,]*' /tmp/storage.fio | tr '\n' ' ')"
 	fi
 
-	nvme_errors_since "$mark" && fail "NVMe errors logged"
+	nvme_errors_since "$mark" && fail "NVMe errors logged: $(storage_why)"
 	nvme disconnect -n "$STORAGE_NQN" > /dev/null || fail "nvme disconnect"
 	wait_for 10 nvme_storage_gone || fail "namespace still there"
 	after=$(storage_counters)

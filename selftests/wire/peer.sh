@@ -268,7 +268,7 @@ if [ "$me" = a ]; then client_side; else server_side; fi
 if [ "$me" = b ]; then barrier signal "$peer" 18998; else barrier wait 18998; fi
 if [ "$me" = b ]; then client_side; else server_side; fi
 
-bad=$(dmesg | grep -E "$DMESG_BAD")
+bad=$(dmesg | dmesg_bad)
 if [ -n "$bad" ]; then
 	n=$((n + 1)); echo "not ok $n $me.dmesg"; echo "$bad" | sed 's/^/# /'
 fi
