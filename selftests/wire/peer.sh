@@ -17,9 +17,9 @@ if [ "$me" = a ]; then kind=$1; peer_kind=$2; else kind=$2; peer_kind=$1; fi
 peer=$SRDMA_PEER_IP
 barrier() { python3 "$here/barrier.py" "$@"; }
 n=0
-report() {
+report() {	# report STATUS NAME [LOG]: one KTAP line, LOG's tail on failure
 	n=$((n + 1))
-	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; sed 's/^/# /' /tmp/client.log | tail -20; fi
+	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; sed 's/^/# /' "${3:-/tmp/client.log}" | tail -20; fi
 }
 
 srdma_install_module
@@ -48,13 +48,33 @@ PF="-d $dev -x $gidx -F"
 # is gone for good (no retransmission in UD): ibv_ud_pingpong then waits
 # until its timeout, so it runs only 20 round trips.
 UP="ibv_ud_pingpong -d $dev -g $gidx"
+# SRQ: 16 RC QPs whose receives all come from one SRQ on each side, 4 KiB
+# messages (4 packets), the receive buffers checked (-c).
+SRQP="ibv_srq_pingpong -d $dev -g $gidx -c"
+# UC: a message the wire drops is gone for good, as in UD, and the
+# ping-pong then waits forever: 20 round trips of 4 KiB (4 packets, one
+# message in flight), buffers checked.
+UCP="ibv_uc_pingpong -d $dev -g $gidx -c"
+# The atomic counter (srdma_atomic_pair): two client processes, 1000
+# FETCH ADDs and 100 COMPARE SWAPs each, on one word of the server's.
+COUNTER="srdma_atomic_pair -d $dev -c 2 -n 1000 -k 100"
 
 # Every server listens on its own port, so that a client can never reach
 # the previous test's server while it is still going away.
 # No ibv_rc_pingpong under loss: its server exits after its last receive,
 # so a lost final ACK leaves the client retrying against a QP that is gone.
+# The same goes for ibv_srq_pingpong (16 such final exchanges), and
+# ibv_uc_pingpong cannot survive loss at all: UC never sends a lost message
+# again, so both ends wait for it forever.
 # Under loss, the CM retries the MADs the wire drops: rping and ucmatose
-# only (their set-up is where the MADs are).
+# only (their set-up is where the MADs are). perftest's WRITE bandwidth and
+# atomics survive loss: the server side only responds, the client ends when
+# every one of its operations completed, then both meet over TCP. The
+# atomic counter too: its clients send their values over TCP after their
+# last completion. Under loss the counter is what shows that a responder
+# answers duplicate atomics from its replay cache and never executes one
+# twice; srdma's side also counts those replays (atomic_replays) and
+# duplicates it could not answer (atomic_replay_misses, which must stay 0).
 lossy_cm_tests() {
 	CM_TESTS=("${CM_TESTS[0]}" "${CM_TESTS[1]}")
 }
@@ -62,6 +82,8 @@ lossy_cm_tests() {
 server_side_lossy() {
 	lossy_cm_tests
 	cm_server_side
+	perf_atomic_server_side
+	counter_server_side "loss$loss."
 	srdma_xfer -d "$dev" -g "$gidx" > /dev/null 2>&1 &
 	xpid=$!
 	barrier wait 18999
@@ -72,6 +94,8 @@ client_side_lossy() {
 	local tag="$kind-to-$peer_kind.loss$loss"
 	lossy_cm_tests
 	cm_client_side
+	perf_atomic_client_side
+	counter_client_side
 	timeout 900 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send -m 65536 \
 		"$peer" > /tmp/client.log 2>&1
 	report $? "$tag.xfer"
@@ -86,6 +110,8 @@ server_side() {
 	$PP -p $((p + 2)) -n 5 -s 1048576 > /dev/null 2>&1
 	$PP -p $((p + 3)) -n 20 -e > /dev/null 2>&1
 	timeout 120 $UP -p $((p + 4)) -n 20 -s 1024 > /dev/null 2>&1
+	pp_server_side srq_pingpong 200 $SRQP -p $((p + 5)) -n 200
+	pp_server_side uc_pingpong 20 $UCP -p $((p + 6)) -n 20 -s 4096
 	p=19010
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
 		p=$((p + 1))
@@ -95,10 +121,8 @@ server_side() {
 		p=$((p + 1))
 		timeout 120 $t $PF -p $p -s 2 -n 100 > /dev/null 2>&1
 	done
-	for t in $ATOMIC_PERF; do
-		p=$((p + 1))
-		timeout 120 ${t//:/ } $PF -p $p -n 200 > /dev/null 2>&1
-	done
+	perf_atomic_server_side
+	counter_server_side ""
 	cm_server_side
 	qperf_server_side
 	mckey_server_side
@@ -111,6 +135,94 @@ server_side() {
 # perftest's atomics, both kinds; ":" stands for a space.
 ATOMIC_PERF="ib_atomic_bw:-A:CMP_AND_SWAP ib_atomic_bw:-A:FETCH_AND_ADD
 	ib_atomic_lat:-A:CMP_AND_SWAP ib_atomic_lat:-A:FETCH_AND_ADD"
+
+# WRITE bandwidth over 4 QPs, then perftest's atomics, on ports 19021 on.
+perf_atomic_server_side() {
+	local t p=19021
+	timeout 120 ib_write_bw $PF -p $p -q 4 -s 65536 -n 50 > /dev/null 2>&1
+	for t in $ATOMIC_PERF; do
+		p=$((p + 1))
+		timeout 120 ${t//:/ } $PF -p $p -n 200 > /dev/null 2>&1
+	done
+}
+
+# perftest's result line for SIZE bytes and ITERS iterations: the tool
+# exits 0 after a run that measured nothing too.
+perf_result() {	# perf_result SIZE ITERS
+	grep -qE "^ *$1 +$2 +[0-9.]+ " /tmp/client.log ||
+		{ echo "no result line for $1 bytes, $2 iterations" >> /tmp/client.log; return 1; }
+}
+
+perf_atomic_client_side() {
+	local t p=19021 rc
+	# shellcheck disable=SC2086
+	retry timeout 120 ib_write_bw $PF -p $p -q 4 -s 65536 -n 50 "$peer"
+	rc=$?
+	[ $rc = 0 ] && { perf_result 65536 50 || rc=1; }
+	report $rc "$tag.ib_write_bw_q4"
+	grep -E '^ *65536 ' /tmp/client.log | sed "s/^/# ib_write_bw -q 4: /"
+	for t in $ATOMIC_PERF; do
+		p=$((p + 1))
+		# shellcheck disable=SC2086
+		retry timeout 120 ${t//:/ } $PF -p $p -n 200 "$peer"
+		rc=$?
+		[ $rc = 0 ] && { perf_result 8 200 || rc=1; }
+		report $rc "$tag.${t%%:*}.${t##*:}"
+		grep -E '^ *8 ' /tmp/client.log | sed "s/^/# ${t//:/ }: /"
+	done
+}
+
+# ibv_srq_pingpong and ibv_uc_pingpong: both ends must exit 0 and say
+# they made all their round trips ("N iters in ..."). The server side
+# reports too (as KIND-from-PEER_KIND.NAME): its exit status covers its
+# own completions and the destruction of its SRQ and QPs.
+pp_server_side() {	# pp_server_side NAME ITERS CMD...
+	local name=$1 iters=$2 rc
+	shift 2
+	timeout 120 "$@" > /tmp/server.log 2>&1
+	rc=$?
+	[ $rc = 0 ] && ! grep -q "^$iters iters in " /tmp/server.log &&
+		{ echo "no '$iters iters in'" >> /tmp/server.log; rc=1; }
+	report $rc "$kind-from-$peer_kind.$name" /tmp/server.log
+}
+
+pp_client() {	# pp_client NAME ITERS CMD...
+	local name=$1 iters=$2 rc
+	shift 2
+	retry timeout 120 "$@" "$peer"
+	rc=$?
+	[ $rc = 0 ] && ! grep -q "^$iters iters in " /tmp/client.log &&
+		{ echo "no '$iters iters in'" >> /tmp/client.log; rc=1; }
+	report $rc "$tag.$name"
+	grep " iters in " /tmp/client.log | sed "s/^/# $name: /"
+}
+
+# The atomic counter: the server holds the word; its clients report its
+# verdict. An srdma server then checks its replay counters: under loss
+# (PREFIX "lossN.") the counter's 2200 atomics must have had duplicates
+# answered from the cache, and none may have missed it.
+counter_server_side() {	# counter_server_side PREFIX
+	local r0 m0 r1 m1 rc=0
+	if [ "$kind" = srdma ]; then
+		r0=$(counter atomic_replays "$dev")
+		m0=$(counter atomic_replay_misses "$dev")
+	fi
+	timeout 600 $COUNTER -p 19030 > /tmp/server.log 2>&1
+	[ "$kind" = srdma ] || return 0
+	r1=$(counter atomic_replays "$dev")
+	m1=$(counter atomic_replay_misses "$dev")
+	echo "atomic_replays $((r1 - r0)) atomic_replay_misses $((m1 - m0))" >> /tmp/server.log
+	[ "$m1" = "$m0" ] || rc=1
+	[ -n "$1" ] && [ "$r1" = "$r0" ] && rc=1
+	report $rc "$kind-from-$peer_kind.${1}atomic_replay_cache" /tmp/server.log
+	[ $rc = 0 ] && tail -1 /tmp/server.log | sed 's/^/# /'
+}
+
+counter_client_side() {
+	timeout 600 $COUNTER -p 19030 "$peer" > /tmp/client.log 2>&1
+	report $? "$tag.atomic_counter"
+	grep -E '^# (client|server)' /tmp/client.log
+}
 
 # rdma_cm (CM MADs on QP1) and perftest over UD.
 me_ip=$(ip -4 -o addr show eth0 | awk '{ sub("/.*", "", $4); print $4 }')
@@ -236,6 +348,8 @@ client_side() {
 	retry timeout 120 $PP -p $((p + 2)) -n 5 -s 1048576 "$peer"; report $? "$tag.rc_pingpong_1m"
 	retry timeout 120 $PP -p $((p + 3)) -n 20 -e "$peer"; report $? "$tag.rc_pingpong_events"
 	retry timeout 120 $UP -p $((p + 4)) -n 20 -s 1024 "$peer"; report $? "$tag.ud_pingpong"
+	pp_client srq_pingpong 200 $SRQP -p $((p + 5)) -n 200
+	pp_client uc_pingpong 20 $UCP -p $((p + 6)) -n 20 -s 4096
 	p=19010
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
 		p=$((p + 1))
@@ -247,13 +361,8 @@ client_side() {
 		retry timeout 120 $t $PF -p $p -s 2 -n 100 "$peer"; report $? "$tag.$t"
 		grep -E '^ *2 ' /tmp/client.log | sed "s/^/# $t: /"
 	done
-	for t in $ATOMIC_PERF; do
-		p=$((p + 1))
-		# shellcheck disable=SC2086
-		retry timeout 120 ${t//:/ } $PF -p $p -n 200 "$peer"
-		report $? "$tag.${t%%:*}.${t##*:}"
-		grep -E '^ *8 ' /tmp/client.log | sed "s/^/# ${t//:/ }: /"
-	done
+	perf_atomic_client_side
+	counter_client_side
 	cm_client_side
 	qperf_client_side
 	mckey_client_side
