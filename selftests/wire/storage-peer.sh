@@ -276,25 +276,26 @@ nfs_tree_mb() {
 }
 
 nfs_server_setup() {
-	local mb=$1 v
 	nfsd_setup || fail "nfsd setup: $(cat /proc/fs/nfsd/portlist 2>&1)"
-	for v in 4.2 3; do
-		nfs_tree_mb "$STORAGE_EXPORT/srv$v" "$mb" || fail "tree srv$v"
-	done
-	(cd "$STORAGE_EXPORT" && nfs_sums .) > /tmp/sp.srv.sums
 }
 
-# The client's sums of what it wrote ($1) against the server's copy.
+# The server's tree for NFS version $1, $2 MiB, and its sums.
+nfs_server_tree() {
+	nfs_tree_mb "$STORAGE_EXPORT/srv$1" "$2" || fail "tree srv$1"
+	(cd "$STORAGE_EXPORT" && nfs_sums . | grep " ./srv$1/") > /tmp/sp.srv.sums
+}
+
+# The client's sums ($2) of what it wrote with NFS version $1 against
+# what landed in the export; then both trees go.
 nfs_server_check() {
-	local v got
-	[ -s "$1" ] || fail "no sums from the client"
-	for v in 4.2 3; do
-		got=$(cd "$STORAGE_EXPORT" && nfs_sums . | grep " ./in$v/")
-		[ -n "$got" ] || fail "nothing written to in$v"
-		[ "$got" = "$(grep " ./in$v/" "$1")" ] ||
-			fail "vers=$v: files the client wrote differ on the server"
-	done
-	echo "# $(du -sm "$STORAGE_EXPORT" | cut -f1) MiB in the export"
+	local v=$1 got
+	[ "$(head -1 "$2")" = ok ] || fail "the client failed: $(cat "$2")"
+	got=$(cd "$STORAGE_EXPORT" && nfs_sums . | grep " ./in$v/")
+	[ -n "$got" ] || fail "nothing written to in$v"
+	[ "$got" = "$(tail -n +2 "$2")" ] ||
+		fail "vers=$v: files the client wrote differ on the server"
+	echo "# vers=$v: $(du -sm "$STORAGE_EXPORT/in$v" | cut -f1) MiB written by the client"
+	rm -rf "$STORAGE_EXPORT/in$v" "$STORAGE_EXPORT/srv$v"
 }
 
 nfs_server_teardown() {
@@ -306,9 +307,11 @@ nfs_server_teardown() {
 
 # Mount with NFS version $1 over RDMA, copy a tree of $2 MiB in, remount
 # (nothing from the client's cache), read it back and the server's tree
-# out; compare with the sums the server sent ($3).
+# out; compare with the sums the server sent ($3). The sums of what it
+# wrote go to /tmp/sp.in.sums for the server.
 nfs_client_roundtrip() {
 	local v=$1 mb=$2 sums=$3 opts=proto=rdma,port=20049 src=$STORAGE_ADDR:/
+	[ "$(head -1 "$sums")" = ok ] || fail "NFS server set-up failed on $peer"
 	[ "$v" = 3 ] && opts=$opts,nolock,mountproto=tcp &&
 		src=$STORAGE_ADDR:$STORAGE_EXPORT
 	mkdir -p "$STORAGE_MNT"
@@ -325,12 +328,13 @@ nfs_client_roundtrip() {
 	[ "$(nfs_sums "/tmp/sp.in$v")" = "$(nfs_sums "$STORAGE_MNT/in$v")" ] ||
 		fail "vers=$v: files written read back different"
 	[ "$(nfs_sums "/tmp/sp.out$v" | sed "s| \./| ./srv$v/|")" = \
-	  "$(grep " ./srv$v/" "$sums")" ] ||
+	  "$(tail -n +2 "$sums")" ] ||
 		fail "vers=$v: files read differ from the server's"
 	umount "$STORAGE_MNT" || fail "umount vers=$v"
 	echo "# vers=$v: $(du -sm "/tmp/sp.in$v" | cut -f1) MiB in," \
 		"$(du -sm "/tmp/sp.out$v" | cut -f1) MiB out"
-	nfs_sums "/tmp/sp.in$v" | sed "s| \./| ./in$v/|" >> /tmp/sp.in.sums
+	{ echo ok; nfs_sums "/tmp/sp.in$v" | sed "s| \./| ./in$v/|"; } \
+		> /tmp/sp.in.sums
 	rm -rf "/tmp/sp.in$v" "/tmp/sp.out$v"
 }
 
@@ -341,39 +345,40 @@ nfs_client_teardown() {
 		fail "resources left: $(rdma resource show)"
 }
 
-# nfs_phase ROLE MB
+# nfs_phase ROLE MB: NFSv3, then NFSv4.2 (which waits out the server's
+# grace period meanwhile); per version the server makes its tree and
+# sends its sums, the client sends the sums of what it wrote back.
 nfs_phase() {
-	local role=$1 mb=$2 tag r p0 p1 v
-	next_port; p0=$port
-	next_port; p1=$port
+	local role=$1 mb=$2 tag p0 p1 v
 	if [ "$role" = server ]; then
 		tag="$kind-serves-$peer_kind"
 		STORAGE_ADDR=$me_ip
-		if run "$tag.nfs_server_setup" nfs_server_setup "$mb"; then
-			{ echo ok; cat /tmp/sp.srv.sums; } | msg_send $p0
-		else
-			echo fail | msg_send $p0
-		fi
-		msg_recv $p1 > /tmp/sp.client.sums
-		run "$tag.nfs_server_check" nfs_server_check /tmp/sp.client.sums
+		run "$tag.nfs_server_setup" nfs_server_setup
+		for v in 3 4.2; do
+			next_port; p0=$port
+			next_port; p1=$port
+			if run "$tag.nfs_v$v.tree" nfs_server_tree $v "$mb"; then
+				{ echo ok; cat /tmp/sp.srv.sums; } | msg_send $p0
+			else
+				echo fail | msg_send $p0
+			fi
+			msg_recv $p1 > /tmp/sp.client.sums
+			run "$tag.nfs_v$v.check" nfs_server_check $v /tmp/sp.client.sums
+		done
 		run "$tag.nfs_server_teardown" nfs_server_teardown
 		return
 	fi
 	tag="$kind-to-$peer_kind"
 	STORAGE_ADDR=$peer
-	msg_recv $p0 > /tmp/sp.srv.sums
-	: > /tmp/sp.in.sums
-	if [ "$(head -1 /tmp/sp.srv.sums)" != ok ]; then
-		echo "NFS server set-up failed on $peer" > "$LOG"
-		report "$tag.nfs" 1 0
-	else
-		# NFSv3 first: NFSv4 waits out the server's grace period.
-		for v in 3 4.2; do
-			run "$tag.nfs_v$v" nfs_client_roundtrip $v "$mb" /tmp/sp.srv.sums
-		done
-	fi
-	umount -f "$STORAGE_MNT" 2>/dev/null
-	msg_send $p1 < /tmp/sp.in.sums
+	for v in 3 4.2; do
+		next_port; p0=$port
+		next_port; p1=$port
+		msg_recv $p0 > /tmp/sp.srv.sums
+		echo fail > /tmp/sp.in.sums
+		run "$tag.nfs_v$v" nfs_client_roundtrip $v "$mb" /tmp/sp.srv.sums
+		umount -f "$STORAGE_MNT" 2>/dev/null
+		msg_send $p1 < /tmp/sp.in.sums
+	done
 	run "$tag.nfs_client_teardown" nfs_client_teardown
 }
 
