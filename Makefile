@@ -4,6 +4,8 @@
 #   make            build the module, the provider and the selftests
 #   make check      install what is missing, build, run every test
 #   make check-debug the same on a debug kernel (built once, ~1 h)
+#   make check-storage the long storage runs across two guests: 1% loss,
+#                   link failure, rdma link delete under NVMe-oF and NFS
 #   make demo       install what is missing, build, show srdma0 in a test VM
 #   make lint       checkpatch --strict and sparse on the driver
 #   make install    install the module and the provider on this machine
@@ -45,7 +47,7 @@ UNIT     := selftests/unit
 WIRE_TEST := $(BUILD)/tools/wire_test
 WIRE_FUZZ := $(BUILD)/tools/wire_fuzz
 
-.PHONY: all module provider selftests check check-debug demo lint install clean deps fuzz bench
+.PHONY: all module provider selftests check check-debug check-storage demo lint install clean deps fuzz bench
 
 all: module provider selftests
 
@@ -138,6 +140,13 @@ lint: $(CHECKPATCH)
 check: deps
 	@$(MAKE) --no-print-directory all fuzz
 	@$(ROOT)/scripts/run-tests $(if $(TESTS),'$(TESTS)')
+
+# NVMe over Fabrics and NFS over RDMA across two guests with 1% loss, the
+# link down under fio and rdma link delete under both (about an hour; see
+# Documentation/storage.rst). make check runs the short set.
+check-storage: deps
+	@$(MAKE) --no-print-directory all
+	@$(ROOT)/selftests/wire/storage-run long
 
 # The whole suite on a debug kernel (KASAN, lockdep, UBSAN, kmemleak, fault
 # injection) built once per machine from linux-source (scripts/debug-kernel),

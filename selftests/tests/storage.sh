@@ -22,6 +22,10 @@
 
 STORAGE_NQN=nqn.2026-01.org.srdma:storage-test
 STORAGE_CFG=/sys/kernel/config/nvmet
+# The target's address and the network the NFS export is for: the one
+# guest's veth here; selftests/wire/storage-peer.sh sets them for two.
+STORAGE_ADDR=${STORAGE_ADDR:-10.0.0.1}
+STORAGE_NET=${STORAGE_NET:-10.0.0.0/24}
 
 # Skip (4) unless the kernel has the modules and the tools are installed.
 storage_need() {
@@ -78,7 +82,7 @@ nvme_storage_gone() { ! nvme_storage_dev; }
 nvme_storage_sized() { [ "$(blockdev --getsize64 "$1")" = $((64 << 20)) ]; }
 
 # The nvmet target: subsystem, a namespace on a RAM disk (brd) of $1 MiB,
-# RDMA port on 10.0.0.1:4420. (A file on the guest's overlayfs root will
+# RDMA port on $STORAGE_ADDR:4420. (A file on the guest's overlayfs root will
 # not do: overlayfs inodes report no block size, and nvmet then describes
 # a namespace of 1-byte blocks, which the host refuses as empty.)
 nvmet_setup() {
@@ -95,7 +99,7 @@ nvmet_setup() {
 	mkdir "$p" || return 1
 	echo rdma > "$p/addr_trtype"
 	echo ipv4 > "$p/addr_adrfam"
-	echo 10.0.0.1 > "$p/addr_traddr"
+	echo "$STORAGE_ADDR" > "$p/addr_traddr"
 	echo 4420 > "$p/addr_trsvcid"
 	ln -s "$s" "$p/subsystems/$STORAGE_NQN" || return 1
 }
@@ -115,7 +119,8 @@ nvme_storage_teardown() {
 	rm -f /tmp/storage.*
 }
 
-# Connect the host to the target; the namespace's block device on stdout.
+# Connect the host to the target (more nvme connect options in "$@");
+# the namespace's block device on stdout.
 nvme_storage_connect() {
 	local dev kato=()
 	# On the debug kernel (SRDMA_TEST_SLOW) a 1 MiB I/O can take seconds:
@@ -125,8 +130,8 @@ nvme_storage_connect() {
 		echo $((30 << SRDMA_TEST_SLOW)) > \
 			/sys/module/nvme_core/parameters/io_timeout 2>/dev/null
 	fi
-	nvme connect -t rdma -a 10.0.0.1 -s 4420 -n "$STORAGE_NQN" \
-		--nr-io-queues=2 --queue-size=64 "${kato[@]}" >&2 || return 1
+	nvme connect -t rdma -a "$STORAGE_ADDR" -s 4420 -n "$STORAGE_NQN" \
+		--nr-io-queues=2 --queue-size=64 "${kato[@]}" "$@" >&2 || return 1
 	wait_for 30 nvme_storage_dev > /dev/null || return 1
 	dev=$(nvme_storage_dev)
 	wait_for 10 test -b "$dev" || return 1
@@ -242,7 +247,8 @@ nfsd_setup() {
 	modprobe nfsd && modprobe rpcrdma || return 1
 	mkdir -p "$STORAGE_EXPORT" "$STORAGE_MNT" /var/lib/nfs/v4recovery \
 		/run/rpcbind || return 1
-	mount -t tmpfs -o size=256m tmpfs "$STORAGE_EXPORT" || return 1
+	mount -t tmpfs -o "size=${STORAGE_EXPORT_SIZE:-256m}" tmpfs \
+		"$STORAGE_EXPORT" || return 1
 	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd ||
 		return 1
 	echo 10 > /proc/fs/nfsd/nfsv4gracetime
@@ -254,7 +260,7 @@ nfsd_setup() {
 	# fsid=0: the NFSv4 root (the pseudo root above it would be the
 	# overlayfs, which nfsd cannot export).
 	exportfs -o rw,no_root_squash,insecure,fsid=0,sync \
-		"10.0.0.0/24:$STORAGE_EXPORT" || return 1
+		"$STORAGE_NET:$STORAGE_EXPORT" || return 1
 	rpc.mountd -F > /dev/null 2>&1 &
 	echo $! > /tmp/storage.mountd.pid
 	rpc.nfsd -V 3 -V 4.2 4 || return 1
