@@ -193,3 +193,39 @@ test_ucx_perftest_rxe() {
 		done
 	done
 }
+
+# mpi_run NP ARGS...: srdma_mpi_check on NP ranks in this guest, with
+# mpirun's options ARGS; 0 if every part printed its "ok" line.
+mpi_run() {
+	local np=$1 out rc part
+	shift
+	out=$(timeout 600 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+		--bind-to none -x RDMAV_DRIVERS "$@" srdma_mpi_check 2>&1)
+	rc=$?
+	for part in p2p many coll rma; do
+		grep -q "^ok $part ($np ranks)" <<< "$out" || rc=1
+	done
+	[ $rc = 0 ] || echo "$out" | tail -30
+	return $rc
+}
+
+# Open MPI 4.1 with the UCX PML and UCX's one-sided component, over
+# srdma0 to itself (rc_verbs; no shared memory), on 2 and 4 ranks:
+# point-to-point 1 B to 4 MiB, many-to-many, collectives, and MPI_Put,
+# _Get, _Accumulate and _Fetch_and_op; every byte checked. Then the same
+# over the TCP BTL, what a user would otherwise run.
+test_mpi_ucx() {
+	local np ucx=(--mca pml ucx --mca osc ucx --mca btl self
+		      -x UCX_TLS=rc_verbs,ud_verbs:aux,self
+		      -x UCX_NET_DEVICES=srdma0:1)
+	command -v mpirun > /dev/null && command -v srdma_mpi_check > /dev/null ||
+		exit 4
+	ucx_setup || exit $?
+	for np in 2 4; do
+		mpi_run $np "${ucx[@]}" || fail "UCX PML, $np ranks"
+	done
+	[ "$(counter remote_access_errors)" = 0 ] || fail "remote access errors"
+	[ "$(counter rx_packets)" -gt 1000 ] || fail "srdma0 carried nothing"
+	mpi_run 2 --mca pml ob1 --mca btl tcp,self --mca osc pt2pt \
+		--mca btl_tcp_if_include v0 || fail "TCP BTL"
+}
