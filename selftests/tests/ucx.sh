@@ -197,7 +197,7 @@ test_ucx_perftest_rxe() {
 # mpi_run NP ARGS...: srdma_mpi_check on NP ranks in this guest, with
 # mpirun's options ARGS; 0 if every part printed its "ok" line.
 mpi_run() {
-	local np=$1 out rc part
+	local np=$1 out rc part t0=$SECONDS
 	shift
 	out=$(timeout 600 mpirun --allow-run-as-root --oversubscribe -np "$np" \
 		--bind-to none -x RDMAV_DRIVERS "$@" srdma_mpi_check 2>&1)
@@ -206,6 +206,7 @@ mpi_run() {
 		grep -q "^ok $part ($np ranks)" <<< "$out" || rc=1
 	done
 	[ $rc = 0 ] || echo "$out" | tail -30
+	echo "# $np ranks, $((SECONDS - t0)) s: $*"
 	return $rc
 }
 
@@ -228,4 +229,19 @@ test_mpi_ucx() {
 	[ "$(counter rx_packets)" -gt 1000 ] || fail "srdma0 carried nothing"
 	mpi_run 2 --mca pml ob1 --mca btl tcp,self --mca osc pt2pt \
 		--mca btl_tcp_if_include v0 || fail "TCP BTL"
+}
+
+# With 1% netem loss on both ends of the veth: srdma's RC recovers for
+# UCX (and counts retransmits); over ud_verbs UCX's own resends do.
+test_ucx_loss() {
+	local tls
+	ucx_setup || exit $?
+	modprobe sch_netem && netem loss 1% || fail "netem"
+	for tls in rc_verbs,ud_verbs:aux ud_verbs; do
+		ucx_pt $tls tag_bw 65536 200 || fail "$tls tag_bw under loss"
+		ucx_final 200 bw || fail "$tls tag_bw under loss"
+		ucx_pt $tls tag_lat 8 300 || fail "$tls tag_lat under loss"
+		ucx_final 300 lat || fail "$tls tag_lat under loss"
+	done
+	[ "$(counter retransmits)" -ge 1 ] || fail "nothing retransmitted"
 }
