@@ -27,7 +27,7 @@ ucx_setup() {
 # output is in /tmp/server.log and /tmp/client.log. The server takes the
 # test from the client, and its devices from UCX_NET_DEVICES.
 ucx_run() {
-	local ns=$1 senv=$2 cenv=$3 args=$4 nsx= spid i rc=0
+	local ns=$1 senv=$2 cenv=$3 args=$4 nsx='' spid i rc=0
 	[ "$ns" = - ] || nsx="ip netns exec $ns"
 	# shellcheck disable=SC2086
 	env $senv timeout 180 $nsx ucx_perftest -p $UCX_PT_PORT \
@@ -66,6 +66,7 @@ ucx_final() {
 	local iters=$1 kind=$2 line
 	line=$(grep -E '^Final:' /tmp/client.log) || { echo "no Final line"; return 1; }
 	echo "# $line"
+	# shellcheck disable=SC2086
 	set -- $line
 	[ "$2" = "$iters" ] || { echo "ran $2 iterations, not $iters"; return 1; }
 	case $kind in
@@ -159,6 +160,7 @@ test_ucx_perftest_uct() {
 	for t in "rc_verbs put_bw 65536 zcopy" "rc_verbs put_bw 4096 bcopy" \
 		 "rc_verbs get 65536 zcopy" "rc_verbs am_bw 4096 bcopy" \
 		 "ud_verbs am_bw 1000 zcopy"; do
+		# shellcheck disable=SC2086
 		set -- $t
 		ucx_run - "" "" "10.0.0.1 -d srdma0:1 -x $1 -t $2 -s $3 -D $4 -n 100 -w 10" ||
 			fail "$t"
@@ -184,7 +186,8 @@ test_ucx_perftest_rxe() {
 	ucx_rxe_setup || exit $?
 	for tls in rc_verbs,ud_verbs:aux ud_verbs; do
 		for t in "tag_lat 8 200 lat" "tag_bw 65536 50 bw"; do
-			set -- $t
+			# shellcheck disable=SC2086
+		set -- $t
 			ucx_run ns1 "UCX_TLS=$tls UCX_NET_DEVICES=srdma1:1" \
 				"$rxe_env UCX_TLS=$tls UCX_NET_DEVICES=rxe0:1" \
 				"10.0.0.2 -t $1 -s $2 -n $3 -w 10" ||
@@ -216,6 +219,7 @@ mpi_run() {
 # _Get, _Accumulate and _Fetch_and_op; every byte checked. Then the same
 # over the TCP BTL, what a user would otherwise run.
 test_mpi_ucx() {
+	# shellcheck disable=SC2054
 	local np ucx=(--mca pml ucx --mca osc ucx --mca btl self
 		      -x UCX_TLS=rc_verbs,ud_verbs:aux,self
 		      -x UCX_NET_DEVICES=srdma0:1)
@@ -236,7 +240,7 @@ test_mpi_ucx() {
 test_ucx_loss() {
 	local tls
 	ucx_setup || exit $?
-	modprobe sch_netem && netem loss 1% || fail "netem"
+	{ modprobe sch_netem && netem loss 1%; } || fail "netem"
 	for tls in rc_verbs,ud_verbs:aux ud_verbs; do
 		ucx_pt $tls tag_bw 65536 200 || fail "$tls tag_bw under loss"
 		ucx_final 200 bw || fail "$tls tag_bw under loss"
