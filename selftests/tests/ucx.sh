@@ -4,9 +4,12 @@
 # Debian's UCX (1.13, ucx-utils) over srdma in one guest: srdma0 on v0
 # (10.0.0.1) here and srdma1 on v1 (10.0.0.2) in ns1, ucx_perftest's
 # server in ns1 and its client here, over rc_verbs (with ud_verbs for
-# wireup only) and over ud_verbs. No UCX setting is changed from its
-# default but the device and the transports (see Documentation/hpc.rst).
-# Skips when UCX is not installed.
+# wireup only) and over ud_verbs, also under 1% loss; UCT on srdma0 to
+# itself; rdma_rxe's rxe0 against srdma1; Open MPI with the UCX PML over
+# srdma0 (selftests/mpi/srdma_mpi_check.c) and over the TCP BTL. On
+# srdma's side no UCX setting is changed from its default but the device
+# and the transports (see Documentation/hpc.rst). Skips when UCX (or Open
+# MPI, for the MPI test) is not installed.
 
 UCX_PT_PORT=13337
 
