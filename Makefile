@@ -96,7 +96,16 @@ $(CHECKPATCH):
 		'*/scripts/const_structs.checkpatch'
 	@touch $@
 
-selftests: $(SELFTEST_BINS) $(WIRE_TEST)
+# The MPI check program (selftests/mpi, tests/ucx.sh), where Open MPI's
+# mpicc is installed.
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+MPI_BINS := $(if $(MPICC),$(BUILD)/selftests/srdma_mpi_check)
+
+selftests: $(SELFTEST_BINS) $(WIRE_TEST) $(MPI_BINS)
+
+$(BUILD)/selftests/srdma_mpi_check: selftests/mpi/srdma_mpi_check.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(USER_CFLAGS) -o $@ $<
 
 # The wire-format unit, srdma_wire.c from the driver's own directory, built
 # for user space with selftests/unit's stand-ins for the kernel headers.

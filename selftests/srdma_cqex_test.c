@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <rdma/srdma-abi.h>
+
 #include "kselftest_harness.h"
 #include "srdma_test.h"
 
@@ -204,7 +206,10 @@ static void cqex_check(struct __test_metadata *_metadata,
 	EXPECT_EQ(qp_num, wc->qp_num);
 	EXPECT_EQ(src_qp, wc->src_qp);
 	EXPECT_EQ(0, wc->slid);
-	EXPECT_EQ(0, wc->sl);
+	/* A UD receive (the only one with a GRH; over IPv4 here) has the
+	 * L3 header type in sl.
+	 */
+	EXPECT_EQ(flags & IBV_WC_GRH ? SRDMA_UWC_SL_IPV4 : 0, wc->sl);
 	EXPECT_EQ(0, wc->dlid_path_bits);
 }
 

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <linux/capability.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/srdma-abi.h>
 
 #include "kselftest_harness.h"
 #include "srdma_test.h"
@@ -182,11 +183,15 @@ static void ud_check_send_wc(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, wc->wc_flags);
 }
 
-/* Every field of a successful UD receive completion. */
-static void ud_check_recv_wc(struct __test_metadata *_metadata,
-			     const struct ibv_wc *wc, struct ibv_qp *qp,
-			     uint64_t wr_id, uint32_t len, uint32_t src_qp,
-			     int imm)
+/*
+ * Every field of a successful UD receive completion; @sl is the L3 header
+ * type (SRDMA_UWC_SL_IPV4 or _IPV6), which srdma reports there as mlx5
+ * does, for UCX's ud_verbs.
+ */
+static void ud_check_recv_wc_sl(struct __test_metadata *_metadata,
+				const struct ibv_wc *wc, struct ibv_qp *qp,
+				uint64_t wr_id, uint32_t len, uint32_t src_qp,
+				int imm, int sl)
 {
 	EXPECT_EQ(wr_id, wc->wr_id);
 	EXPECT_EQ(IBV_WC_SUCCESS, wc->status);
@@ -200,9 +205,14 @@ static void ud_check_recv_wc(struct __test_metadata *_metadata,
 		EXPECT_EQ(htonl(0xcafe0000U | len), wc->imm_data);
 	EXPECT_EQ(0, wc->pkey_index);
 	EXPECT_EQ(0, wc->slid);
-	EXPECT_EQ(0, wc->sl);
+	EXPECT_EQ(sl, wc->sl);
 	EXPECT_EQ(0, wc->dlid_path_bits);
 }
+
+/* The same for a datagram that came over IPv4. */
+#define ud_check_recv_wc(_m, wc, qp, wr_id, len, src_qp, imm) \
+	ud_check_recv_wc_sl(_m, wc, qp, wr_id, len, src_qp, imm, \
+			    SRDMA_UWC_SL_IPV4)
 
 /* The GRH area of a receive of @len bytes from our own IPv4 GID. */
 static void ud_check_grh4(struct __test_metadata *_metadata,
@@ -1307,7 +1317,8 @@ TEST_F(ud, mcast_ipv6_loopback)
 	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
 	w = mc_find_wc(wc, 2, self->b);
 	ASSERT_NE(NULL, w);
-	ud_check_recv_wc(_metadata, w, self->b, 98, 20, self->qp->qp_num, 0);
+	ud_check_recv_wc_sl(_metadata, w, self->b, 98, 20, self->qp->qp_num, 0,
+			    SRDMA_UWC_SL_IPV6);
 	EXPECT_EQ(0, memcmp(rb + GRH, self->buf, 20));
 	ip6 = (const struct ip6_hdr *)rb;
 	EXPECT_EQ(6, rb[0] >> 4);

@@ -87,6 +87,16 @@ enum srdma_uwc_flags {
 	SRDMA_UWC_WITH_INV = 1 << 3,
 };
 
+/*
+ * A UD receive's sl: the L3 header type of the datagram (a RoCE port has
+ * no SLs), as mlx5 reports it; UCX's ud_verbs reads it. Other completions
+ * have sl 0.
+ */
+enum srdma_uwc_sl {
+	SRDMA_UWC_SL_IPV6 = 1,
+	SRDMA_UWC_SL_IPV4 = 2,
+};
+
 struct srdma_usge {
 	__aligned_u64 addr;
 	__u32 length;

@@ -174,6 +174,28 @@ int srdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	return ret;
 }
 
+/*
+ * The SL of a user completion. A RoCE port has no SLs to report, and
+ * struct ib_uverbs_wc no network header type: for a UD receive the SL
+ * carries the L3 header type, 1 for IPv6 and 2 for IPv4, as mlx5 reports
+ * it (its CQE's packet type). UCX's ud_verbs reads it there to find the
+ * destination address in the GRH area; with 0 it reads an IPv4 header
+ * as a GRH and drops every datagram as not addressed to it.
+ */
+static u8 srdma_ucq_sl(const struct ib_wc *wc)
+{
+	if (!(wc->wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE))
+		return wc->sl;
+	switch (wc->network_hdr_type) {
+	case RDMA_NETWORK_IPV4:
+		return SRDMA_UWC_SL_IPV4;
+	case RDMA_NETWORK_IPV6:
+		return SRDMA_UWC_SL_IPV6;
+	default:
+		return wc->sl;
+	}
+}
+
 /* Write @wc as the user CQ's next entry. CQ lock held. */
 static void srdma_ucq_fill(struct srdma_cq *cq, const struct ib_wc *wc)
 {
@@ -198,7 +220,7 @@ static void srdma_ucq_fill(struct srdma_cq *cq, const struct ib_wc *wc)
 		       SRDMA_UWC_WITH_INV : 0);
 	u->pkey_index = wc->pkey_index;
 	u->slid = 0;
-	u->sl = wc->sl;
+	u->sl = srdma_ucq_sl(wc);
 	u->dlid_path_bits = 0;
 	u->port_num = wc->port_num;
 	u->reserved = 0;
