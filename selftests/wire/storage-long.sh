@@ -204,7 +204,7 @@ unload_check() {
 	else
 		timeout 60 modprobe -r rdma_rxe || fail "rmmod rdma_rxe"
 	fi
-	bad=$(dmesg | grep -E "$DMESG_BAD")
+	bad=$(dmesg | dmesg_bad)
 	[ -z "$bad" ] || fail "kernel log: $bad"
 	dev_up || fail "rdma link add after the delete"
 }

@@ -423,7 +423,7 @@ final() {
 		modprobe -r rdma_rxe || fail "rmmod rdma_rxe"
 	fi
 	[ -z "$(rdma resource show)" ] || fail "resources: $(rdma resource show)"
-	bad=$(dmesg | grep -E "$DMESG_BAD")
+	bad=$(dmesg | dmesg_bad)
 	[ -z "$bad" ] || fail "kernel log: $bad"
 }
 [ -n "$(rdma statistic show 2>/dev/null)" ] &&
