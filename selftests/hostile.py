@@ -441,6 +441,84 @@ def t_dup_read_valid(t, w):
         fail("answered a READ that was never accepted")
     expect_state(t, QPS_RTS)
 
+def t_dup_read_gone(t, w):
+    """A READ asked again after its MR was deregistered (a late copy, like
+    one a SEND with Invalidate overtook): dropped and counted, no NAK, no
+    response, the QP stays in RTS and answers the next READ."""
+    w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey, dmalen=4 * MTU,
+           ackreq=True)
+    first = [q for q in w.drain(2.0) if q["op"] in READ_RESP]
+    if [q["psn"] for q in first] != [RQ_PSN + i for i in range(4)]:
+        fail("READ responses %s" % first)
+    d0 = hw_counter("dup_read_dropped")
+    n0 = hw_counter("nak_sent")
+    if t.cmd("dereg") != "ok":
+        fail("dereg")
+    # Short (answered at once) and long (through the read work).
+    w.send(OP["READ_REQ"], RQ_PSN + 3, va=t.addr + 3 * MTU, rkey=t.rkey,
+           dmalen=MTU, ackreq=True)
+    w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey, dmalen=4 * MTU,
+           ackreq=True)
+    got = w.drain(2.0)
+    print("# READ asked again after dereg: answers %s, dup_read_dropped +%d" %
+          ([(q["op"], hex(q["psn"])) for q in got],
+           hw_counter("dup_read_dropped") - d0))
+    if got:
+        fail("answered %s" % [(q["op"], hex(q["psn"])) for q in got])
+    if hw_counter("dup_read_dropped") - d0 != 2:
+        fail("dup_read_dropped +%d, want 2" % (hw_counter("dup_read_dropped") - d0))
+    if hw_counter("nak_sent") != n0:
+        fail("a NAK was sent")
+    expect_state(t, QPS_RTS)
+    # The next (new) READ, of no bytes, is still answered.
+    w.send(OP["READ_REQ"], RQ_PSN + 4, va=0, rkey=0, dmalen=0, ackreq=True)
+    nxt = [q for q in w.drain(2.0) if q["op"] in READ_RESP]
+    if [q["psn"] for q in nxt] != [RQ_PSN + 4]:
+        fail("the next READ: responses %s" % nxt)
+    expect_state(t, QPS_RTS)
+
+
+def t_nak_stale(t, w):
+    """A remote access NAK for a SEND already acknowledged (a late copy)
+    blames no one: the next SEND completes successfully once ACKed."""
+    s0 = hw_counter("stale_naks")
+    psns = []
+    for k in range(2):
+        if t.cmd("send 64") != "ok":
+            fail("post_send %d" % k)
+        q, end = None, time.time() + 5
+        while time.time() < end:
+            q = w.recv(1.0)
+            if q and q["op"] == OP["SEND_ONLY"]:
+                break
+        else:
+            fail("SEND %d never arrived" % k)
+        psns.append(q["psn"])
+        if k == 0:
+            w.send(OP["ACK"], q["psn"], b"\x1f\x00\x00\x01")
+            time.sleep(0.3)
+            wcs = t.poll()
+            if [(c["wr_id"], c["status"]) for c in wcs] != [(0x200, 0)]:
+                fail("first SEND: completions %s" % wcs)
+    # NAK (remote access) for the first SEND, then for a PSN never sent.
+    w.send(OP["ACK"], psns[0], b"\x62\x00\x00\x01")
+    w.send(OP["ACK"], (psns[0] - 100) & 0xffffff, b"\x62\x00\x00\x01")
+    time.sleep(0.3)
+    wcs = t.poll()
+    print("# after stale NAKs: completions %s, stale_naks +%d" %
+          (wcs, hw_counter("stale_naks") - s0))
+    if wcs:
+        fail("a stale NAK completed %s" % wcs)
+    if hw_counter("stale_naks") - s0 != 2:
+        fail("stale_naks +%d, want 2" % (hw_counter("stale_naks") - s0))
+    expect_state(t, QPS_RTS)
+    w.send(OP["ACK"], psns[1], b"\x1f\x00\x00\x02")
+    time.sleep(0.3)
+    wcs = t.poll()
+    if [(c["wr_id"], c["status"]) for c in wcs] != [(0x200, 0)]:
+        fail("second SEND: completions %s" % wcs)
+
+
 def t_atomic_replay(t, w):
     """Duplicate atomics are answered from the replay cache, never run again."""
     p, va = RQ_PSN, t.addr + 64

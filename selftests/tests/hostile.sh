@@ -36,6 +36,8 @@ test_hostile_dup_read_amplify() { hostile dup_read_amplify; }
 test_hostile_send_stall() { hostile send_stall; }
 test_hostile_nak_blame() { hostile nak_blame; }
 test_hostile_dup_read_valid() { hostile dup_read_valid; }
+test_hostile_dup_read_gone() { hostile dup_read_gone; }
+test_hostile_nak_stale() { hostile nak_stale; }
 test_hostile_atomic_replay() { hostile atomic_replay; }
 test_hostile_uc_resync() { hostile uc_resync; }
 

@@ -188,6 +188,8 @@ enum srdma_counter {
 	SRDMA_CNT_FAST_REG_ERR,		/* REG_MR or LOCAL_INV failed */
 	SRDMA_CNT_MW_BIND,		/* memory window bound */
 	SRDMA_CNT_MW_BIND_ERR,		/* memory window bind failed */
+	SRDMA_CNT_DUP_READ_DROPPED,	/* duplicate READ of memory gone */
+	SRDMA_CNT_STALE_NAK,		/* NAK for a PSN already retired */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -497,6 +499,7 @@ struct srdma_read_job {
 	u64 serial;			/* the MR checked then; 0: no payload */
 	u64 orig;			/* atomics: the value found */
 	u8 atomic_op;			/* SRDMA_OP_COMPARE_SWAP, _FETCH_ADD; 0 */
+	bool dup;			/* asked again: see srdma_read_refused() */
 };
 
 /* The two atomic work requests. */

@@ -110,10 +110,29 @@ static void srdma_comp_fail(struct srdma_qp *qp, u32 psn,
 	} while (!blamed && qp->sq.cons != qp->sq.prod);
 }
 
+/*
+ * Is a NAK (or RNR NAK) for @psn stale: for a PSN already retired, or one
+ * no outstanding request holds? Such a NAK is a late copy (a response to
+ * a duplicate, reordered by the wire); it must neither move the requester
+ * back nor blame whichever request is now the oldest. Counted, dropped.
+ */
+static bool srdma_comp_nak_stale(struct srdma_qp *qp, u32 psn)
+{
+	if (srdma_psn_diff(psn, qp->una_psn) >= 0 &&
+	    (qp->sq.cons == qp->sq.prod || srdma_wqe_of_psn(qp, psn)))
+		return false;
+	srdma_count(qp->sdev, SRDMA_CNT_STALE_NAK);
+	srdma_dbg_qp(qp, "NAK for psn %u, before %u or of no request: dropped\n",
+		     psn, qp->una_psn);
+	return true;
+}
+
 /* An RNR NAK for @psn: wait and resend, or fail once out of retries. */
 static void srdma_comp_rnr_nak(struct srdma_qp *qp, u32 psn, u8 timer)
 {
 	srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_RCVD);
+	if (srdma_comp_nak_stale(qp, psn))
+		return;
 	srdma_comp_ack(qp, srdma_psn_prev(psn));
 	if (qp->state == IB_QPS_ERR)
 		return;
@@ -128,6 +147,8 @@ static void srdma_comp_rnr_nak(struct srdma_qp *qp, u32 psn, u8 timer)
 static void srdma_comp_nak(struct srdma_qp *qp, u32 psn, u8 code)
 {
 	srdma_count(qp->sdev, SRDMA_CNT_NAK_RCVD);
+	if (srdma_comp_nak_stale(qp, psn))
+		return;
 	switch (code) {
 	case SRDMA_NAK_PSN_SEQ:
 		srdma_comp_ack(qp, srdma_psn_prev(psn));

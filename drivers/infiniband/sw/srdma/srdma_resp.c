@@ -658,15 +658,40 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 }
 
 /*
- * The memory of READ @job went out of reach at byte @off while answering
- * it: NAK the PSN of that response.
+ * A READ asked again (@dup) whose memory is no longer within reach: drop
+ * it, with no NAK, and keep the QP. The requester asks again only for
+ * responses it lacks, and it cannot have let its consumer invalidate or
+ * free the memory of a READ it still waits for; so this is a late copy of
+ * a request it no longer needs (one that a later SEND with Invalidate
+ * overtook, or reordered by the wire), and failing the QP for it would
+ * kill a healthy connection. A requester that really still waits gets no
+ * answer and fails on its own retry limit. True if dropped.
  */
-static void srdma_read_access_err(struct srdma_qp *qp,
+static bool srdma_read_refused(struct srdma_qp *qp, bool dup, u32 psn)
+{
+	if (!dup)
+		return false;
+	srdma_count(qp->sdev, SRDMA_CNT_DUP_READ_DROPPED);
+	srdma_dbg_qp(qp, "READ psn %u asked again, memory gone: dropped\n",
+		     psn);
+	return true;
+}
+
+/*
+ * The memory of READ @job went out of reach at byte @off while answering
+ * it: NAK the PSN of that response (the QP fails), unless @job was asked
+ * again. True if it was dropped instead, the QP going on.
+ */
+static bool srdma_read_access_err(struct srdma_qp *qp,
 				  const struct srdma_read_job *job, u32 off)
 {
+	u32 psn = srdma_psn_add(job->psn, off / job->mtu);
+
+	if (srdma_read_refused(qp, job->dup, psn))
+		return true;
 	srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
-	srdma_resp_error(qp, SRDMA_NAK_REMOTE_ACCESS,
-			 srdma_psn_add(job->psn, off / job->mtu));
+	srdma_resp_error(qp, SRDMA_NAK_REMOTE_ACCESS, psn);
+	return false;
 }
 
 /**
@@ -791,6 +816,8 @@ static int srdma_resp_read_check(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	}
 	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
 			   IB_ACCESS_REMOTE_READ, serial);
+	if (!mr && srdma_read_refused(qp, dup, pkt->psn))
+		return -EACCES;
 	if (!mr)
 		return srdma_resp_access_err(qp, pkt, pkt->va, pkt->dmalen,
 					     pkt->rkey, true);
@@ -879,6 +906,7 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		.psn = pkt->psn,
 		.mtu = qp->mtu,
 		.serial = serial,
+		.dup = dup,
 	};
 	if (!dup)
 		srdma_rd_remember(qp, job);
@@ -1253,7 +1281,9 @@ void srdma_read_work(struct work_struct *work)
 		for (off = 0;; off += job.mtu) {
 			err = srdma_read_resp_pkt(qp, &job, off, npkts, msn);
 			if (err == -EACCES) {
-				srdma_read_access_err(qp, &job, off);
+				/* Dropped: on to the next one. */
+				if (srdma_read_access_err(qp, &job, off))
+					srdma_rd_queue_pop(qp, gen);
 				break;
 			}
 			if (job.len - off <= job.mtu) {

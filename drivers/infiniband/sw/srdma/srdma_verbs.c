@@ -271,6 +271,8 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_FAST_REG_ERR].name = "fast_reg_errors",
 	[SRDMA_CNT_MW_BIND].name = "mw_bind",
 	[SRDMA_CNT_MW_BIND_ERR].name = "mw_bind_errors",
+	[SRDMA_CNT_DUP_READ_DROPPED].name = "dup_read_dropped",
+	[SRDMA_CNT_STALE_NAK].name = "stale_naks",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
