@@ -454,7 +454,8 @@ def t_dup_read_gone(t, w):
     n0 = hw_counter("nak_sent")
     if t.cmd("dereg") != "ok":
         fail("dereg")
-    # Short (answered at once) and long (through the read work).
+    # Part of it and all of it; both refused at the request (the MR is
+    # already gone: the read work's own refusal is not reached here).
     w.send(OP["READ_REQ"], RQ_PSN + 3, va=t.addr + 3 * MTU, rkey=t.rkey,
            dmalen=MTU, ackreq=True)
     w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey, dmalen=4 * MTU,
@@ -489,7 +490,8 @@ def t_nak_stale(t, w):
         q, end = None, time.time() + 5
         while time.time() < end:
             q = w.recv(1.0)
-            if q and q["op"] == OP["SEND_ONLY"]:
+            # (a resend of the first SEND is not the second)
+            if q and q["op"] == OP["SEND_ONLY"] and q["psn"] not in psns:
                 break
         else:
             fail("SEND %d never arrived" % k)
@@ -503,7 +505,8 @@ def t_nak_stale(t, w):
     # NAK (remote access) for the first SEND, then for a PSN never sent.
     w.send(OP["ACK"], psns[0], b"\x62\x00\x00\x01")
     w.send(OP["ACK"], (psns[0] - 100) & 0xffffff, b"\x62\x00\x00\x01")
-    time.sleep(0.3)
+    # Well within the second SEND's retries (8 x 67 ms).
+    time.sleep(0.1)
     wcs = t.poll()
     print("# after stale NAKs: completions %s, stale_naks +%d" %
           (wcs, hw_counter("stale_naks") - s0))

@@ -118,8 +118,7 @@ static void srdma_comp_fail(struct srdma_qp *qp, u32 psn,
  */
 static bool srdma_comp_nak_stale(struct srdma_qp *qp, u32 psn)
 {
-	if (srdma_psn_diff(psn, qp->una_psn) >= 0 &&
-	    (qp->sq.cons == qp->sq.prod || srdma_wqe_of_psn(qp, psn)))
+	if (srdma_psn_diff(psn, qp->una_psn) >= 0 && srdma_wqe_of_psn(qp, psn))
 		return false;
 	srdma_count(qp->sdev, SRDMA_CNT_STALE_NAK);
 	srdma_dbg_qp(qp, "NAK for psn %u, before %u or of no request: dropped\n",

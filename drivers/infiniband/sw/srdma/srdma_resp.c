@@ -659,13 +659,14 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 
 /*
  * A READ asked again (@dup) whose memory is no longer within reach: drop
- * it, with no NAK, and keep the QP. The requester asks again only for
- * responses it lacks, and it cannot have let its consumer invalidate or
- * free the memory of a READ it still waits for; so this is a late copy of
- * a request it no longer needs (one that a later SEND with Invalidate
- * overtook, or reordered by the wire), and failing the QP for it would
- * kill a healthy connection. A requester that really still waits gets no
- * answer and fails on its own retry limit. True if dropped.
+ * it, with no NAK, and keep the QP. Most often it is a late copy of a
+ * request the requester no longer needs: it got the responses, completed
+ * the READ and sent a SEND with Invalidate for that rkey, which overtook
+ * the copy (NVMe-oF does this for every write command); failing the QP
+ * would kill a healthy connection. But the memory is ours to deregister
+ * or invalidate at any time: a requester that really still waits gets no
+ * answer, and fails on its retry limit (RETRY_EXC_ERR, not
+ * REM_ACCESS_ERR; never, with an ACK timeout of 0). True if dropped.
  */
 static bool srdma_read_refused(struct srdma_qp *qp, bool dup, u32 psn)
 {
