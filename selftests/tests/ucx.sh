@@ -205,7 +205,7 @@ test_ucx_perftest_rxe() {
 mpi_run() {
 	local np=$1 out rc part t0=$SECONDS
 	shift
-	out=$(timeout 600 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+	out=$(timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
 		--bind-to none -x RDMAV_DRIVERS "$@" srdma_mpi_check 2>&1)
 	rc=$?
 	for part in p2p many coll rma; do
