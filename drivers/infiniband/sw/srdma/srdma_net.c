@@ -365,9 +365,15 @@ int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
 /*
  * Local delivery. A packet whose route ends on this host's loopback would
  * go down the IP stack and straight back up to our own socket. srdma_loop
- * skips that: the sender queues it on a per-CPU list and a tasklet hands
- * it to the receive path in softirq, a packet budget at a time. Never in
- * the sender's context: it may hold the locks the receiver takes.
+ * skips that: the sender queues it and a tasklet hands it to the receive
+ * path in softirq, a packet budget at a time. Never in the sender's
+ * context: it may hold the locks the receiver takes.
+ *
+ * One queue for the host, not one per CPU: a QP's packets leave from
+ * whichever CPU runs its requester (post_send on one, an ACK in softirq
+ * on another), and per-CPU queues drained independently would hand them
+ * to the responder out of order, each time a sequence NAK and a resend.
+ * The queue is FIFO and only one run of the tasklet drains it at a time.
  *
  * The tasklet's call of srdma_rcv_local() is the one call from the
  * transmit side back into the receive path: the packet turns around here.
@@ -375,66 +381,77 @@ int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
 #define SRDMA_LOOP_BUDGET	64
 #define SRDMA_LOOP_QLEN		4096
 
-struct srdma_loop {
-	struct sk_buff_head q;		/* only touched on its CPU, BHs off */
-	struct tasklet_struct tasklet;
-};
-
-static DEFINE_PER_CPU(struct srdma_loop, srdma_loop);
-
 struct srdma_loop_cb {
 	u64 net_cookie;			/* the sender's network namespace */
 };
 
+static struct {
+	/*
+	 * Protects q and running; taken with BHs off, by senders in any
+	 * context that may transmit and by the tasklet.
+	 */
+	spinlock_t lock;
+	struct sk_buff_head q;
+	/* A tasklet run is scheduled or under way and will look at q. */
+	bool running;
+	struct tasklet_struct tasklet;
+} srdma_loop;
+
 static void srdma_loop_run(struct tasklet_struct *t)
 {
-	struct srdma_loop *l = from_tasklet(l, t, tasklet);
 	struct sk_buff *skb;
-	int budget = SRDMA_LOOP_BUDGET;
+	int budget;
 
-	while (budget-- && (skb = __skb_dequeue(&l->q)))
+	for (budget = SRDMA_LOOP_BUDGET; budget; budget--) {
+		spin_lock(&srdma_loop.lock);
+		skb = __skb_dequeue(&srdma_loop.q);
+		if (!skb)
+			srdma_loop.running = false;
+		spin_unlock(&srdma_loop.lock);
+		if (!skb)
+			return;
 		srdma_rcv_local(skb,
 				((struct srdma_loop_cb *)skb->cb)->net_cookie);
-	if (!skb_queue_empty(&l->q))
-		tasklet_schedule(&l->tasklet);
+	}
+	/* Budget spent, running still set: let other softirq work go first. */
+	tasklet_schedule(&srdma_loop.tasklet);
 }
 
 /* Queue @skb (IP header built, no ICRC) for local delivery. */
 static int srdma_loop_xmit(struct net *net, struct sk_buff *skb)
 {
-	struct srdma_loop *l;
+	bool kick = false;
 	int err = 0;
 
 	skb_dst_drop(skb);
 	((struct srdma_loop_cb *)skb->cb)->net_cookie = net->net_cookie;
-	local_bh_disable();
-	l = this_cpu_ptr(&srdma_loop);
-	if (skb_queue_len(&l->q) < SRDMA_LOOP_QLEN) {
-		__skb_queue_tail(&l->q, skb);
-		tasklet_schedule(&l->tasklet);
+	spin_lock_bh(&srdma_loop.lock);
+	if (skb_queue_len(&srdma_loop.q) < SRDMA_LOOP_QLEN) {
+		__skb_queue_tail(&srdma_loop.q, skb);
+		kick = !srdma_loop.running;
+		srdma_loop.running = true;
 	} else {
-		kfree_skb(skb);
 		err = -ENOBUFS;
 	}
-	local_bh_enable();
+	spin_unlock_bh(&srdma_loop.lock);
+	if (err)
+		kfree_skb(skb);
+	else if (kick)
+		tasklet_schedule(&srdma_loop.tasklet);
 	return err;
 }
 
 /**
- * srdma_loop_init() - set up the per-CPU local delivery queues
+ * srdma_loop_init() - set up the local delivery queue
  *
  * Context: Process context (module load).
  */
 void srdma_loop_init(void)
 {
-	struct srdma_loop *l;
-	int cpu;
-
-	for_each_possible_cpu(cpu) {
-		l = per_cpu_ptr(&srdma_loop, cpu);
-		__skb_queue_head_init(&l->q);
-		tasklet_setup(&l->tasklet, srdma_loop_run);
-	}
+	spin_lock_init(&srdma_loop.lock);
+	__skb_queue_head_init(&srdma_loop.q);
+	srdma_loop.running = false;
+	tasklet_setup(&srdma_loop.tasklet, srdma_loop_run);
 }
 
 /**
@@ -445,14 +462,11 @@ void srdma_loop_init(void)
  */
 void srdma_loop_exit(void)
 {
-	struct srdma_loop *l;
-	int cpu;
-
-	for_each_possible_cpu(cpu) {
-		l = per_cpu_ptr(&srdma_loop, cpu);
-		tasklet_kill(&l->tasklet);
-		__skb_queue_purge(&l->q);
-	}
+	tasklet_kill(&srdma_loop.tasklet);
+	spin_lock_bh(&srdma_loop.lock);
+	__skb_queue_purge(&srdma_loop.q);
+	srdma_loop.running = false;
+	spin_unlock_bh(&srdma_loop.lock);
 }
 
 /* The UDP header, in front of the @len bytes from BTH to the ICRC. */

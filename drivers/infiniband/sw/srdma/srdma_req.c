@@ -890,17 +890,27 @@ static bool srdma_req_local(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 }
 
 /*
+ * Packets one run of the RC requester sends under the QP lock. A run
+ * comes from post_send (for a kernel consumer often inside its completion
+ * handler), from an ACK in softirq or from the timer, and the window may
+ * allow SRDMA_WINDOW packets, each copied or mapped, checksummed and
+ * handed to the IP stack: the rest goes out from send_work, a budget at a
+ * time, so that no run holds the CPU for long.
+ */
+#define SRDMA_RC_BUDGET		64
+
+/*
  * Send what the window allows from qp->sq_next on, counting the packets in
- * @sent. Each packet tried sets @err: 0, or why it could not go out for
- * now (no memory or route), which stops the sending. False if a work
- * request failed: the QP is in ERR.
+ * @sent, up to SRDMA_RC_BUDGET of them. Each packet tried sets @err: 0,
+ * or why it could not go out for now (no memory or route), which stops
+ * the sending. False if a work request failed: the QP is in ERR.
  */
 static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, int *err)
 {
 	struct srdma_send_wqe *wqe;
 	int ret;
 
-	while (qp->sq_next != qp->sq.prod) {
+	while (qp->sq_next != qp->sq.prod && *sent < SRDMA_RC_BUDGET) {
 		wqe = srdma_ring_slot(&qp->sq, qp->sq_next);
 		if (!wqe->started) {
 			if (!srdma_req_may_start(qp, wqe))
@@ -1138,9 +1148,9 @@ static void srdma_uc_run(struct srdma_qp *qp)
  * srdma_send_work() - run the requester from process context
  * @work: the QP's send_work
  *
- * For what a UD or UC requester run left over (it sends another budget
- * and queues this work again if more is left), and for work requests a
- * kernel consumer posted with IRQs off, which could not be sent from there.
+ * For what a requester run left over (it sends another budget and queues
+ * this work again if more is left), and for work requests a kernel
+ * consumer posted with IRQs off, which could not be sent from there.
  * Does nothing once the QP has left RTS; destroy_qp moves it to RESET
  * before it cancels this work.
  *
@@ -1161,8 +1171,9 @@ void srdma_send_work(struct work_struct *work)
  * @qp: the QP
  *
  * Resent packets first (after a rewind), then new work requests, taking
- * those a user process posted to its mapped SQ. A work request that
- * cannot be sent moves the QP to ERR.
+ * those a user process posted to its mapped SQ, up to a budget of packets
+ * (the rest from send_work). A work request that cannot be sent moves the
+ * QP to ERR.
  *
  * Context: process context or softirq (ACKs, the timer), QP lock held.
  */
@@ -1205,6 +1216,12 @@ void srdma_req_run(struct srdma_qp *qp)
 			if (err && !timer_pending(&qp->retrans_timer))
 				mod_timer(&qp->retrans_timer,
 					  jiffies + SRDMA_RTO_MIN_JIFFIES);
+		}
+		if (sent >= SRDMA_RC_BUDGET) {
+			/* The rest from send_work, which pulls the ring too. */
+			queue_work(srdma_wq, &qp->send_work);
+			srdma_req_doorbell(qp, qp->state == IB_QPS_RTS);
+			break;
 		}
 		if (!qp->usq.map || qp->una_psn != qp->next_psn ||
 		    qp->state != IB_QPS_RTS) {
