@@ -479,6 +479,33 @@ def t_dup_read_gone(t, w):
     expect_state(t, QPS_RTS)
 
 
+def t_dup_read_revoked(t, w):
+    """A READ of no bytes asked again after the QP's remote read right was
+    taken away (modify_qp): dropped and counted like one whose memory is
+    gone, no NAK, the QP stays in RTS. A new one is then refused: remote
+    access NAK, the QP in ERR."""
+    w.send(OP["READ_REQ"], RQ_PSN, va=0, rkey=0, dmalen=0, ackreq=True)
+    first = [q for q in w.drain(2.0) if q["op"] in READ_RESP]
+    if [q["psn"] for q in first] != [RQ_PSN]:
+        fail("READ responses %s" % first)
+    d0 = hw_counter("dup_read_dropped")
+    n0 = hw_counter("nak_sent")
+    if t.cmd("access 1") != "ok":   # IBV_ACCESS_LOCAL_WRITE only
+        fail("modify_qp access flags")
+    w.send(OP["READ_REQ"], RQ_PSN, va=0, rkey=0, dmalen=0, ackreq=True)
+    got = w.drain(2.0)
+    if got:
+        fail("answered %s" % [(q["op"], hex(q["psn"])) for q in got])
+    if hw_counter("dup_read_dropped") - d0 != 1:
+        fail("dup_read_dropped +%d, want 1" % (hw_counter("dup_read_dropped") - d0))
+    if hw_counter("nak_sent") != n0:
+        fail("a NAK was sent for the duplicate")
+    expect_state(t, QPS_RTS)
+    w.send(OP["READ_REQ"], RQ_PSN + 1, va=0, rkey=0, dmalen=0, ackreq=True)
+    expect_syn(w, RQ_PSN + 1, NAK_ACC, "a new READ without the right")
+    expect_state(t, QPS_ERR, "access")
+
+
 def t_nak_stale(t, w):
     """A remote access NAK for a SEND already acknowledged (a late copy)
     blames no one: the next SEND completes successfully once ACKed."""

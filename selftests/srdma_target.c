@@ -271,6 +271,11 @@ int main(int argc, char **argv)
 		} else if (!strncmp(line, "dereg", 5)) {
 			printf(ibv_dereg_mr(mr) ? "fail\n" : "ok\n");
 			mr = NULL;
+		} else if (sscanf(line, "access %u", &n1) == 1) {
+			struct ibv_qp_attr a = { .qp_access_flags = n1 };
+
+			printf(ibv_modify_qp(qp, &a, IBV_QP_ACCESS_FLAGS) ?
+			       "fail\n" : "ok\n");
 		} else if (sscanf(line, "reuse %u", &n1) == 1) {
 			cmd_reuse(n1);
 		} else if (sscanf(line, "reconnect %u", &n1) == 1) {

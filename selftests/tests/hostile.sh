@@ -38,6 +38,7 @@ test_hostile_nak_blame() { hostile nak_blame; }
 test_hostile_dup_read_valid() { hostile dup_read_valid; }
 test_hostile_dup_read_gone() { hostile dup_read_gone; }
 test_hostile_nak_stale() { hostile nak_stale; }
+test_hostile_dup_read_revoked() { hostile dup_read_revoked; }
 test_hostile_atomic_replay() { hostile atomic_replay; }
 test_hostile_uc_resync() { hostile uc_resync; }
 

@@ -810,10 +810,13 @@ static int srdma_resp_read_check(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			return err;
 	}
 	if (!pkt->dmalen) {
-		if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ))
-			return srdma_resp_access_err(qp, pkt, pkt->va, 0,
-						     pkt->rkey, true);
-		return 0;
+		if (qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ)
+			return 0;
+		/* Revoked since (modify_qp): the same as memory gone. */
+		if (srdma_read_refused(qp, dup, pkt->psn))
+			return -EACCES;
+		return srdma_resp_access_err(qp, pkt, pkt->va, 0, pkt->rkey,
+					     true);
 	}
 	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, pkt->dmalen,
 			   IB_ACCESS_REMOTE_READ, serial);
