@@ -12,8 +12,13 @@
 
 #include "srdma.h"
 
-static int srdma_create_ucq(struct srdma_cq *cq, u32 slots,
-			    struct ib_udata *udata)
+/*
+ * Make @ur, a user CQ ring of @slots entries, and tell the provider where
+ * to map it: create_cq's and resize_cq's responses have the same layout.
+ * On failure nothing is left made. @verb names the verb in messages.
+ */
+static int srdma_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
+			  u32 slots, struct ib_udata *udata, const char *verb)
 {
 	struct srdma_ucontext *uctx = rdma_udata_to_drv_context(udata,
 							struct srdma_ucontext, ibuc);
@@ -21,13 +26,23 @@ static int srdma_create_ucq(struct srdma_cq *cq, u32 slots,
 	struct srdma_uqueue uq = {};
 	int err;
 
+	BUILD_BUG_ON(sizeof(struct srdma_resize_cq_resp) != sizeof(resp));
+	BUILD_BUG_ON(offsetof(struct srdma_resize_cq_resp, offset) !=
+		     offsetof(struct srdma_create_cq_resp, offset));
+	BUILD_BUG_ON(offsetof(struct srdma_resize_cq_resp, len) !=
+		     offsetof(struct srdma_create_cq_resp, len));
+	BUILD_BUG_ON(offsetof(struct srdma_resize_cq_resp, slots) !=
+		     offsetof(struct srdma_create_cq_resp, slots));
+	BUILD_BUG_ON(offsetof(struct srdma_resize_cq_resp, slot_size) !=
+		     offsetof(struct srdma_create_cq_resp, slot_size));
+
 	if (udata->outlen < sizeof(resp)) {
 		srdma_dbg(to_sdev(cq->ibcq.device),
-			  "create_cq: response of %zu bytes, need %zu\n",
+			  "%s: response of %zu bytes, need %zu\n", verb,
 			  udata->outlen, sizeof(resp));
 		return -EINVAL;
 	}
-	err = srdma_uring_create(&uctx->ibuc, &cq->uring, slots,
+	err = srdma_uring_create(&uctx->ibuc, ur, slots,
 				 sizeof(struct ib_uverbs_wc), &uq);
 	if (err)
 		return err;
@@ -37,7 +52,7 @@ static int srdma_create_ucq(struct srdma_cq *cq, u32 slots,
 	resp.slot_size = uq.slot_size;
 	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	if (err)
-		srdma_uring_destroy(&cq->uring);
+		srdma_uring_destroy(ur);
 	return err;
 }
 
@@ -84,7 +99,8 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	ibcq->cqe = slots - 1;
 	cq->user = !!udata;
 	if (udata) {
-		err = srdma_create_ucq(cq, slots, udata);
+		err = srdma_ucq_ring(cq, &cq->uring, slots, udata,
+				     "create_cq");
 	} else {
 		cq->ring = __vcalloc(slots, sizeof(*cq->ring),
 				     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
@@ -292,39 +308,6 @@ void srdma_cq_post(struct srdma_cq *cq, const struct ib_wc *wc, bool solicited)
 }
 
 /*
- * A user CQ's new ring for srdma_resize_cq(): made and announced to the
- * provider (mmap() offset and length in the response) before the switch,
- * which may still fail; the provider only maps it after a success.
- */
-static int srdma_resize_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
-				 u32 slots, struct ib_udata *udata)
-{
-	struct srdma_ucontext *uctx = rdma_udata_to_drv_context(udata,
-							struct srdma_ucontext, ibuc);
-	struct srdma_resize_cq_resp resp = {};
-	struct srdma_uqueue uq = {};
-	int err;
-
-	if (udata->outlen < sizeof(resp)) {
-		srdma_dbg_cq(cq, "resize_cq: response of %zu bytes, need %zu\n",
-			     udata->outlen, sizeof(resp));
-		return -EINVAL;
-	}
-	err = srdma_uring_create(&uctx->ibuc, ur, slots,
-				 sizeof(struct ib_uverbs_wc), &uq);
-	if (err)
-		return err;
-	resp.offset = uq.offset;
-	resp.len = uq.len;
-	resp.slots = uq.slots;
-	resp.slot_size = uq.slot_size;
-	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
-	if (err)
-		srdma_uring_destroy(ur);
-	return err;
-}
-
-/*
  * Move the unpolled completions of @cq into a ring of @slots entries (@ur
  * for a user CQ, else *@ring) and make it the CQ's, unless there are more
  * of them than the @cqe asked for; the old ring is then
@@ -408,7 +391,11 @@ int srdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		return -EINVAL;
 	slots = roundup_pow_of_two(cqe + 1);
 	if (cq->user) {
-		err = srdma_resize_ucq_ring(cq, &ur, slots, udata);
+		/*
+		 * Made and announced before the switch, which may still
+		 * fail: the provider maps it only after a success.
+		 */
+		err = srdma_ucq_ring(cq, &ur, slots, udata, "resize_cq");
 	} else {
 		ring = __vcalloc(slots, sizeof(*ring),
 				 GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
