@@ -88,17 +88,6 @@ static int cqex_poll(struct ibv_cq_ex *cq, struct cqex_wc *wc, int n, int ms)
 	return got;
 }
 
-/* An extended CQ with the standard completion fields. */
-static struct ibv_cq_ex *cqex_create(struct ibv_context *ctx, uint32_t cqe)
-{
-	struct ibv_cq_init_attr_ex a = {
-		.cqe = cqe,
-		.wc_flags = IBV_WC_STANDARD_FLAGS,
-	};
-
-	return ibv_create_cq_ex(ctx, &a);
-}
-
 /*
  * ibv_create_qp_ex() of @type with IBV_QP_INIT_ATTR_CREATE_FLAGS 0 and
  * @ops as send_ops_flags (none if 0), both queues on @cq.
@@ -124,57 +113,6 @@ static struct ibv_qp *cqex_qp(struct ibv_context *ctx, struct ibv_pd *pd,
 		a.send_ops_flags = ops;
 	}
 	return ibv_create_qp_ex(ctx, &a);
-}
-
-/* RESET -> INIT -> RTR -> RTS for a UD QP. */
-static int cqex_ud_up(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = UD_QKEY;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_QKEY))
-		return -1;
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		return -1;
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x42;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-}
-
-static int cqex_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *at,
-			  uint32_t len, uint64_t wr_id)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)at, .length = len, .lkey = mr->lkey,
-	};
-	struct ibv_recv_wr wr = {
-		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-	}, *bad;
-
-	return ibv_post_recv(qp, &wr, &bad);
-}
-
-/* Post one signaled RC work request with ibv_post_send(). */
-static int cqex_post(struct ibv_qp *qp, struct ibv_mr *mr,
-		     enum ibv_wr_opcode op, uint64_t wr_id, void *local,
-		     uint32_t len, void *remote, uint32_t imm)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)local, .length = len, .lkey = mr->lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
-		.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(imm),
-	}, *bad;
-
-	wr.wr.rdma.remote_addr = (uintptr_t)remote;
-	wr.wr.rdma.rkey = mr->rkey;
-	return ibv_post_send(qp, &wr, &bad);
 }
 
 /* The completion with @wr_id in @wc[0..n), or NULL. */
@@ -243,7 +181,7 @@ FIXTURE_SETUP(cqex)
 			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			      IBV_ACCESS_REMOTE_READ);
 	ASSERT_NE(NULL, self->mr);
-	self->cqx = cqex_create(self->ctx, SRDMA_TEST_CQE);
+	self->cqx = srdma_test_cq_ex(self->ctx, SRDMA_TEST_CQE);
 	ASSERT_NE(NULL, self->cqx) TH_LOG("create_cq_ex: %s",
 					  strerror(errno));
 	self->cq = ibv_cq_ex_to_cq(self->cqx);
@@ -313,18 +251,20 @@ TEST_F(cqex, rc_fields)
 	for (i = 0; i < 4096; i++)
 		self->buf[i] = (char)(i * 7 + 3);
 	for (i = 0; i < 3; i++)
-		ASSERT_EQ(0, cqex_post_recv(self->qp, self->mr, rb + i * 1024,
-					    1024, 101 + i));
-	ASSERT_EQ(0, cqex_post(self->qp, self->mr, IBV_WR_SEND, 1, self->buf,
-			       100, NULL, 0));
-	ASSERT_EQ(0, cqex_post(self->qp, self->mr, IBV_WR_SEND_WITH_IMM, 2,
-			       self->buf + 100, 200, NULL, IMM1));
-	ASSERT_EQ(0, cqex_post(self->qp, self->mr, IBV_WR_RDMA_WRITE_WITH_IMM,
-			       3, self->buf + 300, 300,
-			       self->buf + WRITE_OFF, IMM2));
-	ASSERT_EQ(0, cqex_post(self->qp, self->mr, IBV_WR_RDMA_READ, 4,
-			       self->buf + WRITE_OFF + 4096, 300,
-			       self->buf + WRITE_OFF, 0));
+		ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr,
+						  rb + i * 1024, 1024,
+						  101 + i));
+	ASSERT_EQ(0, srdma_test_post(self->qp, self->mr, IBV_WR_SEND, 1,
+				     self->buf, 100, NULL, 0));
+	ASSERT_EQ(0, srdma_test_post(self->qp, self->mr, IBV_WR_SEND_WITH_IMM,
+				     2, self->buf + 100, 200, NULL, IMM1));
+	ASSERT_EQ(0, srdma_test_post(self->qp, self->mr,
+				     IBV_WR_RDMA_WRITE_WITH_IMM, 3,
+				     self->buf + 300, 300,
+				     self->buf + WRITE_OFF, IMM2));
+	ASSERT_EQ(0, srdma_test_post(self->qp, self->mr, IBV_WR_RDMA_READ, 4,
+				     self->buf + WRITE_OFF + 4096, 300,
+				     self->buf + WRITE_OFF, 0));
 	ASSERT_EQ(7, cqex_poll(self->cqx, wc, 7, 2000));
 	/* The sender's side: byte_len only for a READ. */
 	cqex_check(_metadata, cqex_find(wc, 7, 1), IBV_WC_SEND, 0, 0, 0,
@@ -367,7 +307,7 @@ TEST_F(cqex, slots_returned_and_shared_with_poll_cq)
 	uint64_t next = 1;
 	int round, i, n;
 
-	small = cqex_create(self->ctx, 4);
+	small = srdma_test_cq_ex(self->ctx, 4);
 	ASSERT_NE(NULL, small);
 	EXPECT_EQ(7, ibv_cq_ex_to_cq(small)->cqe);
 	qp = cqex_qp(self->ctx, self->pd, ibv_cq_ex_to_cq(small), IBV_QPT_RC,
@@ -377,9 +317,10 @@ TEST_F(cqex, slots_returned_and_shared_with_poll_cq)
 	ASSERT_EQ(0, srdma_test_connect_self(qp, self->gidx, &self->gid));
 	for (round = 0; round < 10; round++) {
 		for (i = 0; i < 6; i++)
-			ASSERT_EQ(0, cqex_post(qp, self->mr, IBV_WR_RDMA_WRITE,
-					       next + i, self->buf, 64,
-					       self->buf + WRITE_OFF, 0));
+			ASSERT_EQ(0, srdma_test_post(qp, self->mr,
+						     IBV_WR_RDMA_WRITE,
+						     next + i, self->buf, 64,
+						     self->buf + WRITE_OFF, 0));
 		if (round & 1) {
 			/* the first with ibv_poll_cq, the rest with cq_ex */
 			ASSERT_EQ(1, srdma_test_wait_wc(ibv_cq_ex_to_cq(small),
@@ -422,8 +363,8 @@ TEST_F(cqex, ud_fields)
 	ASSERT_NE(NULL, a) TH_LOG("UD create_qp_ex: %s", strerror(errno));
 	b = cqex_qp(self->ctx, self->pd, self->cq, IBV_QPT_UD, 0);
 	ASSERT_NE(NULL, b);
-	ASSERT_EQ(0, cqex_ud_up(a));
-	ASSERT_EQ(0, cqex_ud_up(b));
+	ASSERT_EQ(0, srdma_test_ud_up(a, UD_QKEY));
+	ASSERT_EQ(0, srdma_test_ud_up(b, UD_QKEY));
 	memset(&aa, 0, sizeof(aa));
 	aa.is_global = 1;
 	aa.grh.dgid = self->gid;
@@ -435,8 +376,8 @@ TEST_F(cqex, ud_fields)
 	for (i = 0; i < 1024; i++)
 		self->buf[i] = (char)(i * 11 + 1);
 	memset(rb, 0xee, 4096);
-	ASSERT_EQ(0, cqex_post_recv(b, self->mr, rb, 2048, 21));
-	ASSERT_EQ(0, cqex_post_recv(b, self->mr, rb + 2048, 2048, 22));
+	ASSERT_EQ(0, srdma_test_post_recv(b, self->mr, rb, 2048, 21));
+	ASSERT_EQ(0, srdma_test_post_recv(b, self->mr, rb + 2048, 2048, 22));
 
 	/* one SEND through ibv_post_send() ... */
 	{
@@ -601,9 +542,9 @@ TEST_F(cqex, create_qp_ex_flags)
 	EXPECT_EQ(IBV_QPT_RC, qp->qp_type);
 	EXPECT_EQ(NULL, ibv_qp_to_qp_ex(qp));
 	/* A QP in RESET takes no receive and no send. */
-	EXPECT_EQ(EINVAL, cqex_post_recv(qp, self->mr, self->buf, 64, 1));
-	EXPECT_EQ(EINVAL, cqex_post(qp, self->mr, IBV_WR_SEND, 1, self->buf,
-				    64, NULL, 0));
+	EXPECT_EQ(EINVAL, srdma_test_post_recv(qp, self->mr, self->buf, 64, 1));
+	EXPECT_EQ(EINVAL, srdma_test_post(qp, self->mr, IBV_WR_SEND, 1,
+					  self->buf, 64, NULL, 0));
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 
 	a.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
@@ -686,9 +627,11 @@ TEST_F(cqex, wr_api_rc)
 
 	for (i = 0; i < 8192; i++)
 		self->buf[i] = (char)(i * 13 + 5);
-	ASSERT_EQ(0, cqex_post_recv(self->qp, self->mr, rb, 2048, 201));
-	ASSERT_EQ(0, cqex_post_recv(self->qp, self->mr, rb + 2048, 2048, 202));
-	ASSERT_EQ(0, cqex_post_recv(self->qp, self->mr, rb + 4096, 2048, 203));
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, rb, 2048, 201));
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, rb + 2048, 2048,
+					  202));
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, rb + 4096, 2048,
+					  203));
 
 	ibv_wr_start(x);
 	x->wr_flags = IBV_SEND_SIGNALED;
@@ -855,8 +798,8 @@ TEST_F(cqex, wr_api_bad_batches)
 	ibv_wr_send(x);
 	ibv_wr_set_sge(x, self->mr->lkey, (uintptr_t)self->buf, 8);
 	EXPECT_EQ(EINVAL, ibv_wr_complete(x));
-	EXPECT_EQ(EINVAL, cqex_post_recv(self->qp, self->mr, self->buf, 64,
-					 7));
+	EXPECT_EQ(EINVAL, srdma_test_post_recv(self->qp, self->mr, self->buf,
+					       64, 7));
 	usleep(100000);
 	EXPECT_EQ(0, cqex_poll(self->cqx, wc, 1, 1));
 }
