@@ -134,19 +134,13 @@ FIXTURE_TEARDOWN(inl)
 static int pair_up(FIXTURE_DATA(inl) *self, enum ibv_qp_type type,
 		   uint32_t max_inline)
 {
-	struct ibv_ah_attr ah = {
-		.is_global = 1, .port_num = 1,
-		.grh = { .dgid = self->gid, .sgid_index = self->gidx,
-			 .hop_limit = 64 },
-	};
-
 	self->a = make_qp(self->pd, self->cq, self->rcq, type, max_inline,
 			  &self->cap);
 	self->b = make_qp(self->pd, self->cq, self->rcq, type, 0, NULL);
 	if (!self->a || !self->b)
 		return -1;
 	if (type == IBV_QPT_UD) {
-		self->ah = ibv_create_ah(self->pd, &ah);
+		self->ah = srdma_test_ah(self->pd, self->gidx, &self->gid);
 		return !self->ah || srdma_test_ud_up(self->a, QKEY) ||
 			srdma_test_ud_up(self->b, QKEY) ? -1 : 0;
 	}

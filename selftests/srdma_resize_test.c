@@ -28,6 +28,7 @@
 #define IMM1		0x12345678U
 #define IMM2		0x9abcdef0U
 #define MAX_MAPS	64
+#define RS_POLL_MAX	64		/* completions per rs_poll() */
 
 /* One completion as the test expects it, every field. */
 struct rs_wc {
@@ -161,62 +162,52 @@ static void rs_check(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, wc->dlid_path_bits);
 }
 
+/* @x, read through the ibv_cq_ex accessors, as an ibv_wc. */
+static void rs_wc_of(const struct srdma_test_wc *x, struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = x->wr_id;
+	wc->status = x->status;
+	wc->opcode = x->opcode;
+	wc->vendor_err = x->vendor_err;
+	wc->byte_len = x->byte_len;
+	wc->imm_data = x->imm_data;
+	wc->qp_num = x->qp_num;
+	wc->src_qp = x->src_qp;
+	wc->wc_flags = x->wc_flags;
+	wc->slid = x->slid;
+	wc->sl = x->sl;
+	wc->dlid_path_bits = x->dlid_path_bits;
+}
+
 /* The current completion of an open start_poll batch, as an ibv_wc. */
 static void rs_read_ex(struct ibv_cq_ex *cq, struct ibv_wc *wc)
 {
-	memset(wc, 0, sizeof(*wc));
-	wc->wr_id = cq->wr_id;
-	wc->status = cq->status;
-	wc->opcode = ibv_wc_read_opcode(cq);
-	wc->vendor_err = ibv_wc_read_vendor_err(cq);
-	wc->byte_len = ibv_wc_read_byte_len(cq);
-	wc->imm_data = ibv_wc_read_imm_data(cq);
-	wc->qp_num = ibv_wc_read_qp_num(cq);
-	wc->src_qp = ibv_wc_read_src_qp(cq);
-	wc->wc_flags = ibv_wc_read_wc_flags(cq);
-	wc->slid = ibv_wc_read_slid(cq);
-	wc->sl = ibv_wc_read_sl(cq);
-	wc->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+	struct srdma_test_wc x;
+
+	srdma_test_read_ex(cq, &x);
+	rs_wc_of(&x, wc);
 }
 
 /*
- * Collect @n completions within about 5 s, with ibv_poll_cq() (@cqx NULL)
- * or the start_poll API of @cqx; how many came, or -errno.
+ * Collect @n (at most RS_POLL_MAX) completions within about 5 s, with
+ * ibv_poll_cq() (@cqx NULL) or the start_poll API of @cqx; how many came,
+ * or -errno.
  */
 static int rs_poll(struct ibv_cq *cq, struct ibv_cq_ex *cqx,
 		   struct ibv_wc *wc, int n)
 {
-	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
-	int got = 0, i, ret;
+	struct srdma_test_wc x[RS_POLL_MAX];
+	int ms = 5000 * (srdma_test_slow() + 1);
+	int got, i;
 
-	for (i = 0; i < 50000 * (srdma_test_slow() + 1) && got < n; i++) {
-		if (!cqx) {
-			ret = ibv_poll_cq(cq, n - got, wc + got);
-			if (ret < 0)
-				return ret;
-			got += ret;
-			if (!ret)
-				usleep(100);
-			continue;
-		}
-		ret = ibv_start_poll(cqx, &attr);
-		if (ret == ENOENT) {
-			usleep(100);
-			continue;
-		}
-		if (ret)
-			return -ret;
-		rs_read_ex(cqx, &wc[got++]);
-		while (got < n) {
-			ret = ibv_next_poll(cqx);
-			if (ret)
-				break;
-			rs_read_ex(cqx, &wc[got++]);
-		}
-		ibv_end_poll(cqx);
-		if (ret && ret != ENOENT)
-			return -ret;
-	}
+	if (!cqx)
+		return srdma_test_poll_n(cq, wc, n, ms);
+	if (n > RS_POLL_MAX)
+		return -EINVAL;
+	got = srdma_test_poll_ex(cqx, x, n, ms);
+	for (i = 0; i < got; i++)
+		rs_wc_of(&x[i], &wc[i]);
 	return got;
 }
 

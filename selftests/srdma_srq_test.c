@@ -700,7 +700,6 @@ TEST_F(srq, ud)
 	long long drop0 = srdma_test_counter("rx_ud_no_receive");
 	long long empty0 = srdma_test_counter("rx_srq_empty");
 	struct ibv_qp_attr a;
-	struct ibv_ah_attr aa;
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
 	struct ibv_wc wc;
@@ -719,13 +718,7 @@ TEST_F(srq, ud)
 	ASSERT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE));
 	a.qp_state = IBV_QPS_RTS;
 	ASSERT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
-	memset(&aa, 0, sizeof(aa));
-	aa.is_global = 1;
-	aa.grh.dgid = self->gid;
-	aa.grh.sgid_index = self->gidx;
-	aa.grh.hop_limit = 64;
-	aa.port_num = 1;
-	ah = ibv_create_ah(self->pd, &aa);
+	ah = srdma_test_ah(self->pd, self->gidx, &self->gid);
 	ASSERT_NE(NULL, ah);
 
 	ASSERT_EQ(0, post_srq(self, self->srq, 90, 2, SLOT));

@@ -257,6 +257,18 @@ static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	return 0;
 }
 
+/* An AH on @pd from our GID @gidx to @dgid. */
+static inline struct ibv_ah *srdma_test_ah(struct ibv_pd *pd, int gidx,
+					   const union ibv_gid *dgid)
+{
+	struct ibv_ah_attr aa = {
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = *dgid, .sgid_index = gidx, .hop_limit = 64 },
+	};
+
+	return ibv_create_ah(pd, &aa);
+}
+
 /* Up to @n completions within about @ms ms; how many came, or < 0. */
 static inline int srdma_test_poll_n(struct ibv_cq *cq, struct ibv_wc *wc,
 				    int n, int ms)
@@ -341,6 +353,75 @@ static inline struct ibv_cq_ex *srdma_test_cq_ex(struct ibv_context *ctx,
 	};
 
 	return ibv_create_cq_ex(ctx, &a);
+}
+
+/*
+ * One completion, every field read through the ibv_cq_ex accessors at the
+ * width they return (struct ibv_wc's slid has only 16 bits).
+ */
+struct srdma_test_wc {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	__be32 imm_data;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	unsigned int wc_flags;
+	uint32_t slid;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+};
+
+/* The current completion of an open start_poll batch on @cq. */
+static inline void srdma_test_read_ex(struct ibv_cq_ex *cq,
+				      struct srdma_test_wc *wc)
+{
+	wc->wr_id = cq->wr_id;
+	wc->status = cq->status;
+	wc->opcode = ibv_wc_read_opcode(cq);
+	wc->vendor_err = ibv_wc_read_vendor_err(cq);
+	wc->byte_len = ibv_wc_read_byte_len(cq);
+	wc->imm_data = ibv_wc_read_imm_data(cq);
+	wc->qp_num = ibv_wc_read_qp_num(cq);
+	wc->src_qp = ibv_wc_read_src_qp(cq);
+	wc->wc_flags = ibv_wc_read_wc_flags(cq);
+	wc->slid = ibv_wc_read_slid(cq);
+	wc->sl = ibv_wc_read_sl(cq);
+	wc->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+}
+
+/*
+ * Collect up to @n completions within about @ms ms through start_poll /
+ * next_poll / end_poll; how many came, or -errno on a poll error.
+ */
+static inline int srdma_test_poll_ex(struct ibv_cq_ex *cq,
+				     struct srdma_test_wc *wc, int n, int ms)
+{
+	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
+	int got = 0, i, ret;
+
+	for (i = 0; i < ms * 10 && got < n; i++) {
+		ret = ibv_start_poll(cq, &attr);
+		if (ret == ENOENT) {
+			usleep(100);
+			continue;
+		}
+		if (ret)
+			return -ret;
+		srdma_test_read_ex(cq, &wc[got++]);
+		while (got < n) {
+			ret = ibv_next_poll(cq);
+			if (ret)
+				break;
+			srdma_test_read_ex(cq, &wc[got++]);
+		}
+		ibv_end_poll(cq);
+		if (ret && ret != ENOENT)
+			return -ret;
+	}
+	return got;
 }
 
 /* One uverbs mapping of this process (a ring of the provider's). */

@@ -89,7 +89,6 @@ FIXTURE(ud) {
 
 FIXTURE_SETUP(ud)
 {
-	struct ibv_ah_attr aa;
 
 	self->qp = NULL;
 	self->b = NULL;
@@ -103,13 +102,7 @@ FIXTURE_SETUP(ud)
 	ASSERT_NE(NULL, self->b);
 	ASSERT_EQ(0, srdma_test_ud_up(self->qp, UD_QKEY));
 	ASSERT_EQ(0, srdma_test_ud_up(self->b, UD_QKEY));
-	memset(&aa, 0, sizeof(aa));
-	aa.is_global = 1;
-	aa.grh.dgid = self->gid;
-	aa.grh.sgid_index = self->gidx;
-	aa.grh.hop_limit = 64;
-	aa.port_num = 1;
-	self->ah = ibv_create_ah(self->pd, &aa);
+	self->ah = srdma_test_ah(self->pd, self->gidx, &self->gid);
 	ASSERT_NE(NULL, self->ah) TH_LOG("create_ah: %s", strerror(errno));
 }
 
@@ -542,10 +535,7 @@ TEST_F(ud, provider_refuses_bad_wr)
 
 	pd2 = ibv_alloc_pd(self->ctx);
 	ASSERT_NE(NULL, pd2);
-	ah2 = ibv_create_ah(pd2, &(struct ibv_ah_attr){
-		.is_global = 1, .port_num = 1,
-		.grh = { .dgid = self->gid, .sgid_index = self->gidx,
-			 .hop_limit = 64 } });
+	ah2 = srdma_test_ah(pd2, self->gidx, &self->gid);
 	ASSERT_NE(NULL, ah2);
 	for (i = 0; i < 64; i++)
 		self->buf[i] = (char)(0x30 + i);
@@ -823,18 +813,6 @@ static int mc_gid(const char *addr, union ibv_gid *g)
 	return inet_pton(AF_INET6, addr, g->raw) == 1 ? 0 : -1;
 }
 
-/* An AH from our GID @gidx to @dgid. */
-static struct ibv_ah *mc_ah(struct ibv_pd *pd, int gidx,
-			    const union ibv_gid *dgid)
-{
-	struct ibv_ah_attr aa = {
-		.is_global = 1, .port_num = 1,
-		.grh = { .dgid = *dgid, .sgid_index = gidx, .hop_limit = 64 },
-	};
-
-	return ibv_create_ah(pd, &aa);
-}
-
 /* The netdev of the device under test, into @buf. -1 if unknown. */
 static int mc_netdev(char *buf, size_t len)
 {
@@ -1029,7 +1007,7 @@ TEST_F(ud, mcast_ipv4_loopback)
 	ASSERT_EQ(0, srdma_test_ud_up(c, UD_QKEY));
 	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
 	ASSERT_EQ(0, ibv_attach_mcast(c, &g, 0));
-	ah = mc_ah(self->pd, self->gidx, &g);
+	ah = srdma_test_ah(self->pd, self->gidx, &g);
 	ASSERT_NE(NULL, ah) TH_LOG("create_ah: %s", strerror(errno));
 	for (i = 0; i < 300; i++)
 		self->buf[i] = (char)(i * 11 + 7);
@@ -1105,8 +1083,8 @@ TEST_F(ud, mcast_drops)
 	ASSERT_EQ(0, mc_gid("239.1.2.5", &g));
 	ASSERT_EQ(0, mc_gid("224.0.0.1", &a));
 	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
-	ah = mc_ah(self->pd, self->gidx, &g);
-	all = mc_ah(self->pd, self->gidx, &a);
+	ah = srdma_test_ah(self->pd, self->gidx, &g);
+	all = srdma_test_ah(self->pd, self->gidx, &a);
 	ASSERT_NE(NULL, ah);
 	ASSERT_NE(NULL, all);
 	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr,
@@ -1161,7 +1139,7 @@ TEST_F(ud, mcast_group_full)
 						  i * 256, 256, 100 + i));
 	}
 	EXPECT_EQ(ENOMEM, ibv_attach_mcast(q[MC_MAX_QP], &g, 0));
-	ah = mc_ah(self->pd, self->gidx, &g);
+	ah = srdma_test_ah(self->pd, self->gidx, &g);
 	ASSERT_NE(NULL, ah);
 	for (i = 0; i < 64; i++)
 		self->buf[i] = (char)(0x40 + i);
@@ -1264,7 +1242,7 @@ TEST_F(ud, mcast_ipv6_loopback)
 	ASSERT_EQ(0, mc_gid("ff0e::1:5", &g));
 	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
 	EXPECT_EQ(1, mc_joined("ff0e::1:5"));
-	ah = mc_ah(self->pd, gidx, &g);
+	ah = srdma_test_ah(self->pd, gidx, &g);
 	ASSERT_NE(NULL, ah) TH_LOG("create_ah: %s", strerror(errno));
 	memset(rb, 0xee, 2048);
 	memcpy(self->buf, "multicast over IPv6", 20);
