@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
- * What the srdma test modules (selftests/kmod) share: the check macro,
- * the device's IPv4 RoCEv2 GID, an RC QP connected in loopback, and the
- * load-time runner. Each module is one .c file that keeps its state in
- * a struct kt with at least
+ * What the srdma test modules (selftests/kmod) share: the dev= parameter,
+ * the check macro, the device's IPv4 RoCEv2 GID, an RC QP connected in
+ * loopback, and the load-time runner. Each module is one .c file that
+ * keeps its state in a struct kt with at least
  *
  *	struct ib_device *ibdev;	the device named by dev=
  *	u8 *buf;			KT_BUF bytes, zeroed
@@ -17,6 +17,11 @@
 #include <net/ipv6.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
+
+/* The device under test: insmod ... dev=NAME. */
+static char *dev = "srdma0";
+module_param(dev, charp, 0444);
+MODULE_PARM_DESC(dev, "the srdma device to test (default srdma0)");
 
 /* Count a check; log and count it as failed if @cond is false. */
 #define KT_CHECK(kt, cond, fmt, ...) do {				\

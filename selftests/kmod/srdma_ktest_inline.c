@@ -18,10 +18,6 @@
 
 #include "srdma_ktest.h"
 
-static char *dev = "srdma0";
-module_param(dev, charp, 0444);
-MODULE_PARM_DESC(dev, "the srdma device to test (default srdma0)");
-
 #define KT_QKEY		0x33333333U
 #define KT_PSN		0x321
 #define KT_MAX_INLINE	1024		/* SRDMA_MAX_INLINE_DATA */

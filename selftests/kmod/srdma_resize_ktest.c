@@ -23,10 +23,6 @@
 MODULE_DESCRIPTION("srdma selftest: resizing CQs for kernel consumers");
 MODULE_LICENSE("Dual BSD/GPL");
 
-static char *dev = "srdma0";
-module_param(dev, charp, 0444);
-MODULE_PARM_DESC(dev, "the srdma device to test");
-
 #define KT_N		6		/* messages per round */
 #define KT_MSG		512		/* bytes per receive buffer */
 #define KT_RECV_OFF	4096		/* receive buffers from here */

@@ -18,10 +18,6 @@
 MODULE_DESCRIPTION("srdma selftest: SRQs for kernel consumers");
 MODULE_LICENSE("Dual BSD/GPL");
 
-static char *dev = "srdma0";
-module_param(dev, charp, 0444);
-MODULE_PARM_DESC(dev, "the srdma device to test");
-
 #define KT_SRQ_WR	8
 #define KT_MSG		512		/* bytes per receive buffer */
 #define KT_RECV_OFF	8192		/* receive buffers from here */
