@@ -219,29 +219,6 @@ static inline struct ibv_qp *srdma_test_rc_qp(struct ibv_pd *pd,
 	return ibv_create_qp(pd, &init);
 }
 
-/*
- * Post one signaled RDMA WRITE or READ of @len bytes between @local and
- * @remote, both inside @mr; ibv_post_send()'s result.
- */
-static inline int srdma_test_post_rdma(struct ibv_qp *qp, struct ibv_mr *mr,
-				       enum ibv_wr_opcode op, void *local,
-				       uint32_t len, void *remote)
-{
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-
-	sge.addr = (uintptr_t)local;
-	sge.length = len;
-	sge.lkey = mr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uintptr_t)remote;
-	wr.wr.rdma.rkey = mr->rkey;
-	return ibv_post_send(qp, &wr, &bad);
-}
 
 /* Poll @cq for up to about 2 s for one completion; 1 if one came. */
 static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
@@ -341,6 +318,17 @@ static inline int srdma_test_post(struct ibv_qp *qp, struct ibv_mr *mr,
 	wr.wr.rdma.remote_addr = (uintptr_t)remote;
 	wr.wr.rdma.rkey = mr->rkey;
 	return ibv_post_send(qp, &wr, &bad);
+}
+
+/*
+ * Post one signaled RDMA WRITE or READ of @len bytes between @local and
+ * @remote, both inside @mr; ibv_post_send()'s result.
+ */
+static inline int srdma_test_post_rdma(struct ibv_qp *qp, struct ibv_mr *mr,
+				       enum ibv_wr_opcode op, void *local,
+				       uint32_t len, void *remote)
+{
+	return srdma_test_post(qp, mr, op, 0, local, len, remote, 0);
 }
 
 /* An extended CQ of @cqe entries with the standard completion fields. */
