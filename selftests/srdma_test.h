@@ -219,7 +219,6 @@ static inline struct ibv_qp *srdma_test_rc_qp(struct ibv_pd *pd,
 	return ibv_create_qp(pd, &init);
 }
 
-
 /* Poll @cq for up to about 2 s for one completion; 1 if one came. */
 static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 {
