@@ -99,6 +99,28 @@ wait_for() {
 	done
 }
 
+# ktest_module NAME: load the test module selftests/kmod/NAME.ko on srdma0
+# bound to a veth (tests/link.sh's setup_bound_veth). It runs its checks
+# as it loads and loads only if all passed; its log lines are printed,
+# then "# PASS: N checks". Fails the test if it did not load, logged no
+# PASS line or does not unload.
+ktest_module() {
+	local name=$1 ko=$SRDMA_ROOT/selftests/kmod/$1.ko mark out rc
+	[ -f "$ko" ] || fail "no $ko (run make)"
+	setup_bound_veth || fail "link add"
+	roce2_ipv4_gid srdma0 > /dev/null || fail "no IPv4 GID"
+	mark=$(dmesg | wc -l)
+	insmod "$ko" dev=srdma0
+	rc=$?
+	out=$(dmesg | tail -n +$((mark + 1)) | grep "$name")
+	echo "$out"
+	[ $rc = 0 ] || fail "the module's checks failed"
+	grep -q "$name: PASS: [0-9]* checks" <<< "$out" ||
+		fail "no PASS line"
+	echo "# $(grep -o 'PASS: [0-9]* checks' <<< "$out")"
+	rmmod "$name" || fail "rmmod $name"
+}
+
 dev_exists() { [ -e "/sys/class/infiniband/$1" ]; }
 dev_absent() { [ ! -e "/sys/class/infiniband/$1" ]; }
 

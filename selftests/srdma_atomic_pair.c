@@ -115,20 +115,6 @@ static void xwrite(int fd, const void *p, size_t n)
 		die("control write: %s", strerror(errno));
 }
 
-static int xread(int fd, void *p, size_t n)
-{
-	size_t got = 0;
-	ssize_t r;
-
-	while (got < n) {
-		r = read(fd, (char *)p + got, n - got);
-		if (r <= 0)
-			return -1;
-		got += r;
-	}
-	return 0;
-}
-
 static void side_open(struct side *s, size_t words, int access)
 {
 	s->ctx = srdma_test_open();
@@ -159,18 +145,12 @@ static struct ibv_qp *qp_make(struct side *s, int access)
 		.cap = { .max_send_wr = DEPTH, .max_recv_wr = 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = access,
-	};
 	struct ibv_qp *qp;
 
 	qp = ibv_create_qp(s->pd, &init);
 	if (!qp)
 		die("create_qp: %s", strerror(errno));
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	if (srdma_test_qp_init_access(qp, access))
 		die("modify_qp INIT: %s", strerror(errno));
 	return qp;
 }
@@ -181,21 +161,11 @@ static void qp_connect(struct ibv_qp *qp, const struct side *s,
 {
 	struct ibv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = rqpn;
+	srdma_test_rtr_attr(&a, rqpn, s->gidx, rgid, IBV_MTU_1024);
 	a.rq_psn = PSN;
 	a.max_dest_rd_atomic = 16;
 	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *rgid;
-	a.ah_attr.grh.sgid_index = s->gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+	if (ibv_modify_qp(qp, &a, SRDMA_TEST_RTR_MASK))
 		die("modify_qp RTR: %s", strerror(errno));
 	srdma_test_rts_attr(&a);
 	a.timeout = 14 + slow;		/* 67 ms, longer on the debug kernel */
@@ -209,9 +179,6 @@ static void qp_connect(struct ibv_qp *qp, const struct side *s,
 
 static void server(void)
 {
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE };
 	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
 			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 	uint64_t total = (uint64_t)nclients * (n_faa + n_cas), v, *vals;
@@ -219,7 +186,6 @@ static void server(void)
 	int sock[MAX_CLIENTS], ls, one = 1, i, bad = 0;
 	struct verdict vd = {};
 	volatile uint64_t *w;
-	struct addrinfo *ai;
 	struct side s = {};
 	unsigned char *seen;
 	struct ibv_wc wc;
@@ -234,13 +200,9 @@ static void server(void)
 	vals = calloc(MAX_OPS, sizeof(*vals));
 	if (!seen || !vals)
 		die("no memory");
-	if (getaddrinfo(NULL, port, &hints, &ai))
-		die("getaddrinfo");
-	ls = socket(ai->ai_family, ai->ai_socktype, 0);
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(ls, ai->ai_addr, ai->ai_addrlen) || listen(ls, MAX_CLIENTS))
-		die("bind/listen: %s", strerror(errno));
-	freeaddrinfo(ai);
+	ls = srdma_test_tcp_listen(port, MAX_CLIENTS);
+	if (ls < 0)
+		die("listen on port %s: %s", port, strerror(errno));
 	for (i = 0; i < nclients; i++) {
 		struct hello h = { .psn = PSN, .rkey = s.mr->rkey,
 				   .clients = nclients, .faa = n_faa,
@@ -254,7 +216,7 @@ static void server(void)
 		qp[i] = qp_make(&s, access);
 		h.qpn = qp[i]->qp_num;
 		xwrite(sock[i], &h, sizeof(h));
-		if (xread(sock[i], &r, sizeof(r)))
+		if (srdma_test_read_full(sock[i], &r, sizeof(r)))
 			die("client %d went away while connecting", i);
 		qp_connect(qp[i], &s, r.qpn, &r.gid);
 	}
@@ -265,8 +227,9 @@ static void server(void)
 
 	/* Each client's values: its count, then the values. */
 	for (i = 0; i < nclients && !bad; i++) {
-		if (xread(sock[i], &n, sizeof(n)) || n > MAX_OPS ||
-		    xread(sock[i], vals, n * sizeof(*vals))) {
+		if (srdma_test_read_full(sock[i], &n, sizeof(n)) ||
+		    n > MAX_OPS ||
+		    srdma_test_read_full(sock[i], vals, n * sizeof(*vals))) {
 			snprintf(vd.msg, sizeof(vd.msg),
 				 "client %d sent no values", i);
 			bad = 1;
@@ -344,23 +307,9 @@ static void server(void)
 
 static int connect_to(const char *host)
 {
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *ai;
-	int fd = -1, i;
-
-	if (getaddrinfo(host, port, &hints, &ai))
-		die("getaddrinfo %s", host);
 	/* The server may not listen yet: retry for 120 s. */
-	for (i = 0; i < 600; i++) {
-		fd = socket(ai->ai_family, ai->ai_socktype, 0);
-		if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
-			break;
-		close(fd);
-		fd = -1;
-		usleep(200000);
-	}
-	freeaddrinfo(ai);
+	int fd = srdma_test_tcp_connect(host, port, 600);
+
 	if (fd < 0)
 		die("cannot connect to %s", host);
 	return fd;
@@ -461,7 +410,7 @@ static int client_one(const char *host)
 	fd = connect_to(host);
 	side_open(&s, DEPTH, IBV_ACCESS_LOCAL_WRITE);
 	qp = qp_make(&s, IBV_ACCESS_LOCAL_WRITE);
-	if (xread(fd, &h, sizeof(h)))
+	if (srdma_test_read_full(fd, &h, sizeof(h)))
 		die("server went away while connecting");
 	if (h.clients != (uint32_t)nclients || h.faa != n_faa || h.cas != n_cas)
 		die("the server has -c %u -n %u -k %u", h.clients, h.faa,
@@ -471,7 +420,7 @@ static int client_one(const char *host)
 	r.gid = s.gid;
 	xwrite(fd, &r, sizeof(r));
 	qp_connect(qp, &s, h.qpn, &h.gid);
-	if (xread(fd, &go, sizeof(go)))
+	if (srdma_test_read_full(fd, &go, sizeof(go)))
 		die("server went away before the start");
 
 	/* FETCH ADD 1, DEPTH in flight; wr_id n for the n-th, in order. */
@@ -532,7 +481,7 @@ static int client_one(const char *host)
 	    (unsigned long long)tries);
 	xwrite(fd, &nv, sizeof(nv));
 	xwrite(fd, vals, nv * sizeof(*vals));
-	if (xread(fd, &vd, sizeof(vd)))
+	if (srdma_test_read_full(fd, &vd, sizeof(vd)))
 		die("no verdict from the server");
 	vd.msg[sizeof(vd.msg) - 1] = 0;
 	say("server says: %s", vd.msg);

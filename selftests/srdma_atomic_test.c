@@ -62,22 +62,6 @@ static bool wanted(const char *name)
 		SKIP(return, "not in SRDMA_ATOMIC_TESTS");		\
 } while (0)
 
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int i, n;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
-}
-
 /* One side: a device, a PD, a CQ, a page-aligned buffer and its MR. */
 struct side {
 	struct ibv_context *ctx;
@@ -90,38 +74,10 @@ struct side {
 	struct ibv_qp *qp[NQP];
 };
 
-/* Completion wait bound, in 100 us steps: 20 s, longer when slow. */
-static int wc_steps(void)
-{
-	return 200000 * (srdma_test_slow() + 1);
-}
-
-/* Up to @n completions within the bound; how many came. */
+/* Up to @n completions within 20 s (longer when slow); how many came. */
 static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
 {
-	int got = 0, i, r;
-
-	for (i = 0; i < wc_steps() && got < n; i++) {
-		r = ibv_poll_cq(cq, n - got, wc + got);
-		if (r < 0)
-			return r;
-		got += r;
-		if (got < n)
-			usleep(100);
-	}
-	return got;
-}
-
-static int qp_init(struct ibv_qp *qp, int access)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = access,
-	};
-
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	return srdma_test_poll_n(cq, wc, n, 20000 * (srdma_test_slow() + 1));
 }
 
 /* INIT -> RTR -> RTS of @qp towards @rqpn at @rgid. */
@@ -130,32 +86,16 @@ static int qp_connect(struct ibv_qp *qp, const struct side *me,
 {
 	struct ibv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = rqpn;
+	srdma_test_rtr_attr(&a, rqpn, me->gidx, rgid, IBV_MTU_1024);
 	a.rq_psn = PSN0;
 	a.max_dest_rd_atomic = DEPTH;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *rgid;
-	a.ah_attr.grh.sgid_index = me->gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+	if (ibv_modify_qp(qp, &a, SRDMA_TEST_RTR_MASK))
 		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
+	srdma_test_rts_attr(&a);
 	a.timeout = 14 + srdma_test_slow();
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
 	a.sq_psn = PSN0;
 	a.max_rd_atomic = DEPTH;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return ibv_modify_qp(qp, &a, SRDMA_TEST_RTS_MASK);
 }
 
 /* Requester QP 1 is an extended QP with the atomic posting API. */
@@ -182,7 +122,7 @@ static struct ibv_qp *make_qp(struct side *s, bool ex)
 
 static int side_open(struct side *s, const char *name, int access)
 {
-	s->ctx = open_dev(name);
+	s->ctx = srdma_test_open_name(name);
 	if (!s->ctx)
 		return -1;
 	s->gidx = srdma_test_ipv4_gid(s->ctx, &s->gid);
@@ -272,8 +212,10 @@ FIXTURE_SETUP(atomic)
 		ASSERT_NE(NULL, self->req.qp[i]) TH_LOG("qp: %s",
 							strerror(errno));
 		ASSERT_NE(NULL, self->tgt.qp[i]);
-		ASSERT_EQ(0, qp_init(self->req.qp[i], IBV_ACCESS_LOCAL_WRITE));
-		ASSERT_EQ(0, qp_init(self->tgt.qp[i], ACCESS_ALL));
+		ASSERT_EQ(0, srdma_test_qp_init_access(self->req.qp[i],
+						       IBV_ACCESS_LOCAL_WRITE));
+		ASSERT_EQ(0, srdma_test_qp_init_access(self->tgt.qp[i],
+						       ACCESS_ALL));
 	}
 	for (i = 0; i < NQP; i++) {
 		ASSERT_EQ(0, qp_connect(self->req.qp[i], &self->req,

@@ -25,80 +25,6 @@
 #define IMM1		0x12345678U
 #define IMM2		0x9abcdef0U
 
-/* One completion, every field read through the ibv_cq_ex accessors. */
-struct cqex_wc {
-	uint64_t wr_id;
-	enum ibv_wc_status status;
-	enum ibv_wc_opcode opcode;
-	uint32_t vendor_err;
-	uint32_t byte_len;
-	__be32 imm_data;
-	uint32_t qp_num;
-	uint32_t src_qp;
-	unsigned int wc_flags;
-	uint32_t slid;
-	uint8_t sl;
-	uint8_t dlid_path_bits;
-};
-
-static void cqex_read(struct ibv_cq_ex *cq, struct cqex_wc *wc)
-{
-	wc->wr_id = cq->wr_id;
-	wc->status = cq->status;
-	wc->opcode = ibv_wc_read_opcode(cq);
-	wc->vendor_err = ibv_wc_read_vendor_err(cq);
-	wc->byte_len = ibv_wc_read_byte_len(cq);
-	wc->imm_data = ibv_wc_read_imm_data(cq);
-	wc->qp_num = ibv_wc_read_qp_num(cq);
-	wc->src_qp = ibv_wc_read_src_qp(cq);
-	wc->wc_flags = ibv_wc_read_wc_flags(cq);
-	wc->slid = ibv_wc_read_slid(cq);
-	wc->sl = ibv_wc_read_sl(cq);
-	wc->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
-}
-
-/*
- * Collect up to @n completions within about @ms ms through start_poll /
- * next_poll / end_poll; how many came, or -errno on a poll error.
- */
-static int cqex_poll(struct ibv_cq_ex *cq, struct cqex_wc *wc, int n, int ms)
-{
-	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
-	int got = 0, i, ret;
-
-	for (i = 0; i < ms * 10 && got < n; i++) {
-		ret = ibv_start_poll(cq, &attr);
-		if (ret == ENOENT) {
-			usleep(100);
-			continue;
-		}
-		if (ret)
-			return -ret;
-		cqex_read(cq, &wc[got++]);
-		while (got < n) {
-			ret = ibv_next_poll(cq);
-			if (ret)
-				break;
-			cqex_read(cq, &wc[got++]);
-		}
-		ibv_end_poll(cq);
-		if (ret && ret != ENOENT)
-			return -ret;
-	}
-	return got;
-}
-
-/* An extended CQ with the standard completion fields. */
-static struct ibv_cq_ex *cqex_create(struct ibv_context *ctx, uint32_t cqe)
-{
-	struct ibv_cq_init_attr_ex a = {
-		.cqe = cqe,
-		.wc_flags = IBV_WC_STANDARD_FLAGS,
-	};
-
-	return ibv_create_cq_ex(ctx, &a);
-}
-
 /*
  * ibv_create_qp_ex() of @type with IBV_QP_INIT_ATTR_CREATE_FLAGS 0 and
  * @ops as send_ops_flags (none if 0), both queues on @cq.
@@ -126,60 +52,9 @@ static struct ibv_qp *cqex_qp(struct ibv_context *ctx, struct ibv_pd *pd,
 	return ibv_create_qp_ex(ctx, &a);
 }
 
-/* RESET -> INIT -> RTR -> RTS for a UD QP. */
-static int cqex_ud_up(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = UD_QKEY;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_QKEY))
-		return -1;
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		return -1;
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x42;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-}
-
-static int cqex_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *at,
-			  uint32_t len, uint64_t wr_id)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)at, .length = len, .lkey = mr->lkey,
-	};
-	struct ibv_recv_wr wr = {
-		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-	}, *bad;
-
-	return ibv_post_recv(qp, &wr, &bad);
-}
-
-/* Post one signaled RC work request with ibv_post_send(). */
-static int cqex_post(struct ibv_qp *qp, struct ibv_mr *mr,
-		     enum ibv_wr_opcode op, uint64_t wr_id, void *local,
-		     uint32_t len, void *remote, uint32_t imm)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)local, .length = len, .lkey = mr->lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
-		.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(imm),
-	}, *bad;
-
-	wr.wr.rdma.remote_addr = (uintptr_t)remote;
-	wr.wr.rdma.rkey = mr->rkey;
-	return ibv_post_send(qp, &wr, &bad);
-}
-
 /* The completion with @wr_id in @wc[0..n), or NULL. */
-static const struct cqex_wc *cqex_find(const struct cqex_wc *wc, int n,
-				       uint64_t wr_id)
+static const struct srdma_test_wc *cqex_find(const struct srdma_test_wc *wc,
+					     int n, uint64_t wr_id)
 {
 	int i;
 
@@ -191,9 +66,10 @@ static const struct cqex_wc *cqex_find(const struct cqex_wc *wc, int n,
 
 /* Every field of a completion, as srdma must report it. */
 static void cqex_check(struct __test_metadata *_metadata,
-		       const struct cqex_wc *wc, enum ibv_wc_opcode opcode,
-		       uint32_t byte_len, unsigned int flags, uint32_t imm,
-		       uint32_t qp_num, uint32_t src_qp)
+		       const struct srdma_test_wc *wc,
+		       enum ibv_wc_opcode opcode, uint32_t byte_len,
+		       unsigned int flags, uint32_t imm, uint32_t qp_num,
+		       uint32_t src_qp)
 {
 	ASSERT_NE(NULL, wc);
 	EXPECT_EQ(IBV_WC_SUCCESS, wc->status);
@@ -243,7 +119,7 @@ FIXTURE_SETUP(cqex)
 			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			      IBV_ACCESS_REMOTE_READ);
 	ASSERT_NE(NULL, self->mr);
-	self->cqx = cqex_create(self->ctx, SRDMA_TEST_CQE);
+	self->cqx = srdma_test_cq_ex(self->ctx, SRDMA_TEST_CQE);
 	ASSERT_NE(NULL, self->cqx) TH_LOG("create_cq_ex: %s",
 					  strerror(errno));
 	self->cq = ibv_cq_ex_to_cq(self->cqx);
@@ -306,26 +182,28 @@ TEST_F(cqex, rc_fields)
 {
 	uint32_t qpn = self->qp->qp_num;
 	char *rb = self->buf + RECV_OFF;
-	struct cqex_wc wc[7];
+	struct srdma_test_wc wc[7];
 	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
 	int i;
 
 	for (i = 0; i < 4096; i++)
 		self->buf[i] = (char)(i * 7 + 3);
 	for (i = 0; i < 3; i++)
-		ASSERT_EQ(0, cqex_post_recv(self->qp, self->mr, rb + i * 1024,
-					    1024, 101 + i));
-	ASSERT_EQ(0, cqex_post(self->qp, self->mr, IBV_WR_SEND, 1, self->buf,
-			       100, NULL, 0));
-	ASSERT_EQ(0, cqex_post(self->qp, self->mr, IBV_WR_SEND_WITH_IMM, 2,
-			       self->buf + 100, 200, NULL, IMM1));
-	ASSERT_EQ(0, cqex_post(self->qp, self->mr, IBV_WR_RDMA_WRITE_WITH_IMM,
-			       3, self->buf + 300, 300,
-			       self->buf + WRITE_OFF, IMM2));
-	ASSERT_EQ(0, cqex_post(self->qp, self->mr, IBV_WR_RDMA_READ, 4,
-			       self->buf + WRITE_OFF + 4096, 300,
-			       self->buf + WRITE_OFF, 0));
-	ASSERT_EQ(7, cqex_poll(self->cqx, wc, 7, 2000));
+		ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr,
+						  rb + i * 1024, 1024,
+						  101 + i));
+	ASSERT_EQ(0, srdma_test_post(self->qp, self->mr, IBV_WR_SEND, 1,
+				     self->buf, 100, NULL, 0));
+	ASSERT_EQ(0, srdma_test_post(self->qp, self->mr, IBV_WR_SEND_WITH_IMM,
+				     2, self->buf + 100, 200, NULL, IMM1));
+	ASSERT_EQ(0, srdma_test_post(self->qp, self->mr,
+				     IBV_WR_RDMA_WRITE_WITH_IMM, 3,
+				     self->buf + 300, 300,
+				     self->buf + WRITE_OFF, IMM2));
+	ASSERT_EQ(0, srdma_test_post(self->qp, self->mr, IBV_WR_RDMA_READ, 4,
+				     self->buf + WRITE_OFF + 4096, 300,
+				     self->buf + WRITE_OFF, 0));
+	ASSERT_EQ(7, srdma_test_poll_ex(self->cqx, wc, 7, 2000));
 	/* The sender's side: byte_len only for a READ. */
 	cqex_check(_metadata, cqex_find(wc, 7, 1), IBV_WC_SEND, 0, 0, 0,
 		   qpn, 0);
@@ -363,11 +241,11 @@ TEST_F(cqex, slots_returned_and_shared_with_poll_cq)
 	struct ibv_cq_ex *small;
 	struct ibv_qp *qp;
 	struct ibv_wc w;
-	struct cqex_wc wc[8];
+	struct srdma_test_wc wc[8];
 	uint64_t next = 1;
 	int round, i, n;
 
-	small = cqex_create(self->ctx, 4);
+	small = srdma_test_cq_ex(self->ctx, 4);
 	ASSERT_NE(NULL, small);
 	EXPECT_EQ(7, ibv_cq_ex_to_cq(small)->cqe);
 	qp = cqex_qp(self->ctx, self->pd, ibv_cq_ex_to_cq(small), IBV_QPT_RC,
@@ -377,9 +255,10 @@ TEST_F(cqex, slots_returned_and_shared_with_poll_cq)
 	ASSERT_EQ(0, srdma_test_connect_self(qp, self->gidx, &self->gid));
 	for (round = 0; round < 10; round++) {
 		for (i = 0; i < 6; i++)
-			ASSERT_EQ(0, cqex_post(qp, self->mr, IBV_WR_RDMA_WRITE,
-					       next + i, self->buf, 64,
-					       self->buf + WRITE_OFF, 0));
+			ASSERT_EQ(0, srdma_test_post(qp, self->mr,
+						     IBV_WR_RDMA_WRITE,
+						     next + i, self->buf, 64,
+						     self->buf + WRITE_OFF, 0));
 		if (round & 1) {
 			/* the first with ibv_poll_cq, the rest with cq_ex */
 			ASSERT_EQ(1, srdma_test_wait_wc(ibv_cq_ex_to_cq(small),
@@ -391,7 +270,7 @@ TEST_F(cqex, slots_returned_and_shared_with_poll_cq)
 		} else {
 			n = 6;
 		}
-		ASSERT_EQ(n, cqex_poll(small, wc, n, 2000));
+		ASSERT_EQ(n, srdma_test_poll_ex(small, wc, n, 2000));
 		for (i = 0; i < n; i++) {
 			EXPECT_EQ(next + i, wc[i].wr_id);
 			cqex_check(_metadata, &wc[i], IBV_WC_RDMA_WRITE, 0, 0,
@@ -409,12 +288,11 @@ TEST_F(cqex, slots_returned_and_shared_with_poll_cq)
 TEST_F(cqex, ud_fields)
 {
 	struct ibv_qp *a, *b;
-	struct ibv_ah_attr aa;
 	struct ibv_ah *ah, *ah2;
 	struct ibv_pd *pd2;
 	struct ibv_qp_ex *ax;
 	char *rb = self->buf + RECV_OFF;
-	struct cqex_wc wc[4];
+	struct srdma_test_wc wc[4];
 	int i;
 
 	a = cqex_qp(self->ctx, self->pd, self->cq, IBV_QPT_UD,
@@ -422,21 +300,15 @@ TEST_F(cqex, ud_fields)
 	ASSERT_NE(NULL, a) TH_LOG("UD create_qp_ex: %s", strerror(errno));
 	b = cqex_qp(self->ctx, self->pd, self->cq, IBV_QPT_UD, 0);
 	ASSERT_NE(NULL, b);
-	ASSERT_EQ(0, cqex_ud_up(a));
-	ASSERT_EQ(0, cqex_ud_up(b));
-	memset(&aa, 0, sizeof(aa));
-	aa.is_global = 1;
-	aa.grh.dgid = self->gid;
-	aa.grh.sgid_index = self->gidx;
-	aa.grh.hop_limit = 64;
-	aa.port_num = 1;
-	ah = ibv_create_ah(self->pd, &aa);
+	ASSERT_EQ(0, srdma_test_ud_up(a, UD_QKEY));
+	ASSERT_EQ(0, srdma_test_ud_up(b, UD_QKEY));
+	ah = srdma_test_ah(self->pd, self->gidx, &self->gid);
 	ASSERT_NE(NULL, ah);
 	for (i = 0; i < 1024; i++)
 		self->buf[i] = (char)(i * 11 + 1);
 	memset(rb, 0xee, 4096);
-	ASSERT_EQ(0, cqex_post_recv(b, self->mr, rb, 2048, 21));
-	ASSERT_EQ(0, cqex_post_recv(b, self->mr, rb + 2048, 2048, 22));
+	ASSERT_EQ(0, srdma_test_post_recv(b, self->mr, rb, 2048, 21));
+	ASSERT_EQ(0, srdma_test_post_recv(b, self->mr, rb + 2048, 2048, 22));
 
 	/* one SEND through ibv_post_send() ... */
 	{
@@ -452,7 +324,7 @@ TEST_F(cqex, ud_fields)
 		wr.wr.ud.remote_qkey = UD_QKEY;
 		ASSERT_EQ(0, ibv_post_send(a, &wr, &bad));
 	}
-	ASSERT_EQ(2, cqex_poll(self->cqx, wc, 2, 2000));
+	ASSERT_EQ(2, srdma_test_poll_ex(self->cqx, wc, 2, 2000));
 	cqex_check(_metadata, cqex_find(wc, 2, 11), IBV_WC_SEND, 0, 0, 0,
 		   a->qp_num, 0);
 	cqex_check(_metadata, cqex_find(wc, 2, 21), IBV_WC_RECV, 100 + GRH,
@@ -469,7 +341,7 @@ TEST_F(cqex, ud_fields)
 	ibv_wr_set_sge(ax, self->mr->lkey, (uintptr_t)self->buf + 100, 1000);
 	ibv_wr_set_ud_addr(ax, ah, b->qp_num, UD_QKEY);
 	ASSERT_EQ(0, ibv_wr_complete(ax));
-	ASSERT_EQ(2, cqex_poll(self->cqx, wc, 2, 2000));
+	ASSERT_EQ(2, srdma_test_poll_ex(self->cqx, wc, 2, 2000));
 	cqex_check(_metadata, cqex_find(wc, 2, 12), IBV_WC_SEND, 0, 0, 0,
 		   a->qp_num, 0);
 	cqex_check(_metadata, cqex_find(wc, 2, 22), IBV_WC_RECV, 1000 + GRH,
@@ -489,7 +361,7 @@ TEST_F(cqex, ud_fields)
 	EXPECT_EQ(EINVAL, ibv_wr_complete(ax));
 	pd2 = ibv_alloc_pd(self->ctx);
 	ASSERT_NE(NULL, pd2);
-	ah2 = ibv_create_ah(pd2, &aa);
+	ah2 = srdma_test_ah(pd2, self->gidx, &self->gid);
 	ASSERT_NE(NULL, ah2);
 	ibv_wr_start(ax);
 	ibv_wr_send(ax);
@@ -498,7 +370,7 @@ TEST_F(cqex, ud_fields)
 	ibv_destroy_ah(ah2);
 	ibv_dealloc_pd(pd2);
 	usleep(100000);
-	EXPECT_EQ(0, cqex_poll(self->cqx, wc, 1, 1));
+	EXPECT_EQ(0, srdma_test_poll_ex(self->cqx, wc, 1, 1));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(a));
 
 	ibv_destroy_ah(ah);
@@ -601,9 +473,9 @@ TEST_F(cqex, create_qp_ex_flags)
 	EXPECT_EQ(IBV_QPT_RC, qp->qp_type);
 	EXPECT_EQ(NULL, ibv_qp_to_qp_ex(qp));
 	/* A QP in RESET takes no receive and no send. */
-	EXPECT_EQ(EINVAL, cqex_post_recv(qp, self->mr, self->buf, 64, 1));
-	EXPECT_EQ(EINVAL, cqex_post(qp, self->mr, IBV_WR_SEND, 1, self->buf,
-				    64, NULL, 0));
+	EXPECT_EQ(EINVAL, srdma_test_post_recv(qp, self->mr, self->buf, 64, 1));
+	EXPECT_EQ(EINVAL, srdma_test_post(qp, self->mr, IBV_WR_SEND, 1,
+					  self->buf, 64, NULL, 0));
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 
 	a.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
@@ -681,14 +553,16 @@ TEST_F(cqex, wr_api_rc)
 	char *rb = self->buf + RECV_OFF;
 	char *wb = self->buf + WRITE_OFF;
 	struct ibv_sge two[2];
-	struct cqex_wc wc[8];
+	struct srdma_test_wc wc[8];
 	int i;
 
 	for (i = 0; i < 8192; i++)
 		self->buf[i] = (char)(i * 13 + 5);
-	ASSERT_EQ(0, cqex_post_recv(self->qp, self->mr, rb, 2048, 201));
-	ASSERT_EQ(0, cqex_post_recv(self->qp, self->mr, rb + 2048, 2048, 202));
-	ASSERT_EQ(0, cqex_post_recv(self->qp, self->mr, rb + 4096, 2048, 203));
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, rb, 2048, 201));
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, rb + 2048, 2048,
+					  202));
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, rb + 4096, 2048,
+					  203));
 
 	ibv_wr_start(x);
 	x->wr_flags = IBV_SEND_SIGNALED;
@@ -717,7 +591,7 @@ TEST_F(cqex, wr_api_rc)
 	ibv_wr_set_sge(x, self->mr->lkey, (uintptr_t)wb + 4096, 900);
 	ASSERT_EQ(0, ibv_wr_complete(x));
 
-	ASSERT_EQ(8, cqex_poll(self->cqx, wc, 8, 3000));
+	ASSERT_EQ(8, srdma_test_poll_ex(self->cqx, wc, 8, 3000));
 	cqex_check(_metadata, cqex_find(wc, 8, 1), IBV_WC_SEND, 0, 0, 0,
 		   qpn, 0);
 	cqex_check(_metadata, cqex_find(wc, 8, 2), IBV_WC_SEND, 0, 0, 0,
@@ -755,7 +629,7 @@ TEST_F(cqex, wr_api_bad_batches)
 	struct ibv_sge three[3];
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qi;
-	struct cqex_wc wc[64];
+	struct srdma_test_wc wc[64];
 	uint32_t i, max_wr;
 
 	/* inline data over max_inline_data (2 SGEs: 32 bytes) */
@@ -826,7 +700,7 @@ TEST_F(cqex, wr_api_bad_batches)
 	ibv_wr_abort(x);
 
 	usleep(100000);
-	EXPECT_EQ(0, cqex_poll(self->cqx, wc, 1, 1));
+	EXPECT_EQ(0, srdma_test_poll_ex(self->cqx, wc, 1, 1));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
 
 	/* exactly max_wr fit */
@@ -839,7 +713,7 @@ TEST_F(cqex, wr_api_bad_batches)
 		ibv_wr_set_sge(x, self->mr->lkey, (uintptr_t)self->buf, 8);
 	}
 	EXPECT_EQ(0, ibv_wr_complete(x));
-	ASSERT_EQ((int)max_wr, cqex_poll(self->cqx, wc, max_wr, 3000));
+	ASSERT_EQ((int)max_wr, srdma_test_poll_ex(self->cqx, wc, max_wr, 3000));
 	for (i = 0; i < max_wr; i++) {
 		EXPECT_EQ(2000 + i, wc[i].wr_id);
 		cqex_check(_metadata, &wc[i], IBV_WC_RDMA_WRITE, 0, 0, 0,
@@ -855,10 +729,10 @@ TEST_F(cqex, wr_api_bad_batches)
 	ibv_wr_send(x);
 	ibv_wr_set_sge(x, self->mr->lkey, (uintptr_t)self->buf, 8);
 	EXPECT_EQ(EINVAL, ibv_wr_complete(x));
-	EXPECT_EQ(EINVAL, cqex_post_recv(self->qp, self->mr, self->buf, 64,
-					 7));
+	EXPECT_EQ(EINVAL, srdma_test_post_recv(self->qp, self->mr, self->buf,
+					       64, 7));
 	usleep(100000);
-	EXPECT_EQ(0, cqex_poll(self->cqx, wc, 1, 1));
+	EXPECT_EQ(0, srdma_test_poll_ex(self->cqx, wc, 1, 1));
 }
 
 /*
@@ -876,7 +750,7 @@ TEST_F(cqex, too_long_for_path_mtu)
 		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
 	}, *bad = NULL;
 	struct ibv_qp_ex *x;
-	struct cqex_wc wc[2];
+	struct srdma_test_wc wc[2];
 	struct ibv_qp *qp;
 
 	qp = cqex_qp(self->ctx, self->pd, self->cq, IBV_QPT_RC,
@@ -900,7 +774,7 @@ TEST_F(cqex, too_long_for_path_mtu)
 	ibv_wr_set_sge(x, self->mr->lkey, (uintptr_t)self->buf, 0x30000000);
 	EXPECT_EQ(EINVAL, ibv_wr_complete(x));
 	usleep(100000);
-	EXPECT_EQ(0, cqex_poll(self->cqx, wc, 1, 1));
+	EXPECT_EQ(0, srdma_test_poll_ex(self->cqx, wc, 1, 1));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(qp));
 
 	/* the QP and its ring are as before: a good batch goes through */
@@ -910,7 +784,7 @@ TEST_F(cqex, too_long_for_path_mtu)
 	ibv_wr_rdma_write(x, self->mr->rkey, (uintptr_t)self->buf + WRITE_OFF);
 	ibv_wr_set_sge(x, self->mr->lkey, (uintptr_t)self->buf, 8);
 	EXPECT_EQ(0, ibv_wr_complete(x));
-	ASSERT_EQ(1, cqex_poll(self->cqx, wc, 1, 3000));
+	ASSERT_EQ(1, srdma_test_poll_ex(self->cqx, wc, 1, 3000));
 	EXPECT_EQ(4, wc[0].wr_id);
 	cqex_check(_metadata, &wc[0], IBV_WC_RDMA_WRITE, 0, 0, 0, qp->qp_num,
 		   0);

@@ -55,30 +55,14 @@ static int conn_qp(struct ibv_qp *qp, uint32_t dqpn, int gidx,
 	int rc = qp->qp_type == IBV_QPT_RC;
 	struct ibv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-			    (rc ? IBV_ACCESS_REMOTE_READ : 0);
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	if (srdma_test_qp_init_access(qp, IBV_ACCESS_REMOTE_WRITE |
+				      (rc ? IBV_ACCESS_REMOTE_READ : 0)))
 		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = dqpn;
+	srdma_test_rtr_attr(&a, dqpn, gidx, gid, mtu);
 	a.rq_psn = 0x700;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  (rc ? IBV_QP_MAX_DEST_RD_ATOMIC |
-				IBV_QP_MIN_RNR_TIMER : 0)))
+	if (ibv_modify_qp(qp, &a, SRDMA_TEST_RTR_MASK &
+			  ~(rc ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC |
+				     IBV_QP_MIN_RNR_TIMER)))
 		return -1;
 	if (rc) {
 		srdma_test_rts_attr(&a);
@@ -89,55 +73,6 @@ static int conn_qp(struct ibv_qp *qp, uint32_t dqpn, int gidx,
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0x700;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-}
-
-/* RESET -> RTS for a UD QP with Q_Key QKEY. */
-static int ud_up(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = QKEY;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_QKEY))
-		return -1;
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		return -1;
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x42;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-}
-
-/* Up to @n completions in about @ms milliseconds. */
-static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
-{
-	int got = 0, i, r;
-
-	for (i = 0; i < ms * 10 && got < n; i++) {
-		r = ibv_poll_cq(cq, n - got, wc + got);
-		if (r < 0)
-			return r;
-		got += r;
-		if (got < n)
-			usleep(100);
-	}
-	return got;
-}
-
-static int post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *at,
-		     uint32_t len, uint64_t wr_id)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)at, .length = len, .lkey = mr->lkey,
-	};
-	struct ibv_recv_wr wr = {
-		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-	}, *bad;
-
-	return ibv_post_recv(qp, &wr, &bad);
 }
 
 /* The pattern of message @seed: never all zeroes, never the same twice. */
@@ -199,20 +134,15 @@ FIXTURE_TEARDOWN(inl)
 static int pair_up(FIXTURE_DATA(inl) *self, enum ibv_qp_type type,
 		   uint32_t max_inline)
 {
-	struct ibv_ah_attr ah = {
-		.is_global = 1, .port_num = 1,
-		.grh = { .dgid = self->gid, .sgid_index = self->gidx,
-			 .hop_limit = 64 },
-	};
-
 	self->a = make_qp(self->pd, self->cq, self->rcq, type, max_inline,
 			  &self->cap);
 	self->b = make_qp(self->pd, self->cq, self->rcq, type, 0, NULL);
 	if (!self->a || !self->b)
 		return -1;
 	if (type == IBV_QPT_UD) {
-		self->ah = ibv_create_ah(self->pd, &ah);
-		return !self->ah || ud_up(self->a) || ud_up(self->b) ? -1 : 0;
+		self->ah = srdma_test_ah(self->pd, self->gidx, &self->gid);
+		return !self->ah || srdma_test_ud_up(self->a, QKEY) ||
+			srdma_test_ud_up(self->b, QKEY) ? -1 : 0;
 	}
 	return conn_qp(self->a, self->b->qp_num, self->gidx, &self->gid,
 		       IBV_MTU_256) ||
@@ -293,18 +223,21 @@ static void xfer_check(struct __test_metadata *_metadata,
 
 	memset(self->buf + RECV_OFF, 0, SRDMA_TEST_BUF_SIZE - RECV_OFF);
 	if (consumes)
-		ASSERT_EQ(0, post_recv(self->b, self->mr, self->buf + RECV_OFF,
-				       MAX_INLINE + grh, 0x5000 + seed));
+		ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr,
+						  self->buf + RECV_OFF,
+						  MAX_INLINE + grh,
+						  0x5000 + seed));
 	ASSERT_EQ(0, post_inline(self, op, len, seed, 0x1000 + seed, NULL));
 
-	ASSERT_EQ(1, poll_n(self->cq, wc, 1, 2000)) TH_LOG("no send completion");
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, wc, 1, 2000))
+		TH_LOG("no send completion");
 	EXPECT_EQ(0x1000 + seed, wc[0].wr_id);
 	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
 	EXPECT_EQ(is_send(op) ? IBV_WC_SEND : IBV_WC_RDMA_WRITE, wc[0].opcode);
 	EXPECT_EQ(self->a->qp_num, wc[0].qp_num);
 	EXPECT_EQ(0U, wc[0].wc_flags);
 	if (consumes) {
-		ASSERT_EQ(1, poll_n(self->rcq, wc, 1, 2000))
+		ASSERT_EQ(1, srdma_test_poll_n(self->rcq, wc, 1, 2000))
 			TH_LOG("no receive completion, op %d len %u", op, len);
 		EXPECT_EQ(0x5000 + seed, wc[0].wr_id);
 		EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
@@ -324,8 +257,8 @@ static void xfer_check(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, check(dst, len, seed)) TH_LOG("op %d len %u: bytes", op,
 						   len);
 	EXPECT_EQ(0, dst[len]) TH_LOG("op %d len %u: written past", op, len);
-	EXPECT_EQ(0, poll_n(self->cq, wc, 1, 1));
-	EXPECT_EQ(0, poll_n(self->rcq, wc, 1, 1));
+	EXPECT_EQ(0, srdma_test_poll_n(self->cq, wc, 1, 1));
+	EXPECT_EQ(0, srdma_test_poll_n(self->rcq, wc, 1, 1));
 }
 
 /* The caps create_qp and query_qp write back; EINVAL over the limit. */
@@ -385,7 +318,7 @@ static void over_limit(struct __test_metadata *_metadata,
 		EXPECT_TRUE(bad_ok);
 	}
 	/* nothing went out, and the QP still works */
-	EXPECT_EQ(0, poll_n(self->cq, &wc, 1, 50));
+	EXPECT_EQ(0, srdma_test_poll_n(self->cq, &wc, 1, 50));
 	xfer_check(_metadata, self, IBV_WR_SEND, 112, 2);
 }
 
@@ -453,10 +386,10 @@ TEST_F(inl, qp_ex_inline)
 	fill(d2, sizeof(d2), 22);
 	fill(d3, sizeof(d3), 23);
 	memset(self->buf + RECV_OFF, 0, SRDMA_TEST_BUF_SIZE - RECV_OFF);
-	ASSERT_EQ(0, post_recv(self->b, self->mr, self->buf + RECV_OFF, 512,
-			       77));
-	ASSERT_EQ(0, post_recv(self->b, self->mr, self->buf + RECV_OFF + 512,
-			       512, 78));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr,
+					  self->buf + RECV_OFF, 512, 77));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr,
+					  self->buf + RECV_OFF + 512, 512, 78));
 
 	ibv_wr_start(qx);
 	qx->wr_id = 11;
@@ -473,14 +406,14 @@ TEST_F(inl, qp_ex_inline)
 	memset(d2, 0, sizeof(d2));
 	memset(d3, 0, sizeof(d3));
 
-	ASSERT_EQ(2, poll_n(self->cq, wc, 2, 2000));
+	ASSERT_EQ(2, srdma_test_poll_n(self->cq, wc, 2, 2000));
 	EXPECT_EQ(11U, wc[0].wr_id);
 	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
 	EXPECT_EQ(IBV_WC_SEND, wc[0].opcode);
 	EXPECT_EQ(12U, wc[1].wr_id);
 	EXPECT_EQ(IBV_WC_SUCCESS, wc[1].status);
 	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc[1].opcode);
-	ASSERT_EQ(2, poll_n(self->rcq, wc, 2, 2000));
+	ASSERT_EQ(2, srdma_test_poll_n(self->rcq, wc, 2, 2000));
 	EXPECT_EQ(77U, wc[0].wr_id);
 	EXPECT_EQ(IBV_WC_RECV, wc[0].opcode);
 	EXPECT_EQ(300U, wc[0].byte_len);
@@ -501,7 +434,7 @@ TEST_F(inl, qp_ex_inline)
 	ibv_wr_send(qx);
 	ibv_wr_set_inline_data(qx, d1, 305);
 	EXPECT_EQ(EINVAL, ibv_wr_complete(qx));
-	EXPECT_EQ(0, poll_n(self->cq, wc, 1, 50));
+	EXPECT_EQ(0, srdma_test_poll_n(self->cq, wc, 1, 50));
 }
 
 /*
@@ -531,9 +464,9 @@ TEST_F(inl, uc_ops)
 			       SRDMA_TEST_BUF_SIZE - RECV_OFF);
 			fill((uint8_t *)self->buf, len, seed);
 			if (is_send(ops[o]) || has_imm(ops[o]))
-				ASSERT_EQ(0, post_recv(self->b, self->mr,
-						       self->buf + RECV_OFF,
-						       8192, seed));
+				ASSERT_EQ(0, srdma_test_post_recv(
+					self->b, self->mr, self->buf + RECV_OFF,
+					8192, seed));
 			sge.addr = (uintptr_t)self->buf;
 			sge.length = len;
 			sge.lkey = self->mr->lkey;
@@ -548,14 +481,15 @@ TEST_F(inl, uc_ops)
 				(uintptr_t)(self->buf + WRITE_OFF);
 			wr.wr.rdma.rkey = self->mr->rkey;
 			ASSERT_EQ(0, ibv_post_send(self->a, &wr, &bad));
-			ASSERT_EQ(1, poll_n(self->cq, &wc, 1, 2000));
+			ASSERT_EQ(1, srdma_test_poll_n(self->cq, &wc, 1, 2000));
 			EXPECT_EQ(seed + 1000, wc.wr_id);
 			EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 			EXPECT_EQ(is_send(ops[o]) ? IBV_WC_SEND :
 				  IBV_WC_RDMA_WRITE, wc.opcode);
 			EXPECT_EQ(self->a->qp_num, wc.qp_num);
 			if (is_send(ops[o]) || has_imm(ops[o])) {
-				ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000))
+				ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc,
+							       1, 2000))
 					TH_LOG("op %d len %u", ops[o], len);
 				EXPECT_EQ(seed, wc.wr_id);
 				EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
@@ -615,22 +549,22 @@ TEST_F(inl, uc_drops)
 
 	/* no receive posted: the sender completes, the message is gone */
 	ASSERT_EQ(0, ibv_post_send(self->a, &wr, &bad));
-	ASSERT_EQ(1, poll_n(self->cq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, &wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	usleep(20000);
 	EXPECT_EQ(d0 + 1, srdma_test_counter("rx_uc_msg_dropped"));
 
 	/* a receive too short for it: dropped, the receive stays posted */
 	memset(self->buf + RECV_OFF, 0, 2048);
-	ASSERT_EQ(0, post_recv(self->b, self->mr, self->buf + RECV_OFF, 500,
-			       42));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr,
+					  self->buf + RECV_OFF, 500, 42));
 	wr.wr_id = 2;
 	ASSERT_EQ(0, ibv_post_send(self->a, &wr, &bad));
-	ASSERT_EQ(1, poll_n(self->cq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, &wc, 1, 2000));
 	EXPECT_EQ(2U, wc.wr_id);
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	usleep(20000);
-	EXPECT_EQ(0, poll_n(self->rcq, &wc, 1, 1));
+	EXPECT_EQ(0, srdma_test_poll_n(self->rcq, &wc, 1, 1));
 	EXPECT_EQ(d0 + 2, srdma_test_counter("rx_uc_msg_dropped"));
 
 	/* a WRITE to a refused R_Key: dropped */
@@ -639,10 +573,10 @@ TEST_F(inl, uc_drops)
 	wr.wr.rdma.remote_addr = (uintptr_t)(self->buf + WRITE_OFF);
 	wr.wr.rdma.rkey = self->mr->rkey ^ 0x100;
 	ASSERT_EQ(0, ibv_post_send(self->a, &wr, &bad));
-	ASSERT_EQ(1, poll_n(self->cq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, &wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	usleep(20000);
-	EXPECT_EQ(0, poll_n(self->rcq, &wc, 1, 1));
+	EXPECT_EQ(0, srdma_test_poll_n(self->rcq, &wc, 1, 1));
 	EXPECT_EQ(d0 + 3, srdma_test_counter("rx_uc_msg_dropped"));
 
 	/* a message that fits takes the receive left posted */
@@ -652,9 +586,9 @@ TEST_F(inl, uc_drops)
 	wr.opcode = IBV_WR_SEND_WITH_IMM;
 	wr.imm_data = htobe32(99);
 	ASSERT_EQ(0, ibv_post_send(self->a, &wr, &bad));
-	ASSERT_EQ(1, poll_n(self->cq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, &wc, 1, 2000));
 	EXPECT_EQ(4U, wc.wr_id);
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	EXPECT_EQ(42U, wc.wr_id);
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(IBV_WC_RECV, wc.opcode);

@@ -28,6 +28,7 @@
 #define IMM1		0x12345678U
 #define IMM2		0x9abcdef0U
 #define MAX_MAPS	64
+#define RS_POLL_MAX	64		/* completions per rs_poll() */
 
 /* One completion as the test expects it, every field. */
 struct rs_wc {
@@ -47,43 +48,18 @@ struct rs_ring {
 	unsigned long off;
 };
 
-/* The mmap offsets of this process's uverbs mappings; how many, or -1. */
-static int rs_offsets(unsigned long *off, size_t *len, int max)
-{
-	unsigned long start, end, o;
-	char line[512], path[256];
-	int n = 0;
-	FILE *f;
-
-	f = fopen("/proc/self/maps", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f) && n < max) {
-		path[0] = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %255s", &start, &end,
-			   &o, path) < 3 || !strstr(path, "infiniband/uverbs"))
-			continue;
-		off[n] = o;
-		len[n] = end - start;
-		n++;
-	}
-	fclose(f);
-	return n;
-}
-
 /*
  * The offsets mapped now, to be passed to rs_ring_new() after the CQ was
  * made or resized.
  */
 struct rs_snap {
-	unsigned long off[MAX_MAPS];
-	size_t len[MAX_MAPS];
+	struct srdma_test_map m[MAX_MAPS];
 	int n;
 };
 
 static int rs_snap(struct rs_snap *s)
 {
-	s->n = rs_offsets(s->off, s->len, MAX_MAPS);
+	s->n = srdma_test_uverbs_maps(s->m, MAX_MAPS);
 	return s->n < 0 ? -1 : 0;
 }
 
@@ -103,13 +79,13 @@ static int rs_ring_new(struct ibv_context *ctx, const struct rs_snap *before,
 		return -1;
 	for (i = 0; i < now.n; i++) {
 		for (j = 0; j < before->n; j++)
-			if (before->off[j] == now.off[i])
+			if (before->m[j].off == now.m[i].off)
 				break;
 		if (j < before->n)
 			continue;
 		found++;
-		r->off = now.off[i];
-		r->len = now.len[i];
+		r->off = now.m[i].off;
+		r->len = now.m[i].len;
 	}
 	if (found != 1)
 		return -1;
@@ -152,17 +128,6 @@ static int rs_size(int cqe)
 	return s - 1;
 }
 
-/* An extended CQ with the standard completion fields. */
-static struct ibv_cq_ex *rs_cq_ex(struct ibv_context *ctx, uint32_t cqe)
-{
-	struct ibv_cq_init_attr_ex a = {
-		.cqe = cqe,
-		.wc_flags = IBV_WC_STANDARD_FLAGS,
-	};
-
-	return ibv_create_cq_ex(ctx, &a);
-}
-
 /* An RC QP, send completions to @scq and receive ones to @rcq. */
 static struct ibv_qp *rs_qp(struct ibv_pd *pd, struct ibv_cq *scq,
 			    struct ibv_cq *rcq, uint32_t depth)
@@ -176,37 +141,6 @@ static struct ibv_qp *rs_qp(struct ibv_pd *pd, struct ibv_cq *scq,
 	};
 
 	return ibv_create_qp(pd, &init);
-}
-
-static int rs_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *at,
-			uint32_t len, uint64_t wr_id)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)at, .length = len, .lkey = mr->lkey,
-	};
-	struct ibv_recv_wr wr = {
-		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-	}, *bad;
-
-	return ibv_post_recv(qp, &wr, &bad);
-}
-
-/* Post one signaled work request; the remote side is @remote in @mr. */
-static int rs_post(struct ibv_qp *qp, struct ibv_mr *mr,
-		   enum ibv_wr_opcode op, uint64_t wr_id, void *local,
-		   uint32_t len, void *remote, uint32_t imm)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)local, .length = len, .lkey = mr->lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
-		.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(imm),
-	}, *bad;
-
-	wr.wr.rdma.remote_addr = (uintptr_t)remote;
-	wr.wr.rdma.rkey = mr->rkey;
-	return ibv_post_send(qp, &wr, &bad);
 }
 
 /* Every field of @wc against @want (slid, sl, path bits: always 0). */
@@ -228,62 +162,52 @@ static void rs_check(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, wc->dlid_path_bits);
 }
 
+/* @x, read through the ibv_cq_ex accessors, as an ibv_wc. */
+static void rs_wc_of(const struct srdma_test_wc *x, struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = x->wr_id;
+	wc->status = x->status;
+	wc->opcode = x->opcode;
+	wc->vendor_err = x->vendor_err;
+	wc->byte_len = x->byte_len;
+	wc->imm_data = x->imm_data;
+	wc->qp_num = x->qp_num;
+	wc->src_qp = x->src_qp;
+	wc->wc_flags = x->wc_flags;
+	wc->slid = x->slid;
+	wc->sl = x->sl;
+	wc->dlid_path_bits = x->dlid_path_bits;
+}
+
 /* The current completion of an open start_poll batch, as an ibv_wc. */
 static void rs_read_ex(struct ibv_cq_ex *cq, struct ibv_wc *wc)
 {
-	memset(wc, 0, sizeof(*wc));
-	wc->wr_id = cq->wr_id;
-	wc->status = cq->status;
-	wc->opcode = ibv_wc_read_opcode(cq);
-	wc->vendor_err = ibv_wc_read_vendor_err(cq);
-	wc->byte_len = ibv_wc_read_byte_len(cq);
-	wc->imm_data = ibv_wc_read_imm_data(cq);
-	wc->qp_num = ibv_wc_read_qp_num(cq);
-	wc->src_qp = ibv_wc_read_src_qp(cq);
-	wc->wc_flags = ibv_wc_read_wc_flags(cq);
-	wc->slid = ibv_wc_read_slid(cq);
-	wc->sl = ibv_wc_read_sl(cq);
-	wc->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+	struct srdma_test_wc x;
+
+	srdma_test_read_ex(cq, &x);
+	rs_wc_of(&x, wc);
 }
 
 /*
- * Collect @n completions within about 5 s, with ibv_poll_cq() (@cqx NULL)
- * or the start_poll API of @cqx; how many came, or -errno.
+ * Collect @n (at most RS_POLL_MAX) completions within about 5 s, with
+ * ibv_poll_cq() (@cqx NULL) or the start_poll API of @cqx; how many came,
+ * or -errno.
  */
 static int rs_poll(struct ibv_cq *cq, struct ibv_cq_ex *cqx,
 		   struct ibv_wc *wc, int n)
 {
-	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
-	int got = 0, i, ret;
+	struct srdma_test_wc x[RS_POLL_MAX];
+	int ms = 5000 * (srdma_test_slow() + 1);
+	int got, i;
 
-	for (i = 0; i < 50000 * (srdma_test_slow() + 1) && got < n; i++) {
-		if (!cqx) {
-			ret = ibv_poll_cq(cq, n - got, wc + got);
-			if (ret < 0)
-				return ret;
-			got += ret;
-			if (!ret)
-				usleep(100);
-			continue;
-		}
-		ret = ibv_start_poll(cqx, &attr);
-		if (ret == ENOENT) {
-			usleep(100);
-			continue;
-		}
-		if (ret)
-			return -ret;
-		rs_read_ex(cqx, &wc[got++]);
-		while (got < n) {
-			ret = ibv_next_poll(cqx);
-			if (ret)
-				break;
-			rs_read_ex(cqx, &wc[got++]);
-		}
-		ibv_end_poll(cqx);
-		if (ret && ret != ENOENT)
-			return -ret;
-	}
+	if (!cqx)
+		return srdma_test_poll_n(cq, wc, n, ms);
+	if (n > RS_POLL_MAX)
+		return -EINVAL;
+	got = srdma_test_poll_ex(cqx, x, n, ms);
+	for (i = 0; i < got; i++)
+		rs_wc_of(&x[i], &wc[i]);
 	return got;
 }
 
@@ -387,8 +311,8 @@ TEST_F(resize, sizes)
 
 	qp = rs_connected(self, cq, cq, 4);
 	ASSERT_NE(NULL, qp);
-	ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_RDMA_READ, 42, self->buf,
-			     123, self->buf + WRITE_OFF, 0));
+	ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_RDMA_READ, 42,
+				     self->buf, 123, self->buf + WRITE_OFF, 0));
 	ASSERT_EQ(1, srdma_test_wait_wc(cq, &wc));
 	want = (struct rs_wc){ .wr_id = 42, .opcode = IBV_WC_RDMA_READ,
 			       .byte_len = 123, .qp_num = qp->qp_num };
@@ -422,7 +346,7 @@ TEST_F(resize, pending_every_field)
 	ASSERT_NE(NULL, scq);
 	ASSERT_EQ(0, rs_ring_new(self->ctx, &snap, &sr));
 	ASSERT_EQ(0, rs_snap(&snap));
-	rcqx = rs_cq_ex(self->ctx, 3);
+	rcqx = srdma_test_cq_ex(self->ctx, 3);
 	ASSERT_NE(NULL, rcqx);
 	rcq = ibv_cq_ex_to_cq(rcqx);
 	ASSERT_EQ(0, rs_ring_new(self->ctx, &snap, &rr));
@@ -435,20 +359,21 @@ TEST_F(resize, pending_every_field)
 	for (i = 0; i < 8192; i++)
 		self->buf[i] = (char)(i * 7 + 3);
 	for (i = 0; i < 3; i++)
-		ASSERT_EQ(0, rs_post_recv(qp, self->mr, rb + i * 1024, 1024,
-					  101 + i));
-	ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_SEND, 1, self->buf, 100,
-			     NULL, 0));
-	ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_SEND_WITH_IMM, 2,
-			     self->buf + 100, 200, NULL, IMM1));
-	ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_RDMA_WRITE, 3,
-			     self->buf + 300, 300, self->buf + WRITE_OFF, 0));
-	ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_RDMA_WRITE_WITH_IMM, 4,
-			     self->buf + 600, 400, self->buf + WRITE_OFF + 1024,
-			     IMM2));
-	ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_RDMA_READ, 5,
-			     self->buf + WRITE_OFF + 4096, 500,
-			     self->buf + 1000, 0));
+		ASSERT_EQ(0, srdma_test_post_recv(qp, self->mr, rb + i * 1024,
+						  1024, 101 + i));
+	ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_SEND, 1, self->buf,
+				     100, NULL, 0));
+	ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_SEND_WITH_IMM, 2,
+				     self->buf + 100, 200, NULL, IMM1));
+	ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_RDMA_WRITE, 3,
+				     self->buf + 300, 300,
+				     self->buf + WRITE_OFF, 0));
+	ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_RDMA_WRITE_WITH_IMM,
+				     4, self->buf + 600, 400,
+				     self->buf + WRITE_OFF + 1024, IMM2));
+	ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_RDMA_READ, 5,
+				     self->buf + WRITE_OFF + 4096, 500,
+				     self->buf + 1000, 0));
 	ASSERT_EQ(0, rs_wait_pending(&sr, 5));
 	ASSERT_EQ(0, rs_wait_pending(&rr, 3));
 
@@ -514,9 +439,9 @@ TEST_F(resize, pending_every_field)
 	EXPECT_EQ(1, scq->cqe);
 	EXPECT_EQ(0, ibv_resize_cq(rcq, 1));
 	EXPECT_EQ(1, rcq->cqe);
-	ASSERT_EQ(0, rs_post_recv(qp, self->mr, rb, 1024, 104));
-	ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_SEND_WITH_IMM, 6,
-			     self->buf + 2000, 77, NULL, IMM2));
+	ASSERT_EQ(0, srdma_test_post_recv(qp, self->mr, rb, 1024, 104));
+	ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_SEND_WITH_IMM, 6,
+				     self->buf + 2000, 77, NULL, IMM2));
 	ASSERT_EQ(1, rs_poll(scq, NULL, wc, 1));
 	{
 		const struct rs_wc want = { 6, IBV_WC_SEND, 0, 0, 0, qpn, 0 };
@@ -555,7 +480,7 @@ TEST_F(resize, grow_shrink_repeatedly)
 	uint64_t next = 1000;
 	int round, k, i, half, s1, s2, got;
 
-	cqx = rs_cq_ex(self->ctx, 16);
+	cqx = srdma_test_cq_ex(self->ctx, 16);
 	ASSERT_NE(NULL, cqx);
 	cq = ibv_cq_ex_to_cq(cqx);
 	rcq = ibv_create_cq(self->ctx, 4, NULL, NULL, 0);
@@ -565,12 +490,14 @@ TEST_F(resize, grow_shrink_repeatedly)
 	for (round = 0; round < 60; round++) {
 		k = 1 + round % 16;
 		for (i = 0; i < k; i++)
-			ASSERT_EQ(0, rs_post(qp, self->mr,
-					     (next + i) % 3 ? IBV_WR_RDMA_WRITE :
-					     IBV_WR_RDMA_READ, next + i,
-					     self->buf + 64 * i, 1 + i,
-					     self->buf + WRITE_OFF + 64 * i,
-					     0));
+			ASSERT_EQ(0, srdma_test_post(qp, self->mr,
+						     (next + i) % 3 ?
+						     IBV_WR_RDMA_WRITE :
+						     IBV_WR_RDMA_READ,
+						     next + i,
+						     self->buf + 64 * i, 1 + i,
+						     self->buf + WRITE_OFF +
+						     64 * i, 0));
 		s1 = k + (round * 7) % 40;	/* never below what is pending */
 		ASSERT_EQ(0, ibv_resize_cq(cq, s1));
 		EXPECT_EQ(rs_size(s1), cq->cqe);
@@ -623,16 +550,16 @@ TEST_F(resize, not_inside_a_batch)
 	int i;
 
 	ASSERT_EQ(0, rs_snap(&snap));
-	cqx = rs_cq_ex(self->ctx, 7);
+	cqx = srdma_test_cq_ex(self->ctx, 7);
 	ASSERT_NE(NULL, cqx);
 	cq = ibv_cq_ex_to_cq(cqx);
 	ASSERT_EQ(0, rs_ring_new(self->ctx, &snap, &r));
 	qp = rs_connected(self, cq, cq, 8);
 	ASSERT_NE(NULL, qp);
 	for (i = 0; i < 4; i++)
-		ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_RDMA_READ, 1 + i,
-				     self->buf + WRITE_OFF, 10 + i, self->buf,
-				     0));
+		ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_RDMA_READ,
+					     1 + i, self->buf + WRITE_OFF,
+					     10 + i, self->buf, 0));
 	ASSERT_EQ(0, rs_wait_pending(&r, 4));
 	want = (struct rs_wc){ .opcode = IBV_WC_RDMA_READ,
 			       .qp_num = qp->qp_num };
@@ -713,7 +640,7 @@ TEST_F(resize, concurrent_with_traffic)
 	pthread_t t;
 	int round, i, n, rounds = 100 / (srdma_test_slow() + 1);
 
-	cqx = rs_cq_ex(self->ctx, 64);
+	cqx = srdma_test_cq_ex(self->ctx, 64);
 	ASSERT_NE(NULL, cqx);
 	cq = ibv_cq_ex_to_cq(cqx);
 	rcq = ibv_create_cq(self->ctx, 4, NULL, NULL, 0);
@@ -725,9 +652,11 @@ TEST_F(resize, concurrent_with_traffic)
 	for (round = 0; round < rounds; round++) {
 		n = 1 + round % 32;
 		for (i = 0; i < n; i++)
-			ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_RDMA_WRITE,
-					     next + i, self->buf + i, 8,
-					     self->buf + WRITE_OFF + i, 0));
+			ASSERT_EQ(0, srdma_test_post(qp, self->mr,
+						     IBV_WR_RDMA_WRITE,
+						     next + i, self->buf + i, 8,
+						     self->buf + WRITE_OFF + i,
+						     0));
 		ASSERT_EQ(n, rs_poll(cq, round & 1 ? cqx : NULL, wc, n));
 		for (i = 0; i < n; i++) {
 			want = (struct rs_wc){ .wr_id = next + i,
@@ -790,8 +719,9 @@ TEST_F(resize, full_ring_grows)
 	qp = rs_connected(self, cq, cq, 2);
 	ASSERT_NE(NULL, qp);
 	for (i = 0; i < 2; i++)
-		ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_RDMA_WRITE, 1 + i,
-				     self->buf, 8, self->buf + WRITE_OFF, 0));
+		ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_RDMA_WRITE,
+					     1 + i, self->buf, 8,
+					     self->buf + WRITE_OFF, 0));
 	ASSERT_EQ(0, rs_wait_pending(&r, 2));
 	EXPECT_EQ(2, r.hdr->prod - r.hdr->cons);
 	EXPECT_EQ(EINVAL, ibv_resize_cq(cq, 1));	/* below the 2 pending */
@@ -838,8 +768,9 @@ TEST_F(resize, hostile_consumer_index)
 	qp = rs_connected(self, cq, cq, 8);
 	ASSERT_NE(NULL, qp);
 	for (i = 0; i < 2; i++)
-		ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_RDMA_WRITE, 1 + i,
-				     self->buf, 8, self->buf + WRITE_OFF, 0));
+		ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_RDMA_WRITE,
+					     1 + i, self->buf, 8,
+					     self->buf + WRITE_OFF, 0));
 	ASSERT_EQ(0, rs_wait_pending(&r, 2));
 	prod = r.hdr->prod;
 	cons = r.hdr->cons;
@@ -873,9 +804,9 @@ TEST_F(resize, hostile_consumer_index)
 	for (i = 0; i < 20; i++)
 		EXPECT_EQ(0, ibv_resize_cq(cq, 2 + i * 5));
 	for (i = 0; i < 2; i++)
-		ASSERT_EQ(0, rs_post(qp, self->mr, IBV_WR_RDMA_READ, 3 + i,
-				     self->buf + WRITE_OFF + 64, 16, self->buf,
-				     0));
+		ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_RDMA_READ,
+					     3 + i, self->buf + WRITE_OFF + 64,
+					     16, self->buf, 0));
 	ASSERT_EQ(4, rs_poll(cq, NULL, wc, 4));
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);

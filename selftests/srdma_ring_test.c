@@ -18,45 +18,6 @@
 #include "kselftest_harness.h"
 #include "srdma_test.h"
 
-struct ring_map {
-	char *addr;
-	size_t len;
-	unsigned long off;
-};
-
-/* The uverbs mappings of this process, by mmap offset: CQ, SQ, RQ. */
-static int find_rings(struct ring_map *m, int max)
-{
-	unsigned long start, end, off;
-	char line[512], path[256];
-	struct ring_map t;
-	int n = 0, i, j;
-	FILE *f;
-
-	f = fopen("/proc/self/maps", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f) && n < max) {
-		path[0] = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %255s", &start, &end,
-			   &off, path) < 3 || !strstr(path, "infiniband/uverbs"))
-			continue;
-		m[n].addr = (char *)start;
-		m[n].len = end - start;
-		m[n].off = off;
-		n++;
-	}
-	fclose(f);
-	for (i = 0; i < n; i++)
-		for (j = i + 1; j < n; j++)
-			if (m[j].off < m[i].off) {
-				t = m[i];
-				m[i] = m[j];
-				m[j] = t;
-			}
-	return n;
-}
-
 #define MAX_SGE 2
 #define SQ_SLOT (sizeof(struct srdma_usend_wqe) + \
 		 MAX_SGE * sizeof(struct srdma_usge))
@@ -65,7 +26,7 @@ static int find_rings(struct ring_map *m, int max)
 
 FIXTURE(ring) {
 	SRDMA_TEST_FIXTURE_OBJS;	/* ctx, pd, cq, mr, qp, buf */
-	struct ring_map m[3];	/* CQ, SQ, RQ */
+	struct srdma_test_map m[3];	/* CQ, SQ, RQ */
 	struct srdma_ring_hdr *cqh, *sqh, *rqh;
 };
 
@@ -85,7 +46,7 @@ static int new_qp_mtu(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu)
 	gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	if (!self->qp || gidx < 0 ||
 	    srdma_test_connect_self_mtu(self->qp, gidx, &gid, mtu) ||
-	    find_rings(self->m, 3) != 3)
+	    srdma_test_uverbs_maps(self->m, 3) != 3)
 		return -1;
 	self->cqh = (struct srdma_ring_hdr *)self->m[0].addr;
 	self->sqh = (struct srdma_ring_hdr *)self->m[1].addr;
@@ -119,16 +80,7 @@ static int post_write(FIXTURE_DATA(ring) *self, uint32_t len)
 /* Post one receive of 64 bytes into buf. */
 static int post_recv64(FIXTURE_DATA(ring) *self)
 {
-	struct ibv_recv_wr rwr, *rbad;
-	struct ibv_sge sge;
-
-	sge.addr = (uintptr_t)self->buf;
-	sge.length = 64;
-	sge.lkey = self->mr->lkey;
-	memset(&rwr, 0, sizeof(rwr));
-	rwr.sg_list = &sge;
-	rwr.num_sge = 1;
-	return ibv_post_recv(self->qp, &rwr, &rbad);
+	return srdma_test_post_recv(self->qp, self->mr, self->buf, 64, 0);
 }
 
 /* The ring works as such: data arrives, one completion, indices move. */

@@ -81,21 +81,8 @@ static int rc_connect(FIXTURE_DATA(srq) *self, struct ibv_qp *a, uint32_t dqpn,
 	ret = srdma_test_qp_init(a);
 	if (ret)
 		return ret;
-	memset(&at, 0, sizeof(at));
-	at.qp_state = IBV_QPS_RTR;
-	at.path_mtu = IBV_MTU_1024;
-	at.dest_qp_num = dqpn;
-	at.rq_psn = 0x100;
-	at.max_dest_rd_atomic = 4;
-	at.min_rnr_timer = 1;		/* 0.01 ms */
-	at.ah_attr.is_global = 1;
-	at.ah_attr.grh.dgid = self->gid;
-	at.ah_attr.grh.sgid_index = self->gidx;
-	at.ah_attr.grh.hop_limit = 64;
-	at.ah_attr.port_num = 1;
-	ret = ibv_modify_qp(a, &at, IBV_QP_STATE | IBV_QP_AV |
-			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	ret = srdma_test_qp_rtr_to(a, dqpn, self->gidx, &self->gid,
+				   IBV_MTU_1024);
 	if (ret)
 		return ret;
 	srdma_test_rts_attr(&at);
@@ -181,22 +168,6 @@ static int holds(FIXTURE_DATA(srq) *self, int r, uint32_t len, int seed)
 		    (char)(seed * 31 + i * 7 + 1))
 			return 0;
 	return 1;
-}
-
-/* Collect up to @n completions within about @ms ms. */
-static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
-{
-	int got = 0, i, r;
-
-	for (i = 0; i < ms * 10 && got < n; i++) {
-		r = ibv_poll_cq(cq, n - got, wc + got);
-		if (r < 0)
-			return r;
-		got += r;
-		if (got < n)
-			usleep(100);
-	}
-	return got;
 }
 
 /* The next async event within @ms ms into @ev (acked); 0, or -1 if none. */
@@ -438,7 +409,8 @@ TEST_F(srq, post_recv_einval)
 	ASSERT_EQ(0, post_srq(self, self->srq, 5, 0, 64));
 	fill(self, 0, 40, 3);
 	ASSERT_EQ(0, post_op(self, self->snd[0], IBV_WR_SEND, 9, 0, 40, 0));
-	ASSERT_EQ(1, poll_n(self->rcq, (struct ibv_wc[1]){}, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, (struct ibv_wc[1]){}, 1,
+				       2000));
 }
 
 /*
@@ -464,8 +436,9 @@ TEST_F(srq, completion_fields)
 		ASSERT_EQ(0, post_op(self, self->snd[3 - i],
 				     IBV_WR_SEND_WITH_IMM, 500 + i, i, len,
 				     0xabc00 + i));
-		ASSERT_EQ(1, poll_n(self->rcq, &wc[i], 1, 2000)) TH_LOG("send %d", i);
-		ASSERT_EQ(1, poll_n(self->scq, &swc[i], 1, 2000));
+		ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc[i], 1, 2000))
+			TH_LOG("send %d", i);
+		ASSERT_EQ(1, srdma_test_poll_n(self->scq, &swc[i], 1, 2000));
 		EXPECT_EQ(IBV_WC_SUCCESS, swc[i].status);
 		EXPECT_EQ(500 + i, swc[i].wr_id);
 		EXPECT_EQ(IBV_WC_SEND, swc[i].opcode);
@@ -493,8 +466,8 @@ TEST_F(srq, completion_fields)
 		ASSERT_EQ(0, post_op(self, self->snd[i], IBV_WR_SEND, 600 + i,
 				     4 + i, 64, 0));
 	}
-	ASSERT_EQ(4, poll_n(self->rcq, wc, 4, 4000));
-	ASSERT_EQ(4, poll_n(self->scq, swc, 4, 4000));
+	ASSERT_EQ(4, srdma_test_poll_n(self->rcq, wc, 4, 4000));
+	ASSERT_EQ(4, srdma_test_poll_n(self->scq, swc, 4, 4000));
 	for (i = 0; i < 4; i++) {
 		EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status);
 		EXPECT_EQ(IBV_WC_RECV, wc[i].opcode);
@@ -518,7 +491,7 @@ TEST_F(srq, completion_fields)
 	fill(self, 9, 3000, 77);
 	ASSERT_EQ(0, post_op(self, self->snd[1], IBV_WR_RDMA_WRITE_WITH_IMM,
 			     700, 9, 3000, 0x5150));
-	ASSERT_EQ(1, poll_n(self->rcq, wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
 	EXPECT_EQ(2000, wc[0].wr_id);
 	EXPECT_EQ(IBV_WC_RECV_RDMA_WITH_IMM, wc[0].opcode);
@@ -528,7 +501,7 @@ TEST_F(srq, completion_fields)
 	EXPECT_EQ(self->rcv[1]->qp_num, wc[0].qp_num);
 	EXPECT_EQ(self->snd[1]->qp_num, wc[0].src_qp);
 	EXPECT_TRUE(holds(self, 9, 3000, 77));	/* WRITE target */
-	ASSERT_EQ(1, poll_n(self->scq, swc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->scq, swc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, swc[0].status);
 	EXPECT_EQ(IBV_WC_RDMA_WRITE, swc[0].opcode);
 	/* Nothing else arrived. */
@@ -556,10 +529,10 @@ TEST_F(srq, limit_event_once)
 	for (i = 0; i < 6; i++) {
 		ASSERT_EQ(0, post_op(self, self->snd[0], IBV_WR_SEND, i, 0,
 				     16, 0));
-		ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+		ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 		EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 		EXPECT_EQ(i, wc.wr_id);
-		ASSERT_EQ(1, poll_n(self->scq, &wc, 1, 2000));
+		ASSERT_EQ(1, srdma_test_poll_n(self->scq, &wc, 1, 2000));
 		if (i < 2) {
 			/* 7, then 6 left: not below the limit. */
 			EXPECT_EQ(-1, next_event(self->ctx, 100, &ev))
@@ -584,7 +557,7 @@ TEST_F(srq, limit_event_once)
 	sa.srq_limit = 3;		/* 2 left now */
 	ASSERT_EQ(0, ibv_modify_srq(self->srq, &sa, IBV_SRQ_LIMIT));
 	ASSERT_EQ(0, post_op(self, self->snd[0], IBV_WR_SEND, 9, 0, 16, 0));
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	ASSERT_EQ(0, next_event(self->ctx, 2000, &ev));
 	EXPECT_EQ(IBV_EVENT_SRQ_LIMIT_REACHED, ev.event_type);
 	EXPECT_EQ(-1, next_event(self->ctx, 100, &ev));
@@ -612,13 +585,13 @@ TEST_F(srq, rnr_when_empty)
 	EXPECT_LT(rnr0, srdma_test_counter("rnr_nak_sent"));
 
 	ASSERT_EQ(0, post_srq(self, self->srq, 77, 3, SLOT));
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 4000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 4000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(77, wc.wr_id);
 	EXPECT_EQ(200, wc.byte_len);
 	EXPECT_EQ(self->rcv[0]->qp_num, wc.qp_num);
 	EXPECT_TRUE(holds(self, 3, 200, 5));
-	ASSERT_EQ(1, poll_n(self->scq, &wc, 1, 4000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->scq, &wc, 1, 4000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(42, wc.wr_id);
 
@@ -634,7 +607,7 @@ TEST_F(srq, rnr_when_empty)
 	ASSERT_EQ(0, rc_connect(self, self->rcv[1], self->snd[1]->qp_num,
 				7, 14, 7));
 	ASSERT_EQ(0, post_op(self, self->snd[1], IBV_WR_SEND, 43, 0, 200, 0));
-	ASSERT_EQ(1, poll_n(self->scq, &wc, 1, 4000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->scq, &wc, 1, 4000));
 	EXPECT_EQ(IBV_WC_RNR_RETRY_EXC_ERR, wc.status);
 	EXPECT_EQ(43, wc.wr_id);
 	EXPECT_EQ(0, ibv_poll_cq(self->rcq, 1, &wc));
@@ -667,10 +640,10 @@ TEST_F(srq, last_wqe_reached)
 	/* The other QP gets both receives. */
 	ASSERT_EQ(0, post_op(self, self->snd[1], IBV_WR_SEND, 5, 0, 8, 0));
 	ASSERT_EQ(0, post_op(self, self->snd[1], IBV_WR_SEND, 6, 0, 8, 0));
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	EXPECT_EQ(1, wc.wr_id);
 	EXPECT_EQ(self->rcv[1]->qp_num, wc.qp_num);
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	EXPECT_EQ(2, wc.wr_id);
 	EXPECT_EQ(self->rcv[1]->qp_num, wc.qp_num);
 }
@@ -703,10 +676,10 @@ TEST_F(srq, taken_receive_flushed)
 	wr.wr.rdma.remote_addr = (uintptr_t)self->buf;
 	wr.wr.rdma.rkey = self->mr->rkey ^ 0x5a5a00;	/* no such MR */
 	ASSERT_EQ(0, ibv_post_send(self->snd[0], &wr, &bad));
-	ASSERT_EQ(1, poll_n(self->scq, &wc, 1, 4000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->scq, &wc, 1, 4000));
 	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
 	/* The receive it took comes back flushed, through that QP. */
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
 	EXPECT_EQ(31, wc.wr_id);
 	EXPECT_EQ(self->rcv[0]->qp_num, wc.qp_num);
@@ -727,7 +700,6 @@ TEST_F(srq, ud)
 	long long drop0 = srdma_test_counter("rx_ud_no_receive");
 	long long empty0 = srdma_test_counter("rx_srq_empty");
 	struct ibv_qp_attr a;
-	struct ibv_ah_attr aa;
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
 	struct ibv_wc wc;
@@ -746,13 +718,7 @@ TEST_F(srq, ud)
 	ASSERT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE));
 	a.qp_state = IBV_QPS_RTS;
 	ASSERT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
-	memset(&aa, 0, sizeof(aa));
-	aa.is_global = 1;
-	aa.grh.dgid = self->gid;
-	aa.grh.sgid_index = self->gidx;
-	aa.grh.hop_limit = 64;
-	aa.port_num = 1;
-	ah = ibv_create_ah(self->pd, &aa);
+	ah = srdma_test_ah(self->pd, self->gidx, &self->gid);
 	ASSERT_NE(NULL, ah);
 
 	ASSERT_EQ(0, post_srq(self, self->srq, 90, 2, SLOT));
@@ -771,7 +737,7 @@ TEST_F(srq, ud)
 	wr.wr.ud.remote_qpn = qp->qp_num;
 	wr.wr.ud.remote_qkey = UD_QKEY;
 	ASSERT_EQ(0, ibv_post_send(qp, &wr, &bad));
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(90, wc.wr_id);
 	EXPECT_EQ(IBV_WC_RECV, wc.opcode);
@@ -782,13 +748,13 @@ TEST_F(srq, ud)
 	EXPECT_EQ(qp->qp_num, wc.src_qp);
 	EXPECT_EQ(0, memcmp(self->buf + RECV_OFF + 2 * SLOT + GRH, self->buf,
 			    500));
-	ASSERT_EQ(1, poll_n(self->scq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->scq, &wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 
 	/* Nothing posted: dropped and counted, nothing completes. */
 	wr.wr_id = 92;
 	ASSERT_EQ(0, ibv_post_send(qp, &wr, &bad));
-	ASSERT_EQ(1, poll_n(self->scq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->scq, &wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	usleep(100000);
 	EXPECT_EQ(0, ibv_poll_cq(self->rcq, 1, &wc));
@@ -810,19 +776,19 @@ TEST_F(srq, destroy_order)
 	ASSERT_EQ(0, post_srq(self, self->srq, 1, 0, SLOT));
 	ASSERT_EQ(0, post_srq(self, self->srq, 2, 1, SLOT));
 	ASSERT_EQ(0, post_op(self, self->snd[0], IBV_WR_SEND, 3, 0, 8, 0));
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	EXPECT_EQ(1, wc.wr_id);
-	ASSERT_EQ(1, poll_n(self->scq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->scq, &wc, 1, 2000));
 	/* A destroyed QP took nothing more; a new one gets the rest. */
 	ASSERT_EQ(0, ibv_destroy_qp(self->rcv[0]));
 	ASSERT_EQ(0, ibv_destroy_qp(self->snd[0]));
 	self->npair = 0;
 	ASSERT_EQ(0, make_pairs(self, self->srq, 1, 7));
 	ASSERT_EQ(0, post_op(self, self->snd[0], IBV_WR_SEND, 4, 0, 8, 0));
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	EXPECT_EQ(2, wc.wr_id);
 	EXPECT_EQ(self->rcv[0]->qp_num, wc.qp_num);
-	ASSERT_EQ(1, poll_n(self->scq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->scq, &wc, 1, 2000));
 	/* QPs first, then the SRQ. */
 	ASSERT_EQ(0, ibv_destroy_qp(self->rcv[0]));
 	ASSERT_EQ(0, ibv_destroy_qp(self->snd[0]));
@@ -937,33 +903,20 @@ TEST_F(srq, many_qps)
 static struct srdma_ring_hdr *srq_ring(FIXTURE_DATA(srq) *self,
 				       struct ibv_srq *srq, size_t *len)
 {
-	unsigned long start, end, off;
-	char *addr[16], line[512], path[256];
+	struct srdma_test_map m[16];
 	uint32_t before[16];
-	size_t lens[16];
-	int n = 0, i, found = -1;
-	FILE *f;
+	int n, i, found = -1;
 
-	f = fopen("/proc/self/maps", "r");
-	if (!f)
+	n = srdma_test_uverbs_maps(m, 16);
+	if (n < 0)
 		return NULL;
-	while (fgets(line, sizeof(line), f) && n < 16) {
-		path[0] = 0;
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %255s", &start, &end,
-			   &off, path) < 3 || !strstr(path, "infiniband/uverbs"))
-			continue;
-		addr[n] = (char *)start;
-		lens[n] = end - start;
-		n++;
-	}
-	fclose(f);
 	/* Every uverbs mapping of ours is a ring: read each one's prod. */
 	for (i = 0; i < n; i++)
-		before[i] = ((struct srdma_ring_hdr *)addr[i])->prod;
+		before[i] = ((struct srdma_ring_hdr *)m[i].addr)->prod;
 	if (post_srq(self, srq, 0xdead, 0, 64))
 		return NULL;
 	for (i = 0; i < n; i++) {
-		if (((struct srdma_ring_hdr *)addr[i])->prod != before[i] + 1)
+		if (((struct srdma_ring_hdr *)m[i].addr)->prod != before[i] + 1)
 			continue;
 		if (found >= 0)
 			return NULL;	/* ambiguous */
@@ -972,9 +925,9 @@ static struct srdma_ring_hdr *srq_ring(FIXTURE_DATA(srq) *self,
 	if (found < 0)
 		return NULL;
 	/* Take the receive back: no message came to consume it. */
-	((struct srdma_ring_hdr *)addr[found])->prod--;
-	*len = lens[found];
-	return (struct srdma_ring_hdr *)addr[found];
+	((struct srdma_ring_hdr *)m[found].addr)->prod--;
+	*len = m[found].len;
+	return (struct srdma_ring_hdr *)m[found].addr;
 }
 
 #define SRQ_SLOT (sizeof(struct srdma_urecv_wqe) + \
@@ -1100,7 +1053,7 @@ TEST_F(srq, ring_bad_lkey)
 	u->sge[0].lkey = self->mr->lkey ^ 0x777700;
 	h->prod = 1;
 	ASSERT_EQ(0, post_op(self, self->snd[0], IBV_WR_SEND, 1, 0, 8, 0));
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
 	EXPECT_EQ(60, wc.wr_id);
 	EXPECT_EQ(self->rcv[0]->qp_num, wc.qp_num);
@@ -1112,7 +1065,7 @@ TEST_F(srq, ring_bad_lkey)
 	/* The SRQ goes on serving the other QP. */
 	ASSERT_EQ(0, post_srq(self, self->srq, 61, 1, SLOT));
 	ASSERT_EQ(0, post_op(self, self->snd[1], IBV_WR_SEND, 2, 0, 8, 0));
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(61, wc.wr_id);
 	EXPECT_EQ(self->rcv[1]->qp_num, wc.qp_num);
@@ -1157,7 +1110,7 @@ TEST_F(srq, ring_random_scribble)
 	ASSERT_EQ(0, post_srq(self, self->srq, 7, 5, SLOT));
 	fill(self, 1, 1000, 44);
 	ASSERT_EQ(0, post_op(self, self->snd[0], IBV_WR_SEND, 8, 1, 1000, 0));
-	ASSERT_EQ(1, poll_n(self->rcq, wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
 	EXPECT_EQ(7, wc[0].wr_id);
 	EXPECT_TRUE(holds(self, 5, 1000, 44));
@@ -1176,7 +1129,7 @@ TEST_F(srq, ring_unmapped)
 	ASSERT_NE(NULL, h);
 	ASSERT_EQ(0, munmap(h, len));
 	ASSERT_EQ(0, post_op(self, self->snd[0], IBV_WR_SEND, 1, 0, 8, 0));
-	ASSERT_EQ(1, poll_n(self->rcq, &wc, 1, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(3, wc.wr_id);
 	/* Destroying must not touch the unmapped ring from user space. */

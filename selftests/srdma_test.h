@@ -7,10 +7,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <infiniband/verbs.h>
 
 /* The device under test: $SRDMA_DEV, default srdma0. */
@@ -35,8 +38,8 @@ static inline const char *srdma_test_devname(void)
 	return name && *name ? name : "srdma0";
 }
 
-/* Open the device under test, or NULL if it is not listed. */
-static inline struct ibv_context *srdma_test_open(void)
+/* Open device @name, or NULL if it is not listed. */
+static inline struct ibv_context *srdma_test_open_name(const char *name)
 {
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
@@ -46,24 +49,68 @@ static inline struct ibv_context *srdma_test_open(void)
 	if (!list)
 		return NULL;
 	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]),
-			    srdma_test_devname()))
+		if (!strcmp(ibv_get_device_name(list[i]), name))
 			ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
 	return ctx;
 }
 
-/* RESET -> INIT with remote WRITE and READ; ibv_modify_qp()'s result. */
-static inline int srdma_test_qp_init(struct ibv_qp *qp)
+/* Open the device under test, or NULL if it is not listed. */
+static inline struct ibv_context *srdma_test_open(void)
+{
+	return srdma_test_open_name(srdma_test_devname());
+}
+
+/* The mask of RESET -> INIT with access flags. */
+#define SRDMA_TEST_INIT_MASK (IBV_QP_STATE | IBV_QP_PKEY_INDEX | \
+			      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
+
+/* RESET -> INIT on port 1 with @access; ibv_modify_qp()'s result. */
+static inline int srdma_test_qp_init_access(struct ibv_qp *qp,
+					    unsigned int access)
 {
 	struct ibv_qp_attr a;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	a.qp_access_flags = access;
+	return ibv_modify_qp(qp, &a, SRDMA_TEST_INIT_MASK);
+}
+
+/* RESET -> INIT with remote WRITE and READ; ibv_modify_qp()'s result. */
+static inline int srdma_test_qp_init(struct ibv_qp *qp)
+{
+	return srdma_test_qp_init_access(qp, IBV_ACCESS_REMOTE_WRITE |
+					 IBV_ACCESS_REMOTE_READ);
+}
+
+/* The attributes INIT -> RTR of a connected QP requires, and their mask. */
+#define SRDMA_TEST_RTR_MASK (IBV_QP_STATE | IBV_QP_AV | \
+			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | \
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | \
+			     IBV_QP_MIN_RNR_TIMER)
+
+/*
+ * Towards QP @dqpn behind GID @gid (reached through our GID @gidx) at
+ * @mtu; first PSN 0x100, 4 READs and atomics in, RNR timer 0.01 ms.
+ */
+static inline void srdma_test_rtr_attr(struct ibv_qp_attr *a, uint32_t dqpn,
+				       int gidx, const union ibv_gid *gid,
+				       enum ibv_mtu mtu)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = mtu;
+	a->dest_qp_num = dqpn;
+	a->rq_psn = 0x100;
+	a->max_dest_rd_atomic = 4;
+	a->min_rnr_timer = 1;
+	a->ah_attr.is_global = 1;
+	a->ah_attr.grh.dgid = *gid;
+	a->ah_attr.grh.sgid_index = gidx;
+	a->ah_attr.grh.hop_limit = 64;
+	a->ah_attr.port_num = 1;
 }
 
 /*
@@ -76,22 +123,8 @@ static inline int srdma_test_qp_rtr_to(struct ibv_qp *qp, uint32_t dqpn,
 {
 	struct ibv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 0x100;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			     IBV_QP_MIN_RNR_TIMER);
+	srdma_test_rtr_attr(&a, dqpn, gidx, gid, mtu);
+	return ibv_modify_qp(qp, &a, SRDMA_TEST_RTR_MASK);
 }
 
 /* INIT -> RTR towards the QP itself at @mtu; ibv_modify_qp()'s result. */
@@ -186,30 +219,6 @@ static inline struct ibv_qp *srdma_test_rc_qp(struct ibv_pd *pd,
 	return ibv_create_qp(pd, &init);
 }
 
-/*
- * Post one signaled RDMA WRITE or READ of @len bytes between @local and
- * @remote, both inside @mr; ibv_post_send()'s result.
- */
-static inline int srdma_test_post_rdma(struct ibv_qp *qp, struct ibv_mr *mr,
-				       enum ibv_wr_opcode op, void *local,
-				       uint32_t len, void *remote)
-{
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-
-	sge.addr = (uintptr_t)local;
-	sge.length = len;
-	sge.lkey = mr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uintptr_t)remote;
-	wr.wr.rdma.rkey = mr->rkey;
-	return ibv_post_send(qp, &wr, &bad);
-}
-
 /* Poll @cq for up to about 2 s for one completion; 1 if one came. */
 static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 {
@@ -222,6 +231,299 @@ static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 		usleep(100);
 	}
 	return 0;
+}
+
+/* An AH on @pd from our GID @gidx to @dgid. */
+static inline struct ibv_ah *srdma_test_ah(struct ibv_pd *pd, int gidx,
+					   const union ibv_gid *dgid)
+{
+	struct ibv_ah_attr aa = {
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = *dgid, .sgid_index = gidx, .hop_limit = 64 },
+	};
+
+	return ibv_create_ah(pd, &aa);
+}
+
+/* Up to @n completions within about @ms ms; how many came, or < 0. */
+static inline int srdma_test_poll_n(struct ibv_cq *cq, struct ibv_wc *wc,
+				    int n, int ms)
+{
+	int got = 0, i, r;
+
+	for (i = 0; i < ms * 10 && got < n; i++) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return r;
+		got += r;
+		if (got < n)
+			usleep(100);
+	}
+	return got;
+}
+
+/* RESET -> INIT -> RTR -> RTS of a UD QP with Q_Key @qkey, SQ PSN 0x42. */
+static inline int srdma_test_ud_up(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = qkey;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_QKEY))
+		return -1;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return -1;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x42;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+/* Post one receive of @len bytes at @at in @mr; ibv_post_recv()'s result. */
+static inline int srdma_test_post_recv(struct ibv_qp *qp, struct ibv_mr *mr,
+				       void *at, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)at, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+	}, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+/*
+ * Post one signaled work request @op of @len bytes from @local, with
+ * immediate @imm (host order) and, for RDMA, the remote side at @remote;
+ * both in @mr. ibv_post_send()'s result.
+ */
+static inline int srdma_test_post(struct ibv_qp *qp, struct ibv_mr *mr,
+				  enum ibv_wr_opcode op, uint64_t wr_id,
+				  void *local, uint32_t len, void *remote,
+				  uint32_t imm)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)local, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(imm),
+	}, *bad;
+
+	wr.wr.rdma.remote_addr = (uintptr_t)remote;
+	wr.wr.rdma.rkey = mr->rkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/*
+ * Post one signaled RDMA WRITE or READ of @len bytes between @local and
+ * @remote, both inside @mr; ibv_post_send()'s result.
+ */
+static inline int srdma_test_post_rdma(struct ibv_qp *qp, struct ibv_mr *mr,
+				       enum ibv_wr_opcode op, void *local,
+				       uint32_t len, void *remote)
+{
+	return srdma_test_post(qp, mr, op, 0, local, len, remote, 0);
+}
+
+/* An extended CQ of @cqe entries with the standard completion fields. */
+static inline struct ibv_cq_ex *srdma_test_cq_ex(struct ibv_context *ctx,
+						 uint32_t cqe)
+{
+	struct ibv_cq_init_attr_ex a = {
+		.cqe = cqe,
+		.wc_flags = IBV_WC_STANDARD_FLAGS,
+	};
+
+	return ibv_create_cq_ex(ctx, &a);
+}
+
+/*
+ * One completion, every field read through the ibv_cq_ex accessors at the
+ * width they return (struct ibv_wc's slid has only 16 bits).
+ */
+struct srdma_test_wc {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	__be32 imm_data;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	unsigned int wc_flags;
+	uint32_t slid;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+};
+
+/* The current completion of an open start_poll batch on @cq. */
+static inline void srdma_test_read_ex(struct ibv_cq_ex *cq,
+				      struct srdma_test_wc *wc)
+{
+	wc->wr_id = cq->wr_id;
+	wc->status = cq->status;
+	wc->opcode = ibv_wc_read_opcode(cq);
+	wc->vendor_err = ibv_wc_read_vendor_err(cq);
+	wc->byte_len = ibv_wc_read_byte_len(cq);
+	wc->imm_data = ibv_wc_read_imm_data(cq);
+	wc->qp_num = ibv_wc_read_qp_num(cq);
+	wc->src_qp = ibv_wc_read_src_qp(cq);
+	wc->wc_flags = ibv_wc_read_wc_flags(cq);
+	wc->slid = ibv_wc_read_slid(cq);
+	wc->sl = ibv_wc_read_sl(cq);
+	wc->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+}
+
+/*
+ * Collect up to @n completions within about @ms ms through start_poll /
+ * next_poll / end_poll; how many came, or -errno on a poll error.
+ */
+static inline int srdma_test_poll_ex(struct ibv_cq_ex *cq,
+				     struct srdma_test_wc *wc, int n, int ms)
+{
+	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
+	int got = 0, i, ret;
+
+	for (i = 0; i < ms * 10 && got < n; i++) {
+		ret = ibv_start_poll(cq, &attr);
+		if (ret == ENOENT) {
+			usleep(100);
+			continue;
+		}
+		if (ret)
+			return -ret;
+		srdma_test_read_ex(cq, &wc[got++]);
+		while (got < n) {
+			ret = ibv_next_poll(cq);
+			if (ret)
+				break;
+			srdma_test_read_ex(cq, &wc[got++]);
+		}
+		ibv_end_poll(cq);
+		if (ret && ret != ENOENT)
+			return -ret;
+	}
+	return got;
+}
+
+/* One uverbs mapping of this process (a ring of the provider's). */
+struct srdma_test_map {
+	char *addr;
+	size_t len;
+	unsigned long off;		/* its mmap offset */
+};
+
+/*
+ * The uverbs mappings of this process from /proc/self/maps, at most @max,
+ * in order of their mmap offsets (creation order: CQ, then SQ and RQ of a
+ * QP); how many, or -1.
+ */
+static inline int srdma_test_uverbs_maps(struct srdma_test_map *m, int max)
+{
+	unsigned long start, end, off;
+	char line[512], path[256];
+	struct srdma_test_map t;
+	int n = 0, i, j;
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f) && n < max) {
+		path[0] = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %255s", &start, &end,
+			   &off, path) < 3 || !strstr(path, "infiniband/uverbs"))
+			continue;
+		m[n].addr = (char *)start;
+		m[n].len = end - start;
+		m[n].off = off;
+		n++;
+	}
+	fclose(f);
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (m[j].off < m[i].off) {
+				t = m[i];
+				m[i] = m[j];
+				m[j] = t;
+			}
+	return n;
+}
+
+/*
+ * The TCP control connection of the two-host programs (srdma_xfer,
+ * srdma_atomic_pair), IPv4.
+ */
+
+/* Read all @n bytes into @p: 0, or -1 if the peer closed or it failed. */
+static inline int srdma_test_read_full(int fd, void *p, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = read(fd, (char *)p + got, n - got);
+		if (r <= 0)
+			return -1;
+		got += r;
+	}
+	return 0;
+}
+
+/* A socket listening on TCP @port, @backlog deep: its fd, or -1 (errno). */
+static inline int srdma_test_tcp_listen(const char *port, int backlog)
+{
+	struct addrinfo hints = { .ai_family = AF_INET,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE };
+	struct addrinfo *ai;
+	int ls, one = 1, err = 0;
+
+	if (getaddrinfo(NULL, port, &hints, &ai))
+		return -1;
+	ls = socket(ai->ai_family, ai->ai_socktype, 0);
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ls, ai->ai_addr, ai->ai_addrlen) || listen(ls, backlog))
+		err = errno;
+	freeaddrinfo(ai);
+	if (err) {
+		if (ls >= 0)
+			close(ls);
+		errno = err;	/* the caller says why */
+		return -1;
+	}
+	return ls;
+}
+
+/*
+ * A TCP connection to @host:@port, tried @tries times 200 ms apart (the
+ * server may not listen yet): its fd, or -1.
+ */
+static inline int srdma_test_tcp_connect(const char *host, const char *port,
+					 int tries)
+{
+	struct addrinfo hints = { .ai_family = AF_INET,
+				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai;
+	int fd = -1, i;
+
+	if (getaddrinfo(host, port, &hints, &ai))
+		return -1;
+	for (i = 0; i < tries; i++) {
+		fd = socket(ai->ai_family, ai->ai_socktype, 0);
+		if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
+			break;
+		close(fd);
+		fd = -1;
+		usleep(200000);
+	}
+	freeaddrinfo(ai);
+	return fd;
 }
 
 /*

@@ -31,26 +31,6 @@
 #define GRH		40
 #define RECV_OFF	32768		/* receive buffers from here */
 
-/* RESET -> INIT -> RTR -> RTS for a UD QP with Q_Key @qkey. */
-static int ud_qp_up(struct ibv_qp *qp, uint32_t qkey)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = qkey;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_QKEY))
-		return -1;
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		return -1;
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x42;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-}
-
 static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 {
 	struct ibv_qp_init_attr init = {
@@ -62,35 +42,6 @@ static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 	};
 
 	return ibv_create_qp(pd, &init);
-}
-
-/* Collect up to @n completions in about 2 s (less if @n came). */
-static int ud_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
-{
-	int got = 0, i, r;
-
-	for (i = 0; i < ms * 10 && got < n; i++) {
-		r = ibv_poll_cq(cq, n - got, wc + got);
-		if (r < 0)
-			return r;
-		got += r;
-		if (got < n)
-			usleep(100);
-	}
-	return got;
-}
-
-static int ud_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *at,
-			uint32_t len, uint64_t wr_id)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)at, .length = len, .lkey = mr->lkey,
-	};
-	struct ibv_recv_wr wr = {
-		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-	}, *bad;
-
-	return ibv_post_recv(qp, &wr, &bad);
 }
 
 static int ud_post_send(struct ibv_qp *qp, struct ibv_mr *mr, void *at,
@@ -138,7 +89,6 @@ FIXTURE(ud) {
 
 FIXTURE_SETUP(ud)
 {
-	struct ibv_ah_attr aa;
 
 	self->qp = NULL;
 	self->b = NULL;
@@ -150,15 +100,9 @@ FIXTURE_SETUP(ud)
 	ASSERT_NE(NULL, self->qp) TH_LOG("UD QP: %s", strerror(errno));
 	self->b = ud_qp(self->pd, self->cq);
 	ASSERT_NE(NULL, self->b);
-	ASSERT_EQ(0, ud_qp_up(self->qp, UD_QKEY));
-	ASSERT_EQ(0, ud_qp_up(self->b, UD_QKEY));
-	memset(&aa, 0, sizeof(aa));
-	aa.is_global = 1;
-	aa.grh.dgid = self->gid;
-	aa.grh.sgid_index = self->gidx;
-	aa.grh.hop_limit = 64;
-	aa.port_num = 1;
-	self->ah = ibv_create_ah(self->pd, &aa);
+	ASSERT_EQ(0, srdma_test_ud_up(self->qp, UD_QKEY));
+	ASSERT_EQ(0, srdma_test_ud_up(self->b, UD_QKEY));
+	self->ah = srdma_test_ah(self->pd, self->gidx, &self->gid);
 	ASSERT_NE(NULL, self->ah) TH_LOG("create_ah: %s", strerror(errno));
 }
 
@@ -251,14 +195,15 @@ TEST_F(ud, send_and_imm)
 	for (i = 0; i < 2048; i++)
 		self->buf[i] = (char)(i * 7 + 3);
 	memset(rb, 0xee, 2 * 2048);
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 11));
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb + 2048, 2048, 12));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb, 2048, 11));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb + 2048, 2048,
+					  12));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 100, 1,
 				  self->ah, self->b->qp_num, UD_QKEY, 0));
 	/* the full MTU (netdev MTU 1500) with immediate data */
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf + 100, 1024,
 				  2, self->ah, self->b->qp_num, UD_QKEY, 1));
-	n = ud_poll(self->cq, wc, 4, 2000);
+	n = srdma_test_poll_n(self->cq, wc, 4, 2000);
 	ASSERT_EQ(4, n);
 	for (i = 0; i < n; i++) {
 		if (wc[i].qp_num == self->qp->qp_num) {
@@ -287,18 +232,18 @@ TEST_F(ud, qkey_rules)
 	struct ibv_wc wc[2];
 
 	ASSERT_LE(0, before);
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
-				  2048, 21));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr,
+					  self->buf + RECV_OFF, 2048, 21));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 64, 1,
 				  self->ah, self->b->qp_num, 0x1234, 0));
-	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 300));
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, wc, 2, 300));
 	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
 	EXPECT_EQ(before + 1, srdma_test_counter("rx_qkey_violations"));
 
 	/* a privileged-looking Q_Key: use the sender QP's, which matches */
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 64, 2,
 				  self->ah, self->b->qp_num, 0x80000000U, 0));
-	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	ASSERT_EQ(2, srdma_test_poll_n(self->cq, wc, 2, 2000));
 	ud_check_send_wc(_metadata,
 			 wc[0].qp_num == self->qp->qp_num ? &wc[0] : &wc[1],
 			 self->qp, 2);
@@ -325,14 +270,15 @@ TEST_F(ud, short_recv_buffer)
 	for (i = 0; i < 256; i++)
 		self->buf[i] = (char)(i * 13 + 5);
 	memset(rb, 0xee, 512);
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, GRH + 100, 31));
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb + 256, GRH + 100,
-				  32));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb, GRH + 100,
+					  31));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb + 256,
+					  GRH + 100, 32));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 101, 1,
 				  self->ah, self->b->qp_num, UD_QKEY, 0));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf + 101, 100,
 				  2, self->ah, self->b->qp_num, UD_QKEY, 0));
-	n = ud_poll(self->cq, wc, 3, 2000);
+	n = srdma_test_poll_n(self->cq, wc, 3, 2000);
 	ASSERT_EQ(3, n);
 	for (i = 0; i < n; i++) {
 		if (wc[i].qp_num == self->qp->qp_num) {
@@ -355,7 +301,7 @@ TEST_F(ud, short_recv_buffer)
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->b));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
 	/* the second receive is still posted: nothing completes it */
-	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 200));
+	EXPECT_EQ(0, srdma_test_poll_n(self->cq, wc, 1, 200));
 	/* after that wait: the core caches hw counters for 10 ms */
 	EXPECT_EQ(dropped + 1, srdma_test_counter("rx_ud_short_buffer"));
 }
@@ -455,12 +401,12 @@ TEST_F(ud, rx_over_mtu)
 
 	ASSERT_LE(0, over);
 	memset(rb, 0, 4096);
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 4096, 71));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb, 4096, 71));
 	ASSERT_EQ(0, ud_inject(&self->gid, self->b->qp_num, UD_QKEY, 1100,
 			       0x5a)) TH_LOG("raw socket: %s", strerror(errno));
 	ASSERT_EQ(0, ud_inject(&self->gid, self->b->qp_num, UD_QKEY, 1024,
 			       0xa5));
-	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 2000));
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, wc, 2, 2000));
 	ud_check_recv_wc(_metadata, &wc[0], self->b, 71, 1024, INJ_SQPN, 0);
 	for (i = 0; i < 1024; i++)
 		if (rb[GRH + i] != 0xa5)
@@ -485,16 +431,16 @@ TEST_F(ud, too_long_and_no_receive)
 				  self->ah, self->b->qp_num, UD_QKEY, 0));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 2,
 				  self->ah, self->b->qp_num, UD_QKEY, 0));
-	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	ASSERT_EQ(2, srdma_test_poll_n(self->cq, wc, 2, 2000));
 	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
 	ud_check_send_wc(_metadata, &wc[1], self->qp, 2);
 	usleep(200000);
 	EXPECT_EQ(too_long + 1, srdma_test_counter("tx_ud_too_long"));
 	EXPECT_EQ(no_recv + 1, srdma_test_counter("rx_ud_no_receive"));
 	/* neither arrives later */
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
-				  2048, 41));
-	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 300));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr,
+					  self->buf + RECV_OFF, 2048, 41));
+	EXPECT_EQ(0, srdma_test_poll_n(self->cq, wc, 1, 300));
 }
 
 /* A UD datagram to an RC QP is dropped and counted. */
@@ -506,11 +452,11 @@ TEST_F(ud, to_rc_qp)
 
 	ASSERT_NE(NULL, rc);
 	ASSERT_EQ(0, srdma_test_connect_self(rc, self->gidx, &self->gid));
-	ASSERT_EQ(0, ud_post_recv(rc, self->mr, self->buf + RECV_OFF, 2048,
-				  51));
+	ASSERT_EQ(0, srdma_test_post_recv(rc, self->mr, self->buf + RECV_OFF,
+					  2048, 51));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 1,
 				  self->ah, rc->qp_num, UD_QKEY, 0));
-	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 300));
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, wc, 2, 300));
 	ud_check_send_wc(_metadata, &wc[0], self->qp, 1);
 	EXPECT_EQ(bad + 1, srdma_test_counter("rx_bad_header"));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(rc));
@@ -525,11 +471,12 @@ TEST_F(ud, reply_from_wc)
 	struct ibv_ah *reply;
 	int i;
 
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 61));
-	ASSERT_EQ(0, ud_post_recv(self->qp, self->mr, rb + 2048, 2048, 62));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb, 2048, 61));
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, rb + 2048, 2048,
+					  62));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 32, 1,
 				  self->ah, self->b->qp_num, UD_QKEY, 1));
-	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	ASSERT_EQ(2, srdma_test_poll_n(self->cq, wc, 2, 2000));
 	got = wc[0].qp_num == self->b->qp_num ? wc[0] : wc[1];
 	ud_check_recv_wc(_metadata, &got, self->b, 61, 32, self->qp->qp_num,
 			 1);
@@ -541,7 +488,7 @@ TEST_F(ud, reply_from_wc)
 		self->buf[4096 + i] = (char)(0xa0 + i);
 	ASSERT_EQ(0, ud_post_send(self->b, self->mr, self->buf + 4096, 16, 7,
 				  reply, got.src_qp, UD_QKEY, 0));
-	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	ASSERT_EQ(2, srdma_test_poll_n(self->cq, wc, 2, 2000));
 	got = wc[0].qp_num == self->qp->qp_num ? wc[0] : wc[1];
 	ud_check_recv_wc(_metadata, &got, self->qp, 62, 16, self->b->qp_num,
 			 0);
@@ -588,15 +535,13 @@ TEST_F(ud, provider_refuses_bad_wr)
 
 	pd2 = ibv_alloc_pd(self->ctx);
 	ASSERT_NE(NULL, pd2);
-	ah2 = ibv_create_ah(pd2, &(struct ibv_ah_attr){
-		.is_global = 1, .port_num = 1,
-		.grh = { .dgid = self->gid, .sgid_index = self->gidx,
-			 .hop_limit = 64 } });
+	ah2 = srdma_test_ah(pd2, self->gidx, &self->gid);
 	ASSERT_NE(NULL, ah2);
 	for (i = 0; i < 64; i++)
 		self->buf[i] = (char)(0x30 + i);
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 81));
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb + 2048, 2048, 82));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb, 2048, 81));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb + 2048, 2048,
+					  82));
 
 	/* a good one, then a QPN over 24 bits */
 	ud_wr(&wr[0], &sge[0], self->mr, self->buf, 16, 1, self->ah,
@@ -618,7 +563,7 @@ TEST_F(ud, provider_refuses_bad_wr)
 	ud_wr(&wr[0], &sge[0], self->mr, self->buf + 16, 32, 4, self->ah,
 	      self->b->qp_num);
 	ASSERT_EQ(0, ibv_post_send(self->qp, wr, &bad));
-	n = ud_poll(self->cq, wc, 4, 2000);
+	n = srdma_test_poll_n(self->cq, wc, 4, 2000);
 	ASSERT_EQ(4, n);
 	for (i = 0; i < n; i++) {
 		if (wc[i].qp_num == self->qp->qp_num) {
@@ -807,15 +752,16 @@ TEST_F(ud, many_in_one_doorbell)
 	ASSERT_NE(NULL, s);
 	r = ibv_create_qp(self->pd, &init);
 	ASSERT_NE(NULL, r);
-	ASSERT_EQ(0, ud_qp_up(s, UD_QKEY));
-	ASSERT_EQ(0, ud_qp_up(r, UD_QKEY));
+	ASSERT_EQ(0, srdma_test_ud_up(s, UD_QKEY));
+	ASSERT_EQ(0, srdma_test_ud_up(r, UD_QKEY));
 	for (i = 0; i < MANY; i++)
-		ASSERT_EQ(0, ud_post_recv(r, mr, buf + (MANY + i) * MANY_SLOT,
-					  MANY_SLOT, MANY + i));
+		ASSERT_EQ(0, srdma_test_post_recv(r, mr,
+						  buf + (MANY + i) * MANY_SLOT,
+						  MANY_SLOT, MANY + i));
 	ASSERT_EQ(0, many_post(s, mr, buf, self->ah, r->qp_num));
 
 	for (k = 0; k < 200 && sends + recvs < 2 * MANY; k++) {
-		n = ud_poll(cq, wc, 64, 100);
+		n = srdma_test_poll_n(cq, wc, 64, 100);
 		ASSERT_LE(0, n);
 		for (i = 0; i < (uint32_t)n; i++) {
 			if (wc[i].qp_num == s->qp_num) {
@@ -865,18 +811,6 @@ static int mc_gid(const char *addr, union ibv_gid *g)
 		return 0;
 	}
 	return inet_pton(AF_INET6, addr, g->raw) == 1 ? 0 : -1;
-}
-
-/* An AH from our GID @gidx to @dgid. */
-static struct ibv_ah *mc_ah(struct ibv_pd *pd, int gidx,
-			    const union ibv_gid *dgid)
-{
-	struct ibv_ah_attr aa = {
-		.is_global = 1, .port_num = 1,
-		.grh = { .dgid = *dgid, .sgid_index = gidx, .hop_limit = 64 },
-	};
-
-	return ibv_create_ah(pd, &aa);
 }
 
 /* The netdev of the device under test, into @buf. -1 if unknown. */
@@ -1070,20 +1004,21 @@ TEST_F(ud, mcast_ipv4_loopback)
 	inet_pton(AF_INET, "239.1.2.4", &grp);
 	c = ud_qp(self->pd, self->cq);
 	ASSERT_NE(NULL, c);
-	ASSERT_EQ(0, ud_qp_up(c, UD_QKEY));
+	ASSERT_EQ(0, srdma_test_ud_up(c, UD_QKEY));
 	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
 	ASSERT_EQ(0, ibv_attach_mcast(c, &g, 0));
-	ah = mc_ah(self->pd, self->gidx, &g);
+	ah = srdma_test_ah(self->pd, self->gidx, &g);
 	ASSERT_NE(NULL, ah) TH_LOG("create_ah: %s", strerror(errno));
 	for (i = 0; i < 300; i++)
 		self->buf[i] = (char)(i * 11 + 7);
 	memset(rb, 0xee, 3 * 2048);
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 91));
-	ASSERT_EQ(0, ud_post_recv(c, self->mr, rb + 2048, 2048, 92));
-	ASSERT_EQ(0, ud_post_recv(self->qp, self->mr, rb + 4096, 2048, 93));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb, 2048, 91));
+	ASSERT_EQ(0, srdma_test_post_recv(c, self->mr, rb + 2048, 2048, 92));
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, rb + 4096, 2048,
+					  93));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 300, 1, ah,
 				  MC_QPN, UD_QKEY, 1));
-	ASSERT_EQ(3, ud_poll(self->cq, wc, 3, 2000));
+	ASSERT_EQ(3, srdma_test_poll_n(self->cq, wc, 3, 2000));
 	w = mc_find_wc(wc, 3, self->qp);
 	ASSERT_NE(NULL, w);
 	ud_check_send_wc(_metadata, w, self->qp, 1);
@@ -1103,27 +1038,27 @@ TEST_F(ud, mcast_ipv4_loopback)
 	EXPECT_EQ(grp.s_addr, ip->daddr);
 	EXPECT_EQ(0, ud_csum(ip, 20));
 	/* the sender is not attached: its receive stays posted */
-	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 300));
+	EXPECT_EQ(0, srdma_test_poll_n(self->cq, wc, 1, 300));
 
 	/* c leaves: only b receives */
 	ASSERT_EQ(0, ibv_detach_mcast(c, &g, 0));
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 94));
-	ASSERT_EQ(0, ud_post_recv(c, self->mr, rb + 2048, 2048, 95));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb, 2048, 94));
+	ASSERT_EQ(0, srdma_test_post_recv(c, self->mr, rb + 2048, 2048, 95));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 16, 2, ah,
 				  MC_QPN, UD_QKEY, 0));
-	ASSERT_EQ(2, ud_poll(self->cq, wc, 3, 2000));
+	ASSERT_EQ(2, srdma_test_poll_n(self->cq, wc, 3, 2000));
 	w = mc_find_wc(wc, 2, self->b);
 	ASSERT_NE(NULL, w);
 	ud_check_recv_wc(_metadata, w, self->b, 94, 16, self->qp->qp_num, 0);
-	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 300));
+	EXPECT_EQ(0, srdma_test_poll_n(self->cq, wc, 1, 300));
 
 	/* b leaves too: the netdev leaves the group, nobody receives */
 	ASSERT_EQ(0, ibv_detach_mcast(self->b, &g, 0));
 	EXPECT_EQ(0, mc_joined("239.1.2.4"));
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 96));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb, 2048, 96));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 16, 3, ah,
 				  MC_QPN, UD_QKEY, 0));
-	ASSERT_EQ(1, ud_poll(self->cq, wc, 2, 500));
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, wc, 2, 500));
 	ud_check_send_wc(_metadata, &wc[0], self->qp, 3);
 	EXPECT_EQ(0, ibv_destroy_ah(ah));
 	EXPECT_EQ(0, ibv_destroy_qp(c));
@@ -1148,12 +1083,12 @@ TEST_F(ud, mcast_drops)
 	ASSERT_EQ(0, mc_gid("239.1.2.5", &g));
 	ASSERT_EQ(0, mc_gid("224.0.0.1", &a));
 	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
-	ah = mc_ah(self->pd, self->gidx, &g);
-	all = mc_ah(self->pd, self->gidx, &a);
+	ah = srdma_test_ah(self->pd, self->gidx, &g);
+	all = srdma_test_ah(self->pd, self->gidx, &a);
 	ASSERT_NE(NULL, ah);
 	ASSERT_NE(NULL, all);
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, self->buf + RECV_OFF,
-				  2048, 97));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr,
+					  self->buf + RECV_OFF, 2048, 97));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 1, ah,
 				  MC_QPN, 0x1234, 0));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 2, ah,
@@ -1161,15 +1096,15 @@ TEST_F(ud, mcast_drops)
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 3, all,
 				  MC_QPN, UD_QKEY, 0));
 	ASSERT_EQ(0, ud_inject(&self->gid, MC_QPN, UD_QKEY, 8, 0x11));
-	ASSERT_EQ(3, ud_poll(self->cq, wc, 4, 2000));
-	EXPECT_EQ(0, ud_poll(self->cq, wc, 1, 300));
+	ASSERT_EQ(3, srdma_test_poll_n(self->cq, wc, 4, 2000));
+	EXPECT_EQ(0, srdma_test_poll_n(self->cq, wc, 1, 300));
 	EXPECT_EQ(qkey + 1, srdma_test_counter("rx_qkey_violations"));
 	EXPECT_EQ(hdr + 1, srdma_test_counter("rx_bad_header"));
 	EXPECT_EQ(nogrp + 2, srdma_test_counter("rx_mcast_no_group"));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->b));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 8, 4, ah,
 				  MC_QPN, UD_QKEY, 0));
-	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	ASSERT_EQ(2, srdma_test_poll_n(self->cq, wc, 2, 2000));
 	EXPECT_NE(NULL, mc_find_wc(wc, 2, self->b));
 	EXPECT_EQ(0, ibv_detach_mcast(self->b, &g, 0));
 	EXPECT_EQ(0, ibv_destroy_ah(all));
@@ -1195,28 +1130,28 @@ TEST_F(ud, mcast_group_full)
 	for (i = 0; i <= MC_MAX_QP; i++) {
 		q[i] = ud_qp(self->pd, cq);
 		ASSERT_NE(NULL, q[i]);
-		ASSERT_EQ(0, ud_qp_up(q[i], UD_QKEY));
+		ASSERT_EQ(0, srdma_test_ud_up(q[i], UD_QKEY));
 	}
 	for (i = 0; i < MC_MAX_QP; i++) {
 		ASSERT_EQ(0, ibv_attach_mcast(q[i], &g, 0));
-		ASSERT_EQ(0, ud_post_recv(q[i], self->mr,
-					  self->buf + RECV_OFF + i * 256,
-					  256, 100 + i));
+		ASSERT_EQ(0, srdma_test_post_recv(q[i], self->mr,
+						  self->buf + RECV_OFF +
+						  i * 256, 256, 100 + i));
 	}
 	EXPECT_EQ(ENOMEM, ibv_attach_mcast(q[MC_MAX_QP], &g, 0));
-	ah = mc_ah(self->pd, self->gidx, &g);
+	ah = srdma_test_ah(self->pd, self->gidx, &g);
 	ASSERT_NE(NULL, ah);
 	for (i = 0; i < 64; i++)
 		self->buf[i] = (char)(0x40 + i);
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 64, 1, ah,
 				  MC_QPN, UD_QKEY, 0));
 	for (i = 0; i < 20 && got < MC_MAX_QP; i++) {
-		n = ud_poll(cq, wc, MC_MAX_QP - got, 100);
+		n = srdma_test_poll_n(cq, wc, MC_MAX_QP - got, 100);
 		ASSERT_LE(0, n);
 		got += n;
 	}
 	EXPECT_EQ(MC_MAX_QP, got);
-	EXPECT_EQ(1, ud_poll(self->cq, wc, 1, 2000));
+	EXPECT_EQ(1, srdma_test_poll_n(self->cq, wc, 1, 2000));
 	for (i = 0; i < MC_MAX_QP; i++)
 		EXPECT_EQ(0, memcmp(self->buf + RECV_OFF + i * 256 + GRH,
 				    self->buf, 64));
@@ -1307,14 +1242,14 @@ TEST_F(ud, mcast_ipv6_loopback)
 	ASSERT_EQ(0, mc_gid("ff0e::1:5", &g));
 	ASSERT_EQ(0, ibv_attach_mcast(self->b, &g, 0));
 	EXPECT_EQ(1, mc_joined("ff0e::1:5"));
-	ah = mc_ah(self->pd, gidx, &g);
+	ah = srdma_test_ah(self->pd, gidx, &g);
 	ASSERT_NE(NULL, ah) TH_LOG("create_ah: %s", strerror(errno));
 	memset(rb, 0xee, 2048);
 	memcpy(self->buf, "multicast over IPv6", 20);
-	ASSERT_EQ(0, ud_post_recv(self->b, self->mr, rb, 2048, 98));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb, 2048, 98));
 	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 20, 1, ah,
 				  MC_QPN, UD_QKEY, 0));
-	ASSERT_EQ(2, ud_poll(self->cq, wc, 2, 2000));
+	ASSERT_EQ(2, srdma_test_poll_n(self->cq, wc, 2, 2000));
 	w = mc_find_wc(wc, 2, self->b);
 	ASSERT_NE(NULL, w);
 	ud_check_recv_wc_sl(_metadata, w, self->b, 98, 20, self->qp->qp_num, 0,

@@ -180,20 +180,6 @@ static void xwrite(int fd, const void *p, size_t n)
 		die("control write: %s", strerror(errno));
 }
 
-static int xread(int fd, void *p, size_t n)
-{
-	size_t got = 0;
-	ssize_t r;
-
-	while (got < n) {
-		r = read(fd, (char *)p + got, n - got);
-		if (r <= 0)
-			return -1;
-		got += r;
-	}
-	return 0;
-}
-
 /* ---- completions ---- */
 
 /*
@@ -394,14 +380,6 @@ static void conn_setup(struct conn *c)
 			.max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE,
 		},
 	};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_LOCAL_WRITE,
-	};
 
 	c->ctx = open_dev();
 	c->pd = ibv_alloc_pd(c->ctx);
@@ -427,8 +405,9 @@ static void conn_setup(struct conn *c)
 	c->qp = ibv_create_qp(c->pd, &init);
 	if (!c->qp)
 		die("create_qp: %s", strerror(errno));
-	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	if (srdma_test_qp_init_access(c->qp, IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_LOCAL_WRITE))
 		die("modify_qp INIT: %s", strerror(errno));
 }
 
@@ -448,41 +427,29 @@ static void conn_connect(struct conn *c, const struct qp_params *qp)
 	if (ibv_query_gid(c->ctx, 1, gid_index, &me.gid))
 		die("query_gid %d", gid_index);
 	xwrite(c->sock, &me, sizeof(me));
-	if (xread(c->sock, &c->peer, sizeof(c->peer)))
+	if (srdma_test_read_full(c->sock, &c->peer, sizeof(c->peer)))
 		die("peer closed during the exchange");
 	if (ibv_query_port(c->ctx, 1, &pa))
 		die("query_port");
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = pa.active_mtu;
-	a.dest_qp_num = c->peer.qpn;
+	srdma_test_rtr_attr(&a, c->peer.qpn, gid_index, &c->peer.gid,
+			    pa.active_mtu);
 	a.rq_psn = c->peer.psn;
 	a.max_dest_rd_atomic = 16;
 	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = c->peer.gid;
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+	if (ibv_modify_qp(c->qp, &a, SRDMA_TEST_RTR_MASK))
 		die("modify_qp RTR: %s", strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
+	srdma_test_rts_attr(&a);
 	a.timeout = qp->timeout ? qp->timeout + slow : 0;
 	a.retry_cnt = qp->retry_cnt;
 	a.rnr_retry = qp->rnr_retry;
 	a.sq_psn = me.psn;
 	a.max_rd_atomic = 16;
-	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC))
+	if (ibv_modify_qp(c->qp, &a, SRDMA_TEST_RTS_MASK))
 		die("modify_qp RTS: %s", strerror(errno));
 	/* Both sides ready before any traffic. */
 	xwrite(c->sock, &me.qpn, 4);
-	if (xread(c->sock, &me.qpn, 4))
+	if (srdma_test_read_full(c->sock, &me.qpn, 4))
 		die("peer closed");
 }
 
@@ -712,7 +679,7 @@ static void serve_one(struct conn *c)
 	struct ctl m;
 	long bad;
 
-	while (!xread(c->sock, &m, sizeof(m))) {
+	while (!srdma_test_read_full(c->sock, &m, sizeof(m))) {
 		m.status = 0;
 		why[0] = 0;
 		if ((uint64_t)m.off + m.len > BUF_SIZE) {
@@ -771,19 +738,10 @@ static void serve_one(struct conn *c)
 
 static void server(void)
 {
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE };
-	struct addrinfo *ai;
-	int ls, one = 1;
+	int ls = srdma_test_tcp_listen(port, 4);
 
-	if (getaddrinfo(NULL, port, &hints, &ai))
-		die("getaddrinfo");
-	ls = socket(ai->ai_family, ai->ai_socktype, 0);
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(ls, ai->ai_addr, ai->ai_addrlen) || listen(ls, 4))
-		die("bind/listen: %s", strerror(errno));
-	freeaddrinfo(ai);
+	if (ls < 0)
+		die("listen on port %s: %s", port, strerror(errno));
 	printf("ready\n");
 	fflush(stdout);
 	for (;;) {
@@ -805,7 +763,7 @@ static void server(void)
 static int ctl_msg(struct conn *c, struct ctl *m)
 {
 	xwrite(c->sock, m, sizeof(*m));
-	if (xread(c->sock, m, sizeof(*m)))
+	if (srdma_test_read_full(c->sock, m, sizeof(*m)))
 		die("server went away");
 	m->msg[sizeof(m->msg) - 1] = 0;
 	if (m->status)
@@ -846,22 +804,7 @@ static int srv_recv_wait(struct conn *c, uint64_t wr_id,
 static int client_connect(struct conn *c, const char *host,
 			  const struct qp_params *qp)
 {
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *ai;
-	int i;
-
-	if (getaddrinfo(host, port, &hints, &ai))
-		die("getaddrinfo %s", host);
-	for (i = 0; i < 100; i++) {
-		c->sock = socket(ai->ai_family, ai->ai_socktype, 0);
-		if (!connect(c->sock, ai->ai_addr, ai->ai_addrlen))
-			break;
-		close(c->sock);
-		c->sock = -1;
-		usleep(200000);
-	}
-	freeaddrinfo(ai);
+	c->sock = srdma_test_tcp_connect(host, port, 100);
 	if (c->sock < 0)
 		die("cannot connect to %s", host);
 	conn_setup(c);

@@ -15,15 +15,8 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/delay.h>
-#include <linux/module.h>
-#include <linux/slab.h>
-#include <net/ipv6.h>
-#include <rdma/ib_cache.h>
-#include <rdma/ib_verbs.h>
 
-static char *dev = "srdma0";
-module_param(dev, charp, 0444);
-MODULE_PARM_DESC(dev, "the srdma device to test (default srdma0)");
+#include "srdma_ktest.h"
 
 #define KT_QKEY		0x33333333U
 #define KT_PSN		0x321
@@ -42,40 +35,9 @@ struct kt {
 	u32 gidx;
 	u8 *rbuf;			/* receives, and WRITE targets */
 	u32 max_inline;			/* a's, as created */
-	int failures;
+	int failed;
 	int checks;
 };
-
-#define KT_CHECK(t, cond, fmt, ...) do {				\
-	(t)->checks++;							\
-	if (!(cond)) {							\
-		(t)->failures++;					\
-		pr_err("FAIL %s:%d: " fmt "\n", __func__, __LINE__,	\
-		       ##__VA_ARGS__);					\
-	}								\
-} while (0)
-
-/* The device's IPv4 RoCEv2 GID. */
-static int kt_find_gid(struct kt *t)
-{
-	const struct ib_gid_attr *attr;
-	u32 i;
-
-	for (i = 0; i < 16; i++) {
-		attr = rdma_get_gid_attr(t->ibdev, 1, i);
-		if (IS_ERR(attr))
-			continue;
-		if (attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
-		    ipv6_addr_v4mapped((struct in6_addr *)attr->gid.raw)) {
-			t->gid = attr->gid;
-			t->gidx = i;
-			rdma_put_gid_attr(attr);
-			return 0;
-		}
-		rdma_put_gid_attr(attr);
-	}
-	return -ENOENT;
-}
 
 static void kt_ah_attr(struct kt *t, struct rdma_ah_attr *ah)
 {
@@ -381,11 +343,12 @@ static int __init kt_init(void)
 		pr_err("no device %s\n", dev);
 		goto err_free;
 	}
-	err = kt_find_gid(t);
-	if (err) {
+	err = srdma_ktest_find_gid(t->ibdev, &t->gid);
+	if (err < 0) {
 		pr_err("%s has no IPv4 RoCEv2 GID\n", dev);
 		goto err_put_dev;
 	}
+	t->gidx = err;
 	t->rbuf = kzalloc(KT_BUF + 1, GFP_KERNEL);
 	t->pd = ib_alloc_pd(t->ibdev, 0);
 	err = t->rbuf ? PTR_ERR_OR_ZERO(t->pd) : -ENOMEM;
@@ -404,9 +367,9 @@ static int __init kt_init(void)
 	kt_type(t, IB_QPT_RC);
 	kt_type(t, IB_QPT_UC);
 	kt_type(t, IB_QPT_UD);
-	err = t->failures ? -EIO : 0;
+	err = t->failed ? -EIO : 0;
 	if (err)
-		pr_err("FAIL: %d of %d checks failed\n", t->failures,
+		pr_err("FAIL: %d of %d checks failed\n", t->failed,
 		       t->checks);
 	else
 		pr_info("PASS: %d checks\n", t->checks);

@@ -5,24 +5,18 @@
  * runs at load time (`insmod srdma_srq_ktest.ko dev=srdma0`): the load
  * fails with -EINVAL if any check failed, each failure logged as
  * "srdma_srq_ktest: FAIL ...", and succeeds after logging
- * "srdma_srq_ktest: PASS"; all objects are gone by then, so the module
- * holds nothing and can be removed at once. Used by selftests/tests/srq.sh.
+ * "srdma_srq_ktest: PASS: N checks"; all objects are gone by then, so the
+ * module holds nothing and can be removed at once. Used by
+ * selftests/tests/srq.sh.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/delay.h>
-#include <linux/module.h>
-#include <linux/slab.h>
-#include <net/ipv6.h>
-#include <rdma/ib_cache.h>
-#include <rdma/ib_verbs.h>
+
+#include "srdma_ktest.h"
 
 MODULE_DESCRIPTION("srdma selftest: SRQs for kernel consumers");
 MODULE_LICENSE("Dual BSD/GPL");
-
-static char *dev = "srdma0";
-module_param(dev, charp, 0444);
-MODULE_PARM_DESC(dev, "the srdma device to test");
 
 #define KT_SRQ_WR	8
 #define KT_MSG		512		/* bytes per receive buffer */
@@ -42,16 +36,8 @@ struct kt {
 	atomic_t limit_events;
 	atomic_t last_wqe_events;
 	atomic_t srq_err_events;
-	int failed;
+	int checks, failed;
 };
-
-#define KT_CHECK(kt, cond, fmt, ...) do {				\
-	if (!(cond)) {							\
-		pr_err("FAIL line %d: %s: " fmt "\n", __LINE__, #cond,	\
-		       ##__VA_ARGS__);					\
-		(kt)->failed++;						\
-	}								\
-} while (0)
 
 static void kt_srq_event(struct ib_event *ev, void *ctx)
 {
@@ -71,27 +57,6 @@ static void kt_qp_event(struct ib_event *ev, void *ctx)
 		atomic_inc(&kt->last_wqe_events);
 }
 
-/* The device's RoCEv2 GID of an IPv4 address: its index, or -ENOENT. */
-static int kt_find_gid(struct kt *kt)
-{
-	const struct ib_gid_attr *attr;
-	int i;
-
-	for (i = 0; i < 16; i++) {
-		attr = rdma_get_gid_attr(kt->ibdev, 1, i);
-		if (IS_ERR(attr))
-			continue;
-		if (attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
-		    ipv6_addr_v4mapped((struct in6_addr *)attr->gid.raw)) {
-			kt->gid = attr->gid;
-			rdma_put_gid_attr(attr);
-			return i;
-		}
-		rdma_put_gid_attr(attr);
-	}
-	return -ENOENT;
-}
-
 static struct ib_qp *kt_qp(struct kt *kt, struct ib_srq *srq)
 {
 	struct ib_qp_init_attr init = {
@@ -107,45 +72,6 @@ static struct ib_qp *kt_qp(struct kt *kt, struct ib_srq *srq)
 	};
 
 	return ib_create_qp(kt->pd, &init);
-}
-
-/* @qp: RESET -> INIT -> RTR (towards @dqpn, at our own GID) -> RTS. */
-static int kt_connect(struct kt *kt, struct ib_qp *qp, u32 dqpn, u8 rnr_retry)
-{
-	struct ib_qp_attr a = {};
-	int err;
-
-	a.qp_state = IB_QPS_INIT;
-	a.port_num = 1;
-	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
-			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IB_QPS_RTR;
-	a.path_mtu = IB_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 0x10;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
-	rdma_ah_set_port_num(&a.ah_attr, 1);
-	rdma_ah_set_grh(&a.ah_attr, &kt->gid, 0, kt->gidx, 64, 0);
-	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
-			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
-			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IB_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = rnr_retry;
-	a.sq_psn = 0x10;
-	a.max_rd_atomic = 1;
-	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT |
-			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
-			    IB_QP_MAX_QP_RD_ATOMIC);
 }
 
 /* Post receive @i (buffer @i of the receive area) to the SRQ. */
@@ -346,11 +272,7 @@ static void kt_teardown(struct kt *kt)
 		ib_destroy_cq(kt->rcq);
 	if (!IS_ERR_OR_NULL(kt->scq))
 		ib_destroy_cq(kt->scq);
-	if (kt->dma)
-		ib_dma_unmap_single(kt->ibdev, kt->dma, KT_BUF,
-				    DMA_BIDIRECTIONAL);
-	if (!IS_ERR_OR_NULL(kt->pd))
-		ib_dealloc_pd(kt->pd);
+	srdma_ktest_unmap(kt->ibdev, KT_BUF, kt->pd, kt->dma);
 }
 
 static int kt_setup(struct kt *kt)
@@ -362,21 +284,16 @@ static int kt_setup(struct kt *kt)
 		.attr = { .max_wr = KT_SRQ_WR, .max_sge = 1 },
 		.srq_type = IB_SRQT_BASIC,
 	};
+	int err;
 
 	KT_CHECK(kt, kt->ibdev->attrs.max_srq > 0, "max_srq 0");
 	KT_CHECK(kt, kt->ibdev->attrs.max_srq_wr >= KT_SRQ_WR, "max_srq_wr");
-	kt->gidx = kt_find_gid(kt);
+	kt->gidx = srdma_ktest_find_gid(kt->ibdev, &kt->gid);
 	if (kt->gidx < 0)
 		return kt->gidx;
-	kt->pd = ib_alloc_pd(kt->ibdev, 0);
-	if (IS_ERR(kt->pd))
-		return PTR_ERR(kt->pd);
-	kt->dma = ib_dma_map_single(kt->ibdev, kt->buf, KT_BUF,
-				    DMA_BIDIRECTIONAL);
-	if (ib_dma_mapping_error(kt->ibdev, kt->dma)) {
-		kt->dma = 0;
-		return -ENOMEM;
-	}
+	err = srdma_ktest_map(kt->ibdev, kt->buf, KT_BUF, &kt->pd, &kt->dma);
+	if (err)
+		return err;
 	kt->scq = ib_create_cq(kt->ibdev, NULL, NULL, kt, &ca);
 	if (IS_ERR(kt->scq))
 		return PTR_ERR(kt->scq);
@@ -395,46 +312,10 @@ static int kt_setup(struct kt *kt)
 	kt->rcv = kt_qp(kt, kt->srq);
 	if (IS_ERR(kt->rcv))
 		return PTR_ERR(kt->rcv);
-	return kt_connect(kt, kt->snd, kt->rcv->qp_num, 7) ?:
-	       kt_connect(kt, kt->rcv, kt->snd->qp_num, 7);
+	return srdma_ktest_connect(kt->snd, kt->rcv->qp_num, &kt->gid,
+				   kt->gidx, 7) ?:
+	       srdma_ktest_connect(kt->rcv, kt->snd->qp_num, &kt->gid,
+				   kt->gidx, 7);
 }
 
-static int __init kt_init(void)
-{
-	struct kt *kt;
-	int err;
-
-	kt = kzalloc(sizeof(*kt), GFP_KERNEL);
-	if (!kt)
-		return -ENOMEM;
-	kt->buf = kzalloc(KT_BUF, GFP_KERNEL);
-	kt->ibdev = ib_device_get_by_name(dev, RDMA_DRIVER_UNKNOWN);
-	if (!kt->buf || !kt->ibdev) {
-		pr_err("FAIL: no device %s or no memory\n", dev);
-		err = -ENODEV;
-		goto out_free;
-	}
-	err = kt_setup(kt);
-	if (err)
-		pr_err("FAIL: setup: %d\n", err);
-	else
-		kt_run(kt);
-	kt_teardown(kt);
-	if (!err && kt->failed)
-		err = -EINVAL;
-	if (!err)
-		pr_info("PASS\n");
-out_free:
-	if (kt->ibdev)
-		ib_device_put(kt->ibdev);
-	kfree(kt->buf);
-	kfree(kt);
-	return err;
-}
-
-static void __exit kt_exit(void)
-{
-}
-
-module_init(kt_init);
-module_exit(kt_exit);
+SRDMA_KTEST_MAIN();

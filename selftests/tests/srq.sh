@@ -76,16 +76,7 @@ test_srq_pingpong_srdma_server() {
 # space (also with IRQs off). The module checks at load time and fails
 # the load on any failure, logging each.
 test_srq_kernel() {
-	local ko=$SRDMA_ROOT/selftests/kmod/srdma_srq_ktest.ko start
-	[ -f "$ko" ] || fail "no $ko (run make)"
-	setup_bound_veth || fail "link add"
-	roce2_ipv4_gid srdma0 > /dev/null || fail "no IPv4 GID"
-	start=$(dmesg | wc -l)
-	insmod "$ko" dev=srdma0 ||
-		fail "srdma_srq_ktest: $(dmesg | tail -n +$((start + 1)) | grep srdma_srq_ktest)"
-	rmmod srdma_srq_ktest || fail "rmmod srdma_srq_ktest"
-	dmesg | tail -n +$((start + 1)) | grep -q 'srdma_srq_ktest: PASS' ||
-		fail "no PASS line"
+	ktest_module srdma_srq_ktest
 }
 
 # The device goes away (rdma link delete, then rmmod) under processes

@@ -82,6 +82,14 @@ ucx_final() {
 	return 0
 }
 
+# ucx_pt_final TLS TEST SIZE ITERS KIND [WHAT]: ucx_pt, then ucx_final
+# ITERS KIND; fails the test naming WHAT (default TEST) if either fails.
+ucx_pt_final() {
+	local what=${6:-$2}
+	ucx_pt "$1" "$2" "$3" "$4" || fail "$what"
+	ucx_final "$4" "$5" || fail "$what"
+}
+
 # ucx_info -d: srdma's devices with rc_verbs and ud_verbs, the veth's
 # 10 Gb/s (1X, 10.3125 Gbaud, 64b/66b) less the headers at the 1 KiB
 # IB MTU of a 1500-byte netdev; no warning.
@@ -112,22 +120,14 @@ test_ucx_info() {
 test_ucx_perftest_rc() {
 	local tls=rc_verbs,ud_verbs:aux
 	ucx_setup || exit $?
-	ucx_pt $tls tag_lat 8 500 || fail "tag_lat"
-	ucx_final 500 lat || fail "tag_lat"
-	ucx_pt $tls tag_bw 65536 100 || fail "tag_bw"
-	ucx_final 100 bw || fail "tag_bw"
-	ucx_pt $tls stream_bw 65536 100 || fail "stream_bw"
-	ucx_final 100 bw || fail "stream_bw"
-	ucx_pt $tls ucp_put_bw 65536 100 || fail "ucp_put_bw"
-	ucx_final 100 bw || fail "ucp_put_bw"
-	ucx_pt $tls ucp_get 65536 100 || fail "ucp_get"
-	ucx_final 100 bw || fail "ucp_get"
-	ucx_pt $tls ucp_am_bw 65536 100 || fail "ucp_am_bw"
-	ucx_final 100 bw || fail "ucp_am_bw"
-	ucx_pt $tls ucp_fadd 8 200 || fail "ucp_fadd"
-	ucx_final 200 rate || fail "ucp_fadd"
-	ucx_pt $tls ucp_cswap 8 200 || fail "ucp_cswap"
-	ucx_final 200 rate || fail "ucp_cswap"
+	ucx_pt_final $tls tag_lat 8 500 lat
+	ucx_pt_final $tls tag_bw 65536 100 bw
+	ucx_pt_final $tls stream_bw 65536 100 bw
+	ucx_pt_final $tls ucp_put_bw 65536 100 bw
+	ucx_pt_final $tls ucp_get 65536 100 bw
+	ucx_pt_final $tls ucp_am_bw 65536 100 bw
+	ucx_pt_final $tls ucp_fadd 8 200 rate
+	ucx_pt_final $tls ucp_cswap 8 200 rate
 	# UCX's keys and addresses were right: nothing refused. (Retransmits
 	# are not checked: a guest stalled by its host fires tail-loss
 	# probes.)
@@ -142,14 +142,10 @@ test_ucx_perftest_rc() {
 test_ucx_perftest_ud() {
 	local tls=ud_verbs
 	ucx_setup || exit $?
-	ucx_pt $tls tag_lat 8 500 || fail "tag_lat"
-	ucx_final 500 lat || fail "tag_lat"
-	ucx_pt $tls tag_bw 65536 100 || fail "tag_bw"
-	ucx_final 100 bw || fail "tag_bw"
-	ucx_pt $tls stream_bw 65536 100 || fail "stream_bw"
-	ucx_final 100 bw || fail "stream_bw"
-	ucx_pt $tls ucp_am_bw 65536 100 || fail "ucp_am_bw"
-	ucx_final 100 bw || fail "ucp_am_bw"
+	ucx_pt_final $tls tag_lat 8 500 lat
+	ucx_pt_final $tls tag_bw 65536 100 bw
+	ucx_pt_final $tls stream_bw 65536 100 bw
+	ucx_pt_final $tls ucp_am_bw 65536 100 bw
 	[ "$(counter rx_qkey_violations)" = 0 ] || fail "Q_Key violations"
 	[ "$(counter rx_ud_short_buffer)" = 0 ] || fail "short receives"
 }
@@ -245,10 +241,8 @@ test_ucx_loss() {
 	ucx_setup || exit $?
 	{ modprobe sch_netem && netem loss 1%; } || fail "netem"
 	for tls in rc_verbs,ud_verbs:aux ud_verbs; do
-		ucx_pt $tls tag_bw 65536 200 || fail "$tls tag_bw under loss"
-		ucx_final 200 bw || fail "$tls tag_bw under loss"
-		ucx_pt $tls tag_lat 8 300 || fail "$tls tag_lat under loss"
-		ucx_final 300 lat || fail "$tls tag_lat under loss"
+		ucx_pt_final $tls tag_bw 65536 200 bw "$tls tag_bw under loss"
+		ucx_pt_final $tls tag_lat 8 300 lat "$tls tag_lat under loss"
 	done
 	[ "$(counter retransmits)" -ge 1 ] || fail "nothing retransmitted"
 }

@@ -62,39 +62,16 @@ host_link_flap() {
 	host_mark=$(dmesg | wc -l)	# the reconnect is expected
 }
 
-flap_phase() {
-	local role=$1 before tag r p0 p1
-	next_port; p0=$port
-	next_port; p1=$port
-	before=$(dev_counters)
-	if [ "$role" = target ]; then
-		tag="$kind-serves-$peer_kind"
-		STORAGE_ADDR=$me_ip
-		run "$tag.flap_target_setup" target_setup
-		echo $? | msg_send $p0
-		msg_recv $p1 > /dev/null
-		run "$tag.flap_target_teardown" target_teardown "$before"
-		return
-	fi
-	tag="$kind-to-$peer_kind"
-	STORAGE_ADDR=$peer
-	r=$(msg_recv $p0)
-	if [ "$r" != 0 ]; then
-		echo "target set-up failed on $peer ($r)" > "$LOG"
-		report "$tag.link_down_10s" 1 0
-	else
-		host_mark=$(dmesg | wc -l)
-		run "$tag.flap_connect" host_connect --ctrl-loss-tmo=120 \
-			--reconnect-delay=2 &&
-			run "$tag.link_down_10s" host_link_flap
-		run "$tag.flap_disconnect" host_disconnect "$before"
-	fi
-	nvme disconnect -n "$STORAGE_NQN" > /dev/null 2>&1
-	modprobe -r nvme-rdma 2>/dev/null
-	echo "done" | msg_send $p1
+# nvme_pair's host steps for the link flap: connect with a long
+# controller loss timeout, flap, disconnect.
+flap_host_steps() {
+	run "$tag.flap_connect" host_connect --ctrl-loss-tmo=120 \
+		--reconnect-delay=2 &&
+		run "$tag.link_down_10s" host_link_flap
+	run "$tag.flap_disconnect" host_disconnect "$before"
 }
 
-flap_phase "$(role host)"
+nvme_pair "$(role host)" flap link_down_10s flap_host_steps
 
 # ---------------------------------------------------------------- link delete
 

@@ -223,20 +223,25 @@ target_teardown() {
 		fail "resources left: $(rdma resource show)"
 }
 
-# nvme_phase ROLE BIG SMALL [CHECK_COUNTERS]: one target, one host; fio
-# over BIG MiB at depth 32 and SMALL MiB at depth 1.
-nvme_phase() {
-	local role=$1 big=$2 small=$3 before tag r p0 p1
+# nvme_pair ROLE NAME FIRST HOST_STEPS: the frame of an NVMe-oF phase
+# over two message ports. The target sets up ($tag.NAME_target_setup),
+# sends its status, and once the host is done tears down
+# ($tag.NAME_target_teardown). The host reports $tag.FIRST failed if the
+# target's set-up failed, else runs the function HOST_STEPS (which sees
+# tag and before); then it disconnects and unloads nvme-rdma whatever
+# happened, and tells the target.
+nvme_pair() {
+	local role=$1 name=$2 first=$3 steps=$4 before tag r p0 p1
 	next_port; p0=$port
 	next_port; p1=$port
 	before=$(dev_counters)
 	if [ "$role" = target ]; then
 		tag="$kind-serves-$peer_kind"
 		STORAGE_ADDR=$me_ip
-		run "$tag.nvme_target_setup" target_setup
+		run "$tag.${name}_target_setup" target_setup
 		echo $? | msg_send $p0
 		msg_recv $p1 > /dev/null
-		run "$tag.nvme_target_teardown" target_teardown "$before"
+		run "$tag.${name}_target_teardown" target_teardown "$before"
 		return
 	fi
 	tag="$kind-to-$peer_kind"
@@ -244,16 +249,28 @@ nvme_phase() {
 	r=$(msg_recv $p0)
 	if [ "$r" != 0 ]; then
 		echo "target set-up failed on $peer ($r)" > "$LOG"
-		report "$tag.nvme_connect" 1 0
+		report "$tag.$first" 1 0
 	else
 		host_mark=$(dmesg | wc -l)
-		run "$tag.nvme_connect" host_connect &&
-			run "$tag.nvme_fio" host_fio "$big" "$small"
-		run "$tag.nvme_disconnect" host_disconnect "$before"
+		"$steps"
 	fi
 	nvme disconnect -n "$STORAGE_NQN" > /dev/null 2>&1
 	modprobe -r nvme-rdma 2>/dev/null
 	echo "done" | msg_send $p1
+}
+
+# nvme_pair's host steps for nvme_phase: connect, fio, disconnect.
+nvme_host_steps() {
+	run "$tag.nvme_connect" host_connect &&
+		run "$tag.nvme_fio" host_fio "$big" "$small"
+	run "$tag.nvme_disconnect" host_disconnect "$before"
+}
+
+# nvme_phase ROLE BIG SMALL: one target, one host; fio over BIG MiB at
+# depth 32 and SMALL MiB at depth 1.
+nvme_phase() {
+	local big=$2 small=$3
+	nvme_pair "$1" nvme nvme_connect nvme_host_steps
 }
 
 # ---------------------------------------------------------------- NFS
