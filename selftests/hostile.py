@@ -441,6 +441,22 @@ def t_dup_read_valid(t, w):
         fail("answered a READ that was never accepted")
     expect_state(t, QPS_RTS)
 
+def expect_dup_reads_dropped(t, w, d0, n0, want):
+    """The duplicate READs just sent are dropped: no answer, @want more in
+    dup_read_dropped than @d0, no NAK (nak_sent still @n0), the QP in RTS."""
+    got = w.drain(2.0)
+    dropped = hw_counter("dup_read_dropped") - d0
+    print("# duplicate READs: answers %s, dup_read_dropped +%d" %
+          ([(q["op"], hex(q["psn"])) for q in got], dropped))
+    if got:
+        fail("answered %s" % [(q["op"], hex(q["psn"])) for q in got])
+    if dropped != want:
+        fail("dup_read_dropped +%d, want %d" % (dropped, want))
+    if hw_counter("nak_sent") != n0:
+        fail("a NAK was sent")
+    expect_state(t, QPS_RTS)
+
+
 def t_dup_read_gone(t, w):
     """A READ asked again after its MR was deregistered (a late copy, like
     one a SEND with Invalidate overtook): dropped and counted, no NAK, no
@@ -460,17 +476,7 @@ def t_dup_read_gone(t, w):
            dmalen=MTU, ackreq=True)
     w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey, dmalen=4 * MTU,
            ackreq=True)
-    got = w.drain(2.0)
-    print("# READ asked again after dereg: answers %s, dup_read_dropped +%d" %
-          ([(q["op"], hex(q["psn"])) for q in got],
-           hw_counter("dup_read_dropped") - d0))
-    if got:
-        fail("answered %s" % [(q["op"], hex(q["psn"])) for q in got])
-    if hw_counter("dup_read_dropped") - d0 != 2:
-        fail("dup_read_dropped +%d, want 2" % (hw_counter("dup_read_dropped") - d0))
-    if hw_counter("nak_sent") != n0:
-        fail("a NAK was sent")
-    expect_state(t, QPS_RTS)
+    expect_dup_reads_dropped(t, w, d0, n0, 2)
     # The next (new) READ, of no bytes, is still answered.
     w.send(OP["READ_REQ"], RQ_PSN + 4, va=0, rkey=0, dmalen=0, ackreq=True)
     nxt = [q for q in w.drain(2.0) if q["op"] in READ_RESP]
@@ -493,14 +499,7 @@ def t_dup_read_revoked(t, w):
     if t.cmd("access 1") != "ok":   # IBV_ACCESS_LOCAL_WRITE only
         fail("modify_qp access flags")
     w.send(OP["READ_REQ"], RQ_PSN, va=0, rkey=0, dmalen=0, ackreq=True)
-    got = w.drain(2.0)
-    if got:
-        fail("answered %s" % [(q["op"], hex(q["psn"])) for q in got])
-    if hw_counter("dup_read_dropped") - d0 != 1:
-        fail("dup_read_dropped +%d, want 1" % (hw_counter("dup_read_dropped") - d0))
-    if hw_counter("nak_sent") != n0:
-        fail("a NAK was sent for the duplicate")
-    expect_state(t, QPS_RTS)
+    expect_dup_reads_dropped(t, w, d0, n0, 1)
     w.send(OP["READ_REQ"], RQ_PSN + 1, va=0, rkey=0, dmalen=0, ackreq=True)
     expect_syn(w, RQ_PSN + 1, NAK_ACC, "a new READ without the right")
     expect_state(t, QPS_ERR, "access")
