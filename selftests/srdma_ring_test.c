@@ -35,18 +35,19 @@ FIXTURE(ring) {
 };
 
 /*
- * A fresh self-connected QP at path MTU @mtu on the fixture's CQ (the old
- * one destroyed), and the rings as they are mapped now: 0 when all went
- * well.
+ * A fresh self-connected QP at path MTU @mtu with @send_wr send work
+ * requests on the fixture's CQ (the old one destroyed), and the rings as
+ * they are mapped now: 0 when all went well.
  */
-static int new_qp_mtu(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu)
+static int new_qp_sq(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu,
+		     uint32_t send_wr)
 {
 	union ibv_gid gid;
 	int gidx;
 
 	if (self->qp)
 		ibv_destroy_qp(self->qp);
-	self->qp = srdma_test_rc_qp(self->pd, self->cq, 16, 16, MAX_SGE);
+	self->qp = srdma_test_rc_qp(self->pd, self->cq, send_wr, 16, MAX_SGE);
 	gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	if (!self->qp || gidx < 0 ||
 	    srdma_test_connect_self_mtu(self->qp, gidx, &gid, mtu) ||
@@ -56,6 +57,11 @@ static int new_qp_mtu(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu)
 	self->sqh = (struct srdma_ring_hdr *)self->m[1].addr;
 	self->rqh = (struct srdma_ring_hdr *)self->m[2].addr;
 	return 0;
+}
+
+static int new_qp_mtu(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu)
+{
+	return new_qp_sq(self, mtu, 16);
 }
 
 static int new_qp(FIXTURE_DATA(ring) *self)
@@ -358,7 +364,8 @@ TEST_F(ring, unmapped_rings)
  * requests, a doorbell returned only when the writer stopped.
  */
 #define STORM_MS	2000
-#define STORM_SLOTS	32	/* roundup_pow_of_two(16 + 1) */
+#define STORM_WR	4096	/* the SQ's max_send_wr */
+#define STORM_SLOTS	8192	/* roundup_pow_of_two(STORM_WR + 1) */
 
 struct storm {
 	struct srdma_ring_hdr *sqh;
@@ -385,9 +392,9 @@ static void *storm_writer(void *arg)
 	while (!atomic_load(&st->go))
 		;
 	while (!atomic_load(&st->stop)) {
-		/* At most max_send_wr (16) outstanding, as the kernel wants. */
+		/* At most max_send_wr outstanding, as the kernel wants. */
 		if (prod - __atomic_load_n(&st->sqh->cons, __ATOMIC_ACQUIRE) >=
-		    16)
+		    STORM_WR)
 			continue;
 		u = (struct srdma_usend_wqe *)(st->slots +
 					       (prod % STORM_SLOTS) * SQ_SLOT);
@@ -430,6 +437,8 @@ TEST_F(ring, local_wr_storm)
 	struct ibv_mw *mw;
 	struct ibv_wc wc;
 
+	/* A deep SQ, so that the writer can stay ahead of the kernel. */
+	ASSERT_EQ(0, new_qp_sq(self, IBV_MTU_1024, STORM_WR));
 	mw = ibv_alloc_mw(self->pd, IBV_MW_TYPE_1);
 	ASSERT_NE(NULL, mw);
 	ASSERT_GE(self->m[1].len, SRDMA_RING_HDR_SIZE + STORM_SLOTS * SQ_SLOT);

@@ -43,7 +43,15 @@ if [ -n "$loss" ]; then
 fi
 
 PP="ibv_rc_pingpong -d $dev -g $gidx"
-PF="-d $dev -x $gidx -F"
+# perftest's ACK timeout, 4.096 us x 2^N: its default N of 14 (67 ms) is
+# rdma_rxe's retransmission timer as it is. Under loss on a slow machine
+# (CI's runs half as fast as a quiet one) a full window of 4 QPs took
+# longer than that, each expiry used up a retry with no loss behind it,
+# and rxe's requester ran out of them: 134 ms under loss, longer on the
+# debug kernel (SRDMA_TEST_SLOW).
+QPT=$((14 + ${SRDMA_TEST_SLOW:-0}))
+[ -n "$loss" ] && QPT=$((QPT + 1))
+PF="-d $dev -x $gidx -F -u $QPT"
 # UD: the port MTU is 1024 at eth0's 1500. A datagram the QEMU wire drops
 # is gone for good (no retransmission in UD): ibv_ud_pingpong then waits
 # until its timeout, so it runs only 20 round trips.
@@ -332,9 +340,13 @@ cm_client_side() {
 	done
 }
 
-retry() {	# retry CMD: rerun CMD until the server listens (connect refused)
-	local i
-	for i in $(seq 50); do
+# retry CMD: rerun CMD until the server listens (connect refused), for up
+# to 150 s: the server of the test before may wait out its own 120 s
+# timeout after its client failed, and a shorter wait made each test
+# after one failure fail too.
+retry() {
+	local end=$((SECONDS + 150))
+	while [ $SECONDS -lt $end ]; do
 		stdbuf -oL -eL "$@" > /tmp/client.log 2>&1 && return 0
 		grep -q "Couldn't connect\|Connection refused\|Unable to init\|Failed to connect\|REJECTED\|UNREACHABLE\|rdma_client" /tmp/client.log || return 1
 		sleep 0.5

@@ -559,7 +559,6 @@ struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	}
 }
 
-
 /*
  * Send the READ request of @wqe from qp->sq_next_off. Large READs go out
  * as a series of requests of at most SRDMA_READ_CHUNK packets. A request
