@@ -17,9 +17,22 @@ if [ "$me" = a ]; then kind=$1; peer_kind=$2; else kind=$2; peer_kind=$1; fi
 peer=$SRDMA_PEER_IP
 barrier() { python3 "$here/barrier.py" "$@"; }
 n=0
-report() {	# report STATUS NAME [LOG]: one KTAP line, LOG's tail on failure
+# report STATUS NAME [LOG]: one KTAP line. On failure: the exit status
+# (124: killed by its timeout), the seconds since the last report, the
+# lines of LOG that say what went wrong, then LOG's tail.
+last_report=$SECONDS
+report() {
 	n=$((n + 1))
-	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; sed 's/^/# /' "${3:-/tmp/client.log}" | tail -20; fi
+	if [ "$1" = 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "not ok $n $2"
+		echo "# exit status $1 after $((SECONDS - last_report)) s"
+		grep -iE 'error|fail|status|timeout|exceed|couldn' \
+			"${3:-/tmp/client.log}" | head -5 | sed 's/^/# > /'
+		sed 's/^/# /' "${3:-/tmp/client.log}" | tail -12
+	fi
+	last_report=$SECONDS
 }
 
 srdma_install_module
