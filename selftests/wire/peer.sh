@@ -261,12 +261,15 @@ CM_TESTS=(
 
 # Each server tells the client when it listens: a client that connects
 # too early is rejected, and perftest then crashes in its error path.
+# A server killed by its timeout is noted (its client may have passed,
+# but the next test then waits for it).
 cm_server_side() {
-	local t srv spid before i
+	local t srv spid before i t0 rc
 	for t in "${CM_TESTS[@]}"; do
 		srv=${t#*|}; srv=${srv%%|*}
 		before=$(listeners)
-		timeout 120 $srv > /dev/null 2>&1 &
+		t0=$SECONDS
+		timeout 120 $srv > /tmp/cm_server.log 2>&1 &
 		spid=$!
 		for ((i = 0; i < 300; i++)); do
 			[ "$(listeners)" -gt "$before" ] && break
@@ -274,6 +277,10 @@ cm_server_side() {
 		done
 		barrier signal "$peer" 19100
 		wait $spid
+		rc=$?
+		[ $rc -ge 124 ] || continue
+		echo "# ${t%%|*} server: exit status $rc after $((SECONDS - t0)) s"
+		tail -5 /tmp/cm_server.log | sed 's/^/#   /'
 	done
 }
 
