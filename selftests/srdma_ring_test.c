@@ -10,9 +10,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
+#include <rdma/ib_user_verbs.h>
 #include <rdma/srdma-abi.h>
 
 #include "kselftest_harness.h"
@@ -31,18 +35,19 @@ FIXTURE(ring) {
 };
 
 /*
- * A fresh self-connected QP at path MTU @mtu on the fixture's CQ (the old
- * one destroyed), and the rings as they are mapped now: 0 when all went
- * well.
+ * A fresh self-connected QP at path MTU @mtu with @send_wr send work
+ * requests on the fixture's CQ (the old one destroyed), and the rings as
+ * they are mapped now: 0 when all went well.
  */
-static int new_qp_mtu(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu)
+static int new_qp_sq(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu,
+		     uint32_t send_wr)
 {
 	union ibv_gid gid;
 	int gidx;
 
 	if (self->qp)
 		ibv_destroy_qp(self->qp);
-	self->qp = srdma_test_rc_qp(self->pd, self->cq, 16, 16, MAX_SGE);
+	self->qp = srdma_test_rc_qp(self->pd, self->cq, send_wr, 16, MAX_SGE);
 	gidx = srdma_test_ipv4_gid(self->ctx, &gid);
 	if (!self->qp || gidx < 0 ||
 	    srdma_test_connect_self_mtu(self->qp, gidx, &gid, mtu) ||
@@ -52,6 +57,11 @@ static int new_qp_mtu(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu)
 	self->sqh = (struct srdma_ring_hdr *)self->m[1].addr;
 	self->rqh = (struct srdma_ring_hdr *)self->m[2].addr;
 	return 0;
+}
+
+static int new_qp_mtu(FIXTURE_DATA(ring) *self, enum ibv_mtu mtu)
+{
+	return new_qp_sq(self, mtu, 16);
 }
 
 static int new_qp(FIXTURE_DATA(ring) *self)
@@ -341,6 +351,139 @@ TEST_F(ring, unmapped_rings)
 	a.qp_state = IBV_QPS_ERR;
 	EXPECT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
 	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qp));
+}
+
+/*
+ * The local work request storm: one thread of the process keeps writing
+ * unsignaled BIND_MWs of a type 1 window (each valid, each done at once
+ * and its slot handed back) into its SQ ring without a doorbell, while
+ * another rings the doorbell again and again. One run of the requester
+ * carries out a budget of them and leaves the rest to the QP's send work:
+ * no doorbell may hold the CPU, in the kernel with the QP lock held, for
+ * as long as the writer goes on. Before the budget counted local work
+ * requests, a doorbell returned only when the writer stopped.
+ */
+#define STORM_MS	2000
+#define STORM_WR	4096	/* the SQ's max_send_wr */
+#define STORM_SLOTS	8192	/* roundup_pow_of_two(STORM_WR + 1) */
+
+struct storm {
+	struct srdma_ring_hdr *sqh;
+	char *slots;
+	uint32_t rkey;
+	atomic_int go, stop;
+	unsigned long written;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000ull + t.tv_nsec / 1000000;
+}
+
+static void *storm_writer(void *arg)
+{
+	struct storm *st = arg;
+	struct srdma_usend_wqe *u;
+	uint32_t prod = 0;
+
+	while (!atomic_load(&st->go))
+		;
+	while (!atomic_load(&st->stop)) {
+		/* At most max_send_wr outstanding, as the kernel wants. */
+		if (prod - __atomic_load_n(&st->sqh->cons, __ATOMIC_ACQUIRE) >=
+		    STORM_WR)
+			continue;
+		u = (struct srdma_usend_wqe *)(st->slots +
+					       (prod % STORM_SLOTS) * SQ_SLOT);
+		memset(u, 0, SQ_SLOT);
+		u->wr_id = prod;
+		u->opcode = IBV_WR_BIND_MW;	/* unsignaled, length 0 */
+		u->rkey = st->rkey;
+		__atomic_store_n(&st->sqh->prod, ++prod, __ATOMIC_RELEASE);
+		st->written++;
+	}
+	return NULL;
+}
+
+/* The provider's doorbell by hand: a post_send command without WRs. */
+static int raw_doorbell(struct ibv_qp *qp)
+{
+	struct ib_uverbs_post_send_resp resp;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} c = {
+		.hdr = { .command = IB_USER_VERBS_CMD_POST_SEND,
+			 .in_words = sizeof(c) / 4,
+			 .out_words = sizeof(resp) / 4 },
+		.cmd = { .response = (uintptr_t)&resp,
+			 .qp_handle = qp->handle,
+			 .wqe_size = sizeof(struct ib_uverbs_send_wr) },
+	};
+
+	return write(qp->context->cmd_fd, &c, sizeof(c)) == sizeof(c) ? 0 :
+	       errno;
+}
+
+TEST_F(ring, local_wr_storm)
+{
+	struct storm st = { 0 };
+	uint64_t start, t0, t, longest = 0;
+	unsigned long rings = 0;
+	pthread_t th;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+
+	/* A deep SQ, so that the writer can stay ahead of the kernel. */
+	ASSERT_EQ(0, new_qp_sq(self, IBV_MTU_1024, STORM_WR));
+	mw = ibv_alloc_mw(self->pd, IBV_MW_TYPE_1);
+	ASSERT_NE(NULL, mw);
+	ASSERT_GE(self->m[1].len, SRDMA_RING_HDR_SIZE + STORM_SLOTS * SQ_SLOT);
+	st.sqh = self->sqh;
+	st.slots = self->m[1].addr + SRDMA_RING_HDR_SIZE;
+	st.rkey = mw->rkey;
+	ASSERT_EQ(0, pthread_create(&th, NULL, storm_writer, &st));
+	atomic_store(&st.go, 1);
+	start = now_ms();
+	while ((t0 = now_ms()) - start < STORM_MS) {
+		if (raw_doorbell(self->qp))
+			break;
+		t = now_ms() - t0;
+		if (t > longest)
+			longest = t;
+		rings++;
+	}
+	atomic_store(&st.stop, 1);
+	pthread_join(th, NULL);
+	TH_LOG("%lu BIND_MWs written, %lu doorbells, the longest %llu ms",
+	       st.written, rings, (unsigned long long)longest);
+	/* Every doorbell came back, and soon, while the writer went on. */
+	EXPECT_LT(longest, 500);
+	EXPECT_LT(100, st.written);
+	/* The kernel caught up and took every entry, none failed. */
+	usleep(200000);
+	EXPECT_EQ(0, raw_doorbell(self->qp));
+	usleep(200000);
+	EXPECT_EQ(st.sqh->prod, __atomic_load_n(&st.sqh->cons,
+						__ATOMIC_ACQUIRE));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
+	/* The QP still moves data, the provider posting after the storm. */
+	for (t = 0; t < 1000; t++)
+		self->buf[t] = (char)(t * 7 + 3);
+	ASSERT_EQ(0, post_write(self, 1000));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0, wc.wr_id);
+	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
+	EXPECT_EQ(0, wc.byte_len);
+	EXPECT_EQ(0, wc.wc_flags);
+	EXPECT_EQ(self->qp->qp_num, wc.qp_num);
+	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 1000));
+	ASSERT_EQ(0, ibv_dealloc_mw(mw));
 }
 
 TEST_HARNESS_MAIN

@@ -76,6 +76,27 @@ test_loop_in_order() {
 	[ "$(counter tx_packets)" -ge 15360 ] || fail "too few packets sent"
 }
 
+# A full local delivery queue (loop_qlen=16, against a window of up to
+# hundreds of packets) drops packets on this host. The requester hears of
+# each drop (-ENOBUFS) and sends the packet again soon; READ responses and
+# ACKs dropped are recovered by the requester's timeout. Every transfer
+# completes, the drops are counted, none ends in a retry error.
+test_loop_queue_full() {
+	local v
+	modprobe srdma loop_qlen=16 && veth_setup &&
+		rdma link add srdma0 type srdma netdev v0 || fail "link add"
+	perf_pair ib_write_bw -s 1048576 -n 10 || return 1
+	perf_pair ib_send_bw -s 1048576 -n 10 || return 1
+	perf_pair ib_read_bw -s 1048576 -n 10 || return 1
+	local r
+	v=$(counter tx_errors)
+	r=$(counter retransmits)
+	echo "# tx_errors $v retransmits $r ack_timeouts $(counter ack_timeouts)"
+	[ "$v" -gt 0 ] || fail "no local drop with a 16-packet queue (tx_errors $v)"
+	[ "$r" -gt 0 ] || fail "drops but no retransmission"
+	! dmesg | grep -q 'retries' || fail "a QP ran out of retries"
+}
+
 test_perftest_lat() {
 	setup_bound_veth || fail "link add"
 	perf_pair ib_send_lat -s 2 -n 100 || return 1

@@ -17,9 +17,22 @@ if [ "$me" = a ]; then kind=$1; peer_kind=$2; else kind=$2; peer_kind=$1; fi
 peer=$SRDMA_PEER_IP
 barrier() { python3 "$here/barrier.py" "$@"; }
 n=0
-report() {	# report STATUS NAME [LOG]: one KTAP line, LOG's tail on failure
+# report STATUS NAME [LOG]: one KTAP line. On failure: the exit status
+# (124: killed by its timeout), the seconds since the last report, the
+# lines of LOG that say what went wrong, then LOG's tail.
+last_report=$SECONDS
+report() {
 	n=$((n + 1))
-	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; sed 's/^/# /' "${3:-/tmp/client.log}" | tail -20; fi
+	if [ "$1" = 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "not ok $n $2"
+		echo "# exit status $1 after $((SECONDS - last_report)) s"
+		grep -iE 'error|fail|status|timeout|exceed|couldn' \
+			"${3:-/tmp/client.log}" | head -5 | sed 's/^/# > /'
+		sed 's/^/# /' "${3:-/tmp/client.log}" | tail -12
+	fi
+	last_report=$SECONDS
 }
 
 srdma_install_module
@@ -43,7 +56,15 @@ if [ -n "$loss" ]; then
 fi
 
 PP="ibv_rc_pingpong -d $dev -g $gidx"
-PF="-d $dev -x $gidx -F"
+# perftest's ACK timeout, 4.096 us x 2^N: its default N of 14 (67 ms) is
+# rdma_rxe's retransmission timer as it is. Under loss on a slow machine
+# (CI's runs half as fast as a quiet one) a full window of 4 QPs took
+# longer than that, each expiry used up a retry with no loss behind it,
+# and rxe's requester ran out of them: 134 ms under loss, longer on the
+# debug kernel (SRDMA_TEST_SLOW).
+QPT=$((14 + ${SRDMA_TEST_SLOW:-0}))
+[ -n "$loss" ] && QPT=$((QPT + 1))
+PF="-d $dev -x $gidx -F -u $QPT"
 # UD: the port MTU is 1024 at eth0's 1500. A datagram the QEMU wire drops
 # is gone for good (no retransmission in UD): ibv_ud_pingpong then waits
 # until its timeout, so it runs only 20 round trips.
@@ -240,12 +261,15 @@ CM_TESTS=(
 
 # Each server tells the client when it listens: a client that connects
 # too early is rejected, and perftest then crashes in its error path.
+# A server killed by its timeout is noted (its client may have passed,
+# but the next test then waits for it).
 cm_server_side() {
-	local t srv spid before i
+	local t srv spid before i t0 rc
 	for t in "${CM_TESTS[@]}"; do
 		srv=${t#*|}; srv=${srv%%|*}
 		before=$(listeners)
-		timeout 120 $srv > /dev/null 2>&1 &
+		t0=$SECONDS
+		timeout 120 $srv > /tmp/cm_server.log 2>&1 &
 		spid=$!
 		for ((i = 0; i < 300; i++)); do
 			[ "$(listeners)" -gt "$before" ] && break
@@ -253,6 +277,10 @@ cm_server_side() {
 		done
 		barrier signal "$peer" 19100
 		wait $spid
+		rc=$?
+		[ $rc -ge 124 ] || continue
+		echo "# ${t%%|*} server: exit status $rc after $((SECONDS - t0)) s"
+		tail -5 /tmp/cm_server.log | sed 's/^/#   /'
 	done
 }
 
@@ -332,9 +360,13 @@ cm_client_side() {
 	done
 }
 
-retry() {	# retry CMD: rerun CMD until the server listens (connect refused)
-	local i
-	for i in $(seq 50); do
+# retry CMD: rerun CMD until the server listens (connect refused), for up
+# to 150 s: the server of the test before may wait out its own 120 s
+# timeout after its client failed, and a shorter wait made each test
+# after one failure fail too.
+retry() {
+	local end=$((SECONDS + 150))
+	while [ $SECONDS -lt $end ]; do
 		stdbuf -oL -eL "$@" > /tmp/client.log 2>&1 && return 0
 		grep -q "Couldn't connect\|Connection refused\|Unable to init\|Failed to connect\|REJECTED\|UNREACHABLE\|rdma_client" /tmp/client.log || return 1
 		sleep 0.5

@@ -381,6 +381,15 @@ int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
 #define SRDMA_LOOP_BUDGET	64
 #define SRDMA_LOOP_QLEN		4096
 
+/*
+ * Packets the local delivery queue holds; beyond, a packet is dropped and
+ * its sender told (-ENOBUFS). Lower values exercise that path in tests.
+ * 0 or above the default means the default. Read at module load.
+ */
+static unsigned int loop_qlen = SRDMA_LOOP_QLEN;
+module_param(loop_qlen, uint, 0444);
+MODULE_PARM_DESC(loop_qlen, "packets queued for local delivery at most (default and max 4096)");
+
 struct srdma_loop_cb {
 	u64 net_cookie;			/* the sender's network namespace */
 };
@@ -394,6 +403,7 @@ static struct {
 	struct sk_buff_head q;
 	/* A tasklet run is scheduled or under way and will look at q. */
 	bool running;
+	u32 qlen;		/* q's limit, set at load */
 	struct tasklet_struct tasklet;
 } srdma_loop;
 
@@ -426,7 +436,7 @@ static int srdma_loop_xmit(struct net *net, struct sk_buff *skb)
 	skb_dst_drop(skb);
 	((struct srdma_loop_cb *)skb->cb)->net_cookie = net->net_cookie;
 	spin_lock_bh(&srdma_loop.lock);
-	if (skb_queue_len(&srdma_loop.q) < SRDMA_LOOP_QLEN) {
+	if (skb_queue_len(&srdma_loop.q) < srdma_loop.qlen) {
 		__skb_queue_tail(&srdma_loop.q, skb);
 		kick = !srdma_loop.running;
 		srdma_loop.running = true;
@@ -448,9 +458,13 @@ static int srdma_loop_xmit(struct net *net, struct sk_buff *skb)
  */
 void srdma_loop_init(void)
 {
+	BUILD_BUG_ON(sizeof(struct srdma_loop_cb) >
+		     sizeof_field(struct sk_buff, cb));
 	spin_lock_init(&srdma_loop.lock);
 	__skb_queue_head_init(&srdma_loop.q);
 	srdma_loop.running = false;
+	srdma_loop.qlen = loop_qlen && loop_qlen < SRDMA_LOOP_QLEN ?
+			  loop_qlen : SRDMA_LOOP_QLEN;
 	tasklet_setup(&srdma_loop.tasklet, srdma_loop_run);
 }
 

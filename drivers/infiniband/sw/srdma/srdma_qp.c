@@ -3,12 +3,13 @@
  * srdma queue pairs: creation, the IB state machine (modify/query),
  * destruction, flushing, and the QP number table.
  *
- * Life cycle: a QP holds one reference for its life. Packets (via
- * srdma_qp_get()), the retransmit timer and the read work take more.
- * destroy_qp unpublishes the QPN, waits an RCU grace period so that no
- * lookup can find it any more, stops the timer and the work, drops the life
- * reference and waits for the count to reach zero before the core frees
- * the memory.
+ * Life cycle: a QP holds one reference for its life, and each packet
+ * being handled takes one more (srdma_qp_get()). The retransmit timer and
+ * the send and read work take none: destroy_qp moves the QP to RESET under
+ * its lock, after which none of them re-arms or queues itself, then stops
+ * them synchronously. It also unpublishes the QPN, waits an RCU grace
+ * period so that no lookup can find it any more, drops the life reference
+ * and waits for the count to reach zero before the core frees the memory.
  *
  * modify_qp works as IBTA vol. 1 10.3 describes it: every attribute is
  * checked against the current state before anything changes, then the
@@ -1028,7 +1029,7 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
  * @udata: the provider's command, unused
  *
  * Unpublishes the QPN, detaches the QP from its multicast groups, stops
- * the requester, the responder, the timer, the read work and the UD send
+ * the requester, the responder, the timer, the read work and the send
  * work, and waits for every reference to go before freeing.
  *
  * Context: Process context; sleeps.

@@ -588,7 +588,7 @@ static int srdma_req_read_packet(struct srdma_qp *qp,
 	}
 	qp->sq_next_off = off + pkt->dmalen;
 	qp->pkts_since_ackreq = 0;
-	return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
+	return srdma_xmit(qp, skb);
 }
 
 /*
@@ -654,7 +654,7 @@ static int srdma_req_atomic_packet(struct srdma_qp *qp,
 	}
 	qp->sq_next_off = wqe->length;
 	qp->pkts_since_ackreq = 0;
-	return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
+	return srdma_xmit(qp, skb);
 }
 
 /*
@@ -711,13 +711,16 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 	if (IS_ERR(skb))
 		return PTR_ERR(skb);
 	qp->sq_next_off = off + pkt->paylen;
-	return srdma_xmit(qp, skb) == -EHOSTUNREACH ? -EHOSTUNREACH : 0;
+	return srdma_xmit(qp, skb);
 }
 
 /*
  * Send the next packet of @wqe at qp->sq_next_off. 0, or -EACCES and
- * -EINVAL for bad local SGEs, or -ENOMEM and -EHOSTUNREACH, which the
- * timer retries. QP lock held.
+ * -EINVAL for bad local SGEs, or why the packet was dropped on this host:
+ * no memory (-ENOMEM), no route (-EHOSTUNREACH), the local delivery queue
+ * full (-ENOBUFS), the IP stack refusing it (-EIO). Those stop the run and
+ * the timer sends the packet again, even on a QP with no ACK timeout; a
+ * packet the wire loses later is the ACK timeout's. QP lock held.
  */
 static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 {
@@ -890,7 +893,8 @@ static bool srdma_req_local(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 }
 
 /*
- * Packets one run of the RC requester sends under the QP lock. A run
+ * Work one run of the RC requester does under the QP lock: packets sent
+ * and local work requests (REG_MR, LOCAL_INV, BIND_MW) carried out. A run
  * comes from post_send (for a kernel consumer often inside its completion
  * handler), from an ACK in softirq or from the timer, and the window may
  * allow SRDMA_WINDOW packets, each copied or mapped, checksummed and
@@ -901,16 +905,20 @@ static bool srdma_req_local(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 
 /*
  * Send what the window allows from qp->sq_next on, counting the packets in
- * @sent, up to SRDMA_RC_BUDGET of them. Each packet tried sets @err: 0,
- * or why it could not go out for now (no memory or route), which stops
- * the sending. False if a work request failed: the QP is in ERR.
+ * @sent and those and the local work requests in @work, up to
+ * SRDMA_RC_BUDGET of the latter: a process may post local work requests
+ * as fast as they complete, and they cost no window. Each packet tried
+ * sets @err: 0, or why it was dropped on this host (srdma_req_packet()),
+ * which stops the sending. False if a work request failed: the QP is in
+ * ERR.
  */
-static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, int *err)
+static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, u32 *work,
+			   int *err)
 {
 	struct srdma_send_wqe *wqe;
 	int ret;
 
-	while (qp->sq_next != qp->sq.prod && *sent < SRDMA_RC_BUDGET) {
+	while (qp->sq_next != qp->sq.prod && *work < SRDMA_RC_BUDGET) {
 		wqe = srdma_ring_slot(&qp->sq, qp->sq_next);
 		if (!wqe->started) {
 			if (!srdma_req_may_start(qp, wqe))
@@ -918,6 +926,7 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, int *err)
 			if (srdma_wr_is_local(wqe->opcode)) {
 				if (!srdma_req_local(qp, wqe))
 					return false;
+				(*work)++;
 				continue;
 			}
 			ret = srdma_req_start(qp, wqe);
@@ -943,6 +952,7 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, int *err)
 		if (*err)
 			break;	/* no memory or route: the timer retries */
 		(*sent)++;
+		(*work)++;
 		if (qp->sq_next_off >= wqe->length)
 			srdma_req_next_wqe(qp);
 	}
@@ -1151,8 +1161,8 @@ static void srdma_uc_run(struct srdma_qp *qp)
  * For what a requester run left over (it sends another budget and queues
  * this work again if more is left), and for work requests a kernel
  * consumer posted with IRQs off, which could not be sent from there.
- * Does nothing once the QP has left RTS; destroy_qp moves it to RESET
- * before it cancels this work.
+ * Sends nothing once the QP is in neither RTS nor SQD; destroy_qp moves
+ * it to RESET before it cancels this work.
  *
  * Context: process context (srdma_wq); takes the QP lock.
  */
@@ -1172,14 +1182,14 @@ void srdma_send_work(struct work_struct *work)
  *
  * Resent packets first (after a rewind), then new work requests, taking
  * those a user process posted to its mapped SQ, up to a budget of packets
- * (the rest from send_work). A work request that cannot be sent moves the
+ * and local work requests (the rest from send_work). A work request that cannot be sent moves the
  * QP to ERR.
  *
  * Context: process context or softirq (ACKs, the timer), QP lock held.
  */
 void srdma_req_run(struct srdma_qp *qp)
 {
-	u32 sent = 0, prod;
+	u32 sent = 0, work = 0, prod;
 	int err = 0;
 
 	lockdep_assert_held(&qp->lock);
@@ -1201,7 +1211,7 @@ void srdma_req_run(struct srdma_qp *qp)
 		return;
 	}
 	for (;;) {
-		if (!srdma_req_push(qp, &sent, &err))
+		if (!srdma_req_push(qp, &sent, &work, &err))
 			return;
 		/*
 		 * Something went out, or a started request could not (no
@@ -1217,7 +1227,7 @@ void srdma_req_run(struct srdma_qp *qp)
 				mod_timer(&qp->retrans_timer,
 					  jiffies + SRDMA_RTO_MIN_JIFFIES);
 		}
-		if (sent >= SRDMA_RC_BUDGET) {
+		if (work >= SRDMA_RC_BUDGET) {
 			/* The rest from send_work, which pulls the ring too. */
 			queue_work(srdma_wq, &qp->send_work);
 			srdma_req_doorbell(qp, qp->state == IB_QPS_RTS);
