@@ -31,7 +31,7 @@ dev=${kind}0
 tag=$kind-to-$peer_kind
 LOG=/tmp/hpc.log
 KEY=/tmp/hpc_key
-SSH_OPTS="-i $KEY -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes"
+SSH_OPTS="-i $KEY -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes -o ConnectTimeout=30"
 # ucx_perftest's rendezvous port, as in ucx.sh.
 PT_PORT=13337
 
