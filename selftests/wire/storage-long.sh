@@ -59,7 +59,6 @@ host_link_flap() {
 		fail "no reconnect logged"
 	st=$(cat /sys/class/nvme/*/state)
 	[ "$st" = live ] || fail "controller state $st"
-	host_mark=$(dmesg | wc -l)	# the reconnect is expected
 }
 
 # nvme_pair's host steps for the link flap: connect with a long
@@ -68,6 +67,9 @@ flap_host_steps() {
 	run "$tag.flap_connect" host_connect --ctrl-loss-tmo=120 \
 		--reconnect-delay=2 &&
 		run "$tag.link_down_10s" host_link_flap
+	# The reconnect is expected: host_disconnect looks for errors after
+	# it. (run's subshell cannot set host_mark for us.)
+	host_mark=$(dmesg | wc -l)
 	run "$tag.flap_disconnect" host_disconnect "$before"
 }
 
@@ -129,7 +131,7 @@ del_host_load() {
 # On the host, after the delete (its own or the target's): what the ULPs
 # did, then the clean-up.
 del_host_after() {
-	local who=$1 p st i pid c
+	local who=$1 p st i pid c t0
 	sleep 5
 	for i in $(seq 60); do
 		st=$(cat /sys/class/nvme/*/state 2>/dev/null)
@@ -139,8 +141,22 @@ del_host_after() {
 	echo "# $who deleted its device; controller state: ${st:-gone}"
 	dmesg | tail -n +$((host_mark + 1)) | grep -iE 'nvme|rpcrdma|nfs|srdma|rxe' |
 		sed 's/^/# dmesg: /' | tail -15
-	# The load must end by itself: fio once the controller is lost
-	# (ctrl_loss_tmo 20 s), dd once its soft mount times out.
+	# When the host deleted its device, the load must end by itself: the
+	# controller goes with the device, dd's soft mount times out. When
+	# the target did, nvme-rdma reconnects, and each attempt waits out
+	# the CM's retries of a REQ nobody answers (over a minute, on any
+	# RoCE device), ctrl_loss_tmo allowing ten: disconnect as a user
+	# would, which must end fio.
+	if [ "$who" = target ]; then
+		case $st in
+		resetting|connecting) ;;
+		*) fail "controller state ${st:-gone}, not reconnecting" ;;
+		esac
+		t0=$SECONDS
+		timeout 120 nvme disconnect -n "$STORAGE_NQN" > /dev/null ||
+			fail "nvme disconnect of a controller whose target is gone"
+		echo "# nvme disconnect: $((SECONDS - t0)) s"
+	fi
 	for p in delfio delcp; do
 		pid=$(cat /tmp/sp.$p.pid)
 		if wait_pid 150 "$pid"; then
@@ -199,10 +215,18 @@ del_target_self() {
 		sed 's/^/# dmesg: /' | tail -15
 }
 
+# nvmet and nfsd unloaded; nvmet lets go of the controllers of a host
+# that went away from a work item, a moment later.
+target_mods_gone() {
+	modprobe -r nvmet-rdma nvmet nfsd 2>/dev/null
+	! lsmod | grep -qE '^nvmet|^nfsd '
+}
+
 del_target_teardown() {
 	nvme_storage_teardown
 	nfs_storage_teardown
-	lsmod | grep -qE '^nvmet|^nfsd ' && fail "nvmet/nfsd still loaded"
+	wait_for 60 target_mods_gone ||
+		fail "nvmet/nfsd still loaded: $(lsmod | grep -E '^nvmet|^nfsd ')"
 	if [ "$1" = target ]; then
 		unload_check
 	else
