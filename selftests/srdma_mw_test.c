@@ -134,20 +134,6 @@ static void wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	wc->status = (enum ibv_wc_status)-1;
 }
 
-/* Every field of a send completion on RC QP @qp. */
-#define EXPECT_SEND_WC(wc, id, st, op, len, qp) do {			\
-	EXPECT_EQ((uint64_t)(id), (wc).wr_id);				\
-	EXPECT_EQ((st), (wc).status) TH_LOG("status %s",		\
-				ibv_wc_status_str((wc).status));	\
-	if ((st) == IBV_WC_SUCCESS) {					\
-		EXPECT_EQ((op), (wc).opcode);				\
-		EXPECT_EQ((uint32_t)(len), (wc).byte_len);		\
-		EXPECT_EQ(0u, (wc).wc_flags);				\
-		EXPECT_EQ(0u, (wc).imm_data);				\
-	}								\
-	EXPECT_EQ((qp)->qp_num, (wc).qp_num);				\
-} while (0)
-
 static int post_bind(struct ibv_qp *qp, struct ibv_mw *mw, uint32_t rkey,
 		     struct ibv_mr *mr, void *addr, uint64_t len,
 		     unsigned int access, uint64_t id)

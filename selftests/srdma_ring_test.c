@@ -103,12 +103,8 @@ TEST_F(ring, write_through_ring)
 		self->buf[i] = (char)(i * 13 + 1);
 	ASSERT_EQ(0, post_write(self, 3000));
 	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
-	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
-	EXPECT_EQ(0, wc.wr_id);		/* srdma_test_post_rdma() posts 0 */
-	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
-	EXPECT_EQ(0, wc.byte_len);	/* srdma reports none for a WRITE */
-	EXPECT_EQ(0, wc.wc_flags);
-	EXPECT_EQ(self->qp->qp_num, wc.qp_num);
+	/* srdma_test_post_rdma() posts wr_id 0; no length for a WRITE. */
+	EXPECT_SEND_WC(wc, 0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, self->qp);
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 3000));
 	EXPECT_EQ(1, self->sqh->prod);
 	EXPECT_EQ(1, self->sqh->cons);
@@ -476,12 +472,8 @@ TEST_F(ring, local_wr_storm)
 		self->buf[t] = (char)(t * 7 + 3);
 	ASSERT_EQ(0, post_write(self, 1000));
 	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
-	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
-	EXPECT_EQ(0, wc.wr_id);
-	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
-	EXPECT_EQ(0, wc.byte_len);
-	EXPECT_EQ(0, wc.wc_flags);
-	EXPECT_EQ(self->qp->qp_num, wc.qp_num);
+	/* srdma_test_post_rdma() posts wr_id 0; no length for a WRITE. */
+	EXPECT_SEND_WC(wc, 0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, self->qp);
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 1000));
 	ASSERT_EQ(0, ibv_dealloc_mw(mw));
 }

@@ -411,6 +411,22 @@ static inline int srdma_test_poll_ex(struct ibv_cq_ex *cq,
 	return got;
 }
 
+#ifdef EXPECT_EQ	/* kselftest_harness.h programs */
+/* Every field of a send completion on RC QP @qp. */
+#define EXPECT_SEND_WC(wc, id, st, op, len, qp) do {			\
+	EXPECT_EQ((uint64_t)(id), (wc).wr_id);				\
+	EXPECT_EQ((st), (wc).status) TH_LOG("status %s",		\
+				ibv_wc_status_str((wc).status));	\
+	if ((st) == IBV_WC_SUCCESS) {					\
+		EXPECT_EQ((op), (wc).opcode);				\
+		EXPECT_EQ((uint32_t)(len), (wc).byte_len);		\
+		EXPECT_EQ(0u, (wc).wc_flags);				\
+		EXPECT_EQ(0u, (wc).imm_data);				\
+	}								\
+	EXPECT_EQ((qp)->qp_num, (wc).qp_num);				\
+} while (0)
+#endif
+
 /* One uverbs mapping of this process (a ring of the provider's). */
 struct srdma_test_map {
 	char *addr;

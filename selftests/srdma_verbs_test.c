@@ -304,11 +304,7 @@ TEST_F(qp, self_write_read)
 	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
 	ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
 	/* srdma_test_post_rdma() posts wr_id 0; srdma reports no WRITE length */
-	EXPECT_EQ(0, wc.wr_id);
-	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
-	EXPECT_EQ(0, wc.byte_len);
-	EXPECT_EQ(0, wc.wc_flags);
-	EXPECT_EQ(self->qp->qp_num, wc.qp_num);
+	EXPECT_SEND_WC(wc, 0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, self->qp);
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 8192, 5000));
 	ASSERT_EQ(0, srdma_test_post_rdma(self->qp, self->mr, IBV_WR_RDMA_READ,
 					  self->buf + 16384, 5000,
