@@ -26,14 +26,27 @@ loss_check() {
 	tc qdisc del dev eth0 root || fail "tc qdisc del"
 }
 
+# rdma_rxe resends a lost packet only when its retransmission timer
+# expires (rdma_cm's default for RoCE, about a second): against it, the
+# first long run moved 689 KiB/s at depth 32 and 38 KiB/s at depth 1, and
+# nvme-rdma's 30 s I/O timeout reset the controller every 40 s or so,
+# data intact. With rxe on either side the loss runs are therefore short
+# (8 and 2 MiB of fio, 16 MiB trees) and controller resets are allowed,
+# counted and printed; between srdma devices none may occur.
+loss_big=48 loss_small=8 loss_nfs=256
+if [ "$kind" = rxe ] || [ "$peer_kind" = rxe ]; then
+	loss_big=8 loss_small=2 loss_nfs=16
+	STORAGE_RESETS_OK="rdma_rxe under loss"
+fi
 run "$kind.loss_on" loss_on
-nvme_phase "$(role host)" 48 8
-nfs_phase "$(role client)" 256
+nvme_phase "$(role host)" $loss_big $loss_small
+nfs_phase "$(role client)" $loss_nfs
 if [ "$kind" != "$peer_kind" ]; then
-	nvme_phase "$(role target)" 48 8
-	nfs_phase "$(role server)" 256
+	nvme_phase "$(role target)" $loss_big $loss_small
+	nfs_phase "$(role server)" $loss_nfs
 fi
 run "$kind.loss_dropped" loss_check
+unset STORAGE_RESETS_OK
 
 # ---------------------------------------------------------------- link down
 

@@ -176,8 +176,12 @@ host_mark=0
 # Disconnect, no error, reset or reconnect logged, the counters, unload.
 host_disconnect() {
 	local before=$1 after d e
-	nvme_errors_since "$host_mark" &&
-		fail "NVMe errors, resets or reconnects logged"
+	if nvme_errors_since "$host_mark" > /tmp/sp.nvme_err; then
+		cat /tmp/sp.nvme_err
+		[ -n "${STORAGE_RESETS_OK:-}" ] ||
+			fail "NVMe errors, resets or reconnects logged"
+		echo "# $(grep -c 'error recovery' /tmp/sp.nvme_err) error recoveries, allowed: $STORAGE_RESETS_OK"
+	fi
 	nvme disconnect -n "$STORAGE_NQN" > /dev/null || fail "nvme disconnect"
 	wait_for 10 nvme_storage_gone || fail "namespace still there"
 	modprobe -r nvme-rdma || fail "modprobe -r nvme-rdma"
