@@ -27,7 +27,8 @@ loss_check() {
 }
 
 # rdma_rxe resends a lost packet only when its retransmission timer
-# expires (rdma_cm's default for RoCE, about a second): against it, the
+# expires (hundreds of milliseconds with rdma_cm's defaults for RoCE):
+# against it, the
 # first long run moved 689 KiB/s at depth 32 and 38 KiB/s at depth 1, and
 # nvme-rdma's 30 s I/O timeout reset the controller every 40 s or so,
 # data intact. With rxe on either side the loss runs are therefore short
