@@ -28,10 +28,9 @@ loss_check() {
 
 # rdma_rxe resends a lost packet only when its retransmission timer
 # expires (hundreds of milliseconds with rdma_cm's defaults for RoCE):
-# against it, the
-# first long run moved 689 KiB/s at depth 32 and 38 KiB/s at depth 1, and
-# nvme-rdma's 30 s I/O timeout reset the controller every 40 s or so,
-# data intact. With rxe on either side the loss runs are therefore short
+# against it, the first long run moved 689 KiB/s at depth 32 and 38 KiB/s
+# at depth 1, and nvme-rdma's 30 s I/O timeout reset the controller every
+# 40 s or so, data intact. With rxe on either side the loss runs are therefore short
 # (8 and 2 MiB of fio, 16 MiB trees) and controller resets are allowed,
 # counted and printed; between srdma devices none may occur.
 loss_big=48 loss_small=8 loss_nfs=256
