@@ -188,8 +188,13 @@ del_host_after() {
 	nvme disconnect -n "$STORAGE_NQN" > /dev/null 2>&1
 	wait_for 60 nvme_storage_gone || fail "namespace still there"
 	timeout 60 modprobe -r nvme-rdma || fail "nvme-rdma does not unload"
-	wait_for 60 modprobe -r nfsv4 nfsv3 nfs rpcrdma ||
+	# With the target's device gone, xprtrdma lets go of its transport
+	# only once its reconnect attempt (a CM REQ retried for over a
+	# minute) has failed.
+	t0=$SECONDS
+	wait_for 300 modprobe -r nfsv4 nfsv3 nfs rpcrdma ||
 		fail "NFS modules do not unload: $(lsmod | grep -E 'nfs|rpcrdma')"
+	echo "# NFS modules unloaded after $((SECONDS - t0)) s"
 }
 
 del_host_self() {
