@@ -16,6 +16,8 @@ loss=${3:-}
 if [ "$me" = a ]; then kind=$1; peer_kind=$2; else kind=$2; peer_kind=$1; fi
 peer=$SRDMA_PEER_IP
 barrier() { python3 "$here/barrier.py" "$@"; }
+msg_send() { python3 "$here/storage-msg.py" send "$peer" "$1"; }
+msg_recv() { python3 "$here/storage-msg.py" recv "$1" "${2:-900}"; }
 n=0
 # report STATUS NAME [LOG]: one KTAP line. On failure: the exit status
 # (124: killed by its timeout), the seconds since the last report, the
@@ -261,21 +263,29 @@ CM_TESTS=(
 
 # Each server tells the client when it listens: a client that connects
 # too early is rejected, and perftest then crashes in its error path.
-# A server killed by its timeout is noted (its client may have passed,
-# but the next test then waits for it).
+# After each run the client says "done", or "again" when it lost
+# perftest's connect race (below): the server is then stopped and both
+# run that test once more. A server killed by its timeout is noted (its
+# client may have passed, but the next test then waits for it).
 cm_server_side() {
-	local t srv spid before i t0 rc
+	local t srv spid before i t0 rc verdict
 	for t in "${CM_TESTS[@]}"; do
 		srv=${t#*|}; srv=${srv%%|*}
-		before=$(listeners)
-		t0=$SECONDS
-		timeout 120 $srv > /tmp/cm_server.log 2>&1 &
-		spid=$!
-		for ((i = 0; i < 300; i++)); do
-			[ "$(listeners)" -gt "$before" ] && break
-			sleep 0.1
+		while :; do
+			before=$(listeners)
+			t0=$SECONDS
+			timeout 120 $srv > /tmp/cm_server.log 2>&1 &
+			spid=$!
+			for ((i = 0; i < 300; i++)); do
+				[ "$(listeners)" -gt "$before" ] && break
+				sleep 0.1
+			done
+			barrier signal "$peer" 19100
+			verdict=$(msg_recv 19099 600)
+			[ "$verdict" = again ] || break
+			kill "$spid" 2> /dev/null
+			wait "$spid"
 		done
-		barrier signal "$peer" 19100
 		wait $spid
 		rc=$?
 		[ $rc -ge 124 ] || continue
@@ -344,12 +354,45 @@ mckey_client_side() {
 	report $? "$kind-to-$peer_kind.mckey_send"
 }
 
+# perftest's connect race (perftest 4.5-0.17, Debian 12's; fixed upstream
+# by "perftest: Fix crashes and logical flaws in RDMA CM connection
+# retry", December 2025): with -R the server creates its rdma_cm listener
+# only after its TCP handshake with the client, and the client sends its
+# CM REQ right after that handshake. A REQ that arrives first is rejected
+# (no listener: the CM's answer, on any device), and the client's retry
+# then reuses the cm_ids it has just destroyed: it crashes in librdmacm,
+# and its server waits for a connection that never comes. Seen on the slow
+# CI machine, with the kernel log's "traps: ib_... general protection
+# fault ... in librdmacm". perftest_cm_race NAME STATUS: the run of NAME
+# that ended with STATUS lost that race.
+PERFTEST_RACES=/tmp/perftest_cm_races
+perftest_cm_race() {
+	case $1 in *_R) ;; *) return 1 ;; esac
+	grep -q 'RDMA_CM_EVENT_REJECTED' /tmp/client.log && return 0
+	[ "$2" -gt 128 ] && [ "$2" != 137 ]
+}
+
 cm_client_side() {
-	local t name cli rc
+	local t name cli rc try
 	for t in "${CM_TESTS[@]}"; do
 		name=${t%%|*}; cli=${t##*|}
-		barrier wait 19100
-		retry timeout 120 $cli; rc=$?
+		for try in 1 2 3; do
+			barrier wait 19100
+			case $name in
+			*_R) stdbuf -oL -eL timeout 120 $cli > /tmp/client.log 2>&1 ;;
+			*) retry timeout 120 $cli ;;
+			esac
+			rc=$?
+			if [ $rc != 0 ] && [ $try -lt 3 ] &&
+			   perftest_cm_race "$name" $rc; then
+				echo "# $name: lost perftest's connect race (exit status $rc), run again"
+				echo "$name $rc" >> $PERFTEST_RACES
+				echo again | msg_send 19099
+				continue
+			fi
+			echo done | msg_send 19099
+			break
+		done
 		case $name in
 		rping) [ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
 			rc=1 ;;
@@ -410,7 +453,15 @@ if [ "$me" = a ]; then client_side; else server_side; fi
 if [ "$me" = b ]; then barrier signal "$peer" 18998; else barrier wait 18998; fi
 if [ "$me" = b ]; then client_side; else server_side; fi
 
-bad=$(dmesg | dmesg_bad)
+# The crashes of perftest's connect race are in the kernel log: each is
+# noted, and fails nothing (each was run again, and must have passed).
+if [ -s $PERFTEST_RACES ]; then
+	DMESG_BAD_USER='traps: ib_[a-z_]+\[[0-9]+\] general protection fault .* in librdmacm'
+	dmesg | grep -E "$DMESG_BAD_USER" | sed 's/^/# perftest race: /'
+	bad=$(dmesg | grep -vE "$DMESG_BAD_USER" | dmesg_bad)
+else
+	bad=$(dmesg | dmesg_bad)
+fi
 if [ -n "$bad" ]; then
 	n=$((n + 1)); echo "not ok $n $me.dmesg"; echo "$bad" | sed 's/^/# /'
 fi
