@@ -9,14 +9,24 @@
 #   make demo       install what is missing, build, show srdma0 in a test VM
 #   make lint       checkpatch --strict and sparse on the driver
 #   make install    install the module and the provider on this machine
+#                   (DESTDIR, KVER honoured); make uninstall undoes it
+#   make deb        the Debian packages srdma-dkms and libsrdma1, in build/deb
 
 ROOT     := $(CURDIR)
 BUILD    := $(ROOT)/build
 KVER     = $(shell $(ROOT)/scripts/kver 2>/dev/null)
+# KVER on the command line (make install KVER=...) also picks that kernel's
+# headers to build against.
+ifeq ($(origin KVER),command line)
+KDIR     ?= /lib/modules/$(KVER)/build
+endif
 KDIR     ?= $(shell if [ -d /lib/modules/$$(uname -r)/build ]; then \
 		echo /lib/modules/$$(uname -r)/build; \
 	    else ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | \
 		sort -V | tail -1; fi)
+# One spelling per tree (/lib/modules/KVER/build is a symlink): kbuild
+# rebuilds everything when the path it was run from changes.
+override KDIR := $(or $(realpath $(KDIR)),$(KDIR))
 KSRC_TAR ?= $(lastword $(sort $(wildcard /usr/src/linux-source-*.tar.xz)))
 
 CC       ?= gcc
@@ -47,7 +57,8 @@ UNIT     := selftests/unit
 WIRE_TEST := $(BUILD)/tools/wire_test
 WIRE_FUZZ := $(BUILD)/tools/wire_fuzz
 
-.PHONY: all module provider selftests check check-debug check-storage demo lint install clean deps fuzz bench
+.PHONY: all module provider selftests check check-debug check-storage demo lint install clean deps fuzz bench \
+	install-provider install-dkms uninstall deb
 
 all: module provider selftests
 
@@ -73,7 +84,8 @@ $(BUILD)/provider/check-pabi:
 $(PROV_SO): tools/provider/srdma.c tools/provider/verbs_private.h \
 	    include/uapi/rdma/srdma-abi.h $(BUILD)/provider/check-pabi
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -fPIC -shared -Wl,-soname,libsrdma-rdmav34.so \
+	$(CC) $(USER_CFLAGS) $(PROV_CFLAGS) -fPIC -shared \
+		-Wl,-soname,libsrdma-rdmav34.so $(PROV_LDFLAGS) \
 		-o $@ tools/provider/srdma.c -libverbs
 
 $(BUILD)/provider/srdma.driver:
@@ -179,18 +191,65 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@$(ROOT)/scripts/demo
 
+# The release, one line; debian/changelog's top entry must say the same.
+VERSION  := $(shell cat $(ROOT)/VERSION)
+LIBDIR   ?= /usr/lib/$(shell $(CC) -dumpmachine)
+PROV_DIR  = $(DESTDIR)$(LIBDIR)/libibverbs
+DKMS_VERSION ?= $(VERSION)
+DKMS_SRC  = $(DESTDIR)/usr/src/srdma-$(DKMS_VERSION)
+
 # The driver only: the test modules of selftests/kmod stay in the tree.
-# The kernel it goes to is the one it was built for (its vermagic).
-install: all
-	v=$$(modinfo -F vermagic $(ROOT)/drivers/infiniband/sw/srdma/srdma.ko | \
-	     cut -d' ' -f1) && \
-	install -D -m 0644 $(ROOT)/drivers/infiniband/sw/srdma/srdma.ko \
+# The kernel it goes to is the one it was built for (its vermagic): the
+# running kernel's, or KVER's. depmod runs only for a real install.
+install: module provider install-provider
+	v=$$(modinfo -F vermagic $(ROOT)/$(DRV)/srdma.ko | cut -d' ' -f1) && \
+	install -D -m 0644 $(ROOT)/$(DRV)/srdma.ko \
 		$(DESTDIR)/lib/modules/$$v/updates/srdma.ko && \
-	{ depmod -a $$v 2>/dev/null || depmod -a; }
-	install -D -m 0644 $(PROV_SO) \
-		$(DESTDIR)/usr/lib/$$(gcc -dumpmachine)/libibverbs/libsrdma-rdmav34.so
+	if [ -z "$(DESTDIR)" ]; then depmod -a $$v; fi
+	install -D -m 0644 $(ROOT)/Documentation/srdma.7 \
+		$(DESTDIR)/usr/share/man/man7/srdma.7
+
+# The provider and its driver file, where libibverbs looks for them.
+install-provider: provider
+	install -D -m 0644 $(PROV_SO) $(PROV_DIR)/libsrdma-rdmav34.so
 	install -D -m 0644 $(BUILD)/provider/srdma.driver \
 		$(DESTDIR)/etc/libibverbs.d/srdma.driver
+
+# The module's source as DKMS wants it (/usr/src/srdma-VERSION): then
+# "dkms install srdma/VERSION" builds and installs it for a kernel.
+install-dkms:
+	install -d $(DKMS_SRC)/$(DRV) $(DKMS_SRC)/include/uapi/rdma
+	install -m 0644 $(DRV)/Kbuild $(DRV)/*.c $(DRV)/*.h $(DKMS_SRC)/$(DRV)/
+	install -m 0644 include/uapi/rdma/srdma-abi.h $(DKMS_SRC)/include/uapi/rdma/
+	echo $(DKMS_VERSION) > $(DKMS_SRC)/VERSION
+	sed 's/#MODULE_VERSION#/$(DKMS_VERSION)/' dkms.conf > $(DKMS_SRC)/dkms.conf
+	chmod 0644 $(DKMS_SRC)/VERSION $(DKMS_SRC)/dkms.conf
+
+# What "make install" put in place, for every kernel (not DKMS's copies,
+# which "dkms remove" or the package take away).
+uninstall:
+	rm -f $(PROV_DIR)/libsrdma-rdmav34.so $(DESTDIR)/etc/libibverbs.d/srdma.driver
+	rm -f $(DESTDIR)/usr/share/man/man7/srdma.7
+	for m in $(DESTDIR)/lib/modules/*/updates/srdma.ko; do \
+		[ -e "$$m" ] || continue; rm -f "$$m"; \
+		v=$${m#$(DESTDIR)/lib/modules/}; v=$${v%%/*}; \
+		if [ -z "$(DESTDIR)" ]; then depmod -a $$v; fi; \
+	done
+
+# Debian packages from the committed files (git ls-files), built with
+# Debian's tooling in build/deb/srdma-VERSION, then checked by lintian.
+deb:
+	@v=$$(dpkg-parsechangelog -l debian/changelog -S Version) && \
+	[ "$$v" = "$(VERSION)" ] || { echo "deb: debian/changelog says $$v," \
+		"VERSION says $(VERSION)" >&2; exit 1; }
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/srdma-$(VERSION)
+	git -C $(ROOT) ls-files -z | \
+		(cd $(ROOT) && xargs -0 cp --parents -t $(BUILD)/deb/srdma-$(VERSION))
+	cd $(BUILD)/deb/srdma-$(VERSION) && \
+		dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
+		{ tail -30 ../build.log; exit 1; }
+	lintian --fail-on error,warning $(BUILD)/deb/*.changes
+	@ls $(BUILD)/deb/*.deb
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(ROOT) clean

@@ -342,3 +342,4 @@ static void __exit srdma_exit(void)
 module_init(srdma_init);
 module_exit(srdma_exit);
 MODULE_ALIAS_RDMA_LINK("srdma");
+MODULE_VERSION(SRDMA_VERSION);
