@@ -20,10 +20,12 @@ KVER     = $(shell $(ROOT)/scripts/kver 2>/dev/null)
 ifeq ($(origin KVER),command line)
 KDIR     ?= /lib/modules/$(KVER)/build
 endif
+# Otherwise the running kernel's, or on a machine whose kernel has no
+# headers (a build host, CI) those of the kernel the test VM boots.
 KDIR     ?= $(shell if [ -d /lib/modules/$$(uname -r)/build ]; then \
 		echo /lib/modules/$$(uname -r)/build; \
-	    else ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | \
-		sort -V | tail -1; fi)
+	    else v=$$($(ROOT)/scripts/kver 2>/dev/null) && \
+		[ -d /usr/src/linux-headers-$$v ] && echo /usr/src/linux-headers-$$v; fi)
 # One spelling per tree (/lib/modules/KVER/build is a symlink): kbuild
 # rebuilds everything when the path it was run from changes.
 override KDIR := $(or $(realpath $(KDIR)),$(KDIR))
