@@ -17,8 +17,11 @@ BUILD    := $(ROOT)/build
 KVER     = $(shell $(ROOT)/scripts/kver 2>/dev/null)
 # KVER on the command line (make install KVER=...) also picks that kernel's
 # headers to build against.
+# So does make check KVER=...: its test VMs boot that kernel (scripts/kver
+# answers SRDMA_KVER).
 ifeq ($(origin KVER),command line)
 KDIR     ?= /lib/modules/$(KVER)/build
+export SRDMA_KVER := $(KVER)
 endif
 # Otherwise the running kernel's, or on a machine whose kernel has no
 # headers (a build host, CI) those of the kernel the test VM boots.

@@ -12,7 +12,10 @@ esac
 
 : "${SRDMA_ROOT:?SRDMA_ROOT must point at the source tree}"
 B=$SRDMA_ROOT/build
-KO=$SRDMA_ROOT/drivers/infiniband/sw/srdma/srdma.ko
+# The module under test and its module indexes (scripts/mkmodroot); a
+# build for a second kernel lives elsewhere (scripts/second-kernel-build).
+KO=${SRDMA_KO:-$SRDMA_ROOT/drivers/infiniband/sw/srdma/srdma.ko}
+MODROOT=${SRDMA_MODROOT:-$B/modroot}
 export RDMAV_DRIVERS=$B/provider/libsrdma
 export PATH=$B/selftests:$PATH
 
@@ -70,7 +73,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # Copy the module into the guest's (writable, throwaway) module tree so
 # that modprobe and `rdma link add ... type srdma` autoloading find it.
 srdma_install_module() {
-	local d=/lib/modules/$(uname -r) m=$B/modroot/lib/modules/$(uname -r)
+	local d=/lib/modules/$(uname -r) m=$MODROOT/lib/modules/$(uname -r)
 	[ -f "$m/extra/srdma.ko" ] || { echo "no $m (run make)"; return 1; }
 	cmp -s "$m/extra/srdma.ko" "$KO" || { echo "$m is stale (run make)"; return 1; }
 	mkdir -p "$d/extra" && cp "$m"/modules.* "$d/" && cp "$KO" "$d/extra/"

@@ -21,6 +21,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/srdma-abi.h>
 
+#include "srdma_compat.h"
 #include "srdma_wire.h"
 
 #define SRDMA_UDP_PORT		4791
@@ -1011,7 +1012,7 @@ int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
 
 /* srdma_cq.c */
 int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct ib_udata *udata);
+		    SRDMA_CREATE_CQ_ARG);
 int srdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int srdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int srdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);

@@ -60,7 +60,8 @@ static int srdma_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
  * srdma_create_cq() - ib_device_ops.create_cq: make a CQ.
  * @ibcq: the CQ, allocated by the core
  * @attr: its size and flags; @ibcq->cqe is set to the size made
- * @udata: the provider's command and response, NULL for a kernel CQ
+ * @attrs: the uverbs command's attributes, or on kernels before 6.9 its
+ *	driver udata (srdma_compat.h); NULL for a kernel CQ
  *
  * A user CQ's entries live in a ring mapped into the process.
  *
@@ -70,8 +71,9 @@ static int srdma_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
  * also when the device has its limit of CQs.
  */
 int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct ib_udata *udata)
+		    SRDMA_CREATE_CQ_ARG)
 {
+	struct ib_udata *udata = srdma_create_cq_udata(attrs);
 	struct srdma_dev *sdev = to_sdev(ibcq->device);
 	struct srdma_cq *cq = to_scq(ibcq);
 	u32 slots;
@@ -358,7 +360,8 @@ static int srdma_cq_switch(struct srdma_cq *cq, struct srdma_uring *ur,
  * @ibcq: the CQ
  * @cqe: how many completions it must hold at least; @ibcq->cqe is set to
  *	 the size made
- * @udata: the provider's command and response, NULL for a kernel CQ
+ * @attrs: the uverbs command's attributes, or on kernels before 6.9 its
+ *	driver udata (srdma_compat.h); NULL for a kernel CQ
  *
  * The CQ gets a new ring, and the completions not yet polled move into it
  * in order, under the CQ lock, so that QPs completing work meanwhile (in

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * srdma_compat.h - the differences between the kernels srdma builds for.
+ *
+ * srdma is written against Debian 12's 6.1. Every interface of the RDMA
+ * core or the network stack that changed since, up to 6.12 (Debian 12's
+ * bookworm-backports kernel, the one of Debian 13), is bridged here and
+ * nowhere else: the rest of the driver uses the names below and has no
+ * version checks of its own.
+ */
+#ifndef SRDMA_COMPAT_H
+#define SRDMA_COMPAT_H
+
+#include <linux/version.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+/*
+ * ib_device_ops.create_cq: since 6.9 ("RDMA: Pass uverbs_attr_bundle as
+ * part of '.create_cq' API") it gets the whole attribute bundle of the
+ * uverbs command, NULL for a kernel CQ, instead of its driver udata.
+ * srdma_create_cq() takes SRDMA_CREATE_CQ_ARG and finds its udata with
+ * srdma_create_cq_udata().
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+#define SRDMA_CREATE_CQ_ARG struct uverbs_attr_bundle *attrs
+
+static inline struct ib_udata *
+srdma_create_cq_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+#else
+#define SRDMA_CREATE_CQ_ARG struct ib_udata *attrs
+
+static inline struct ib_udata *srdma_create_cq_udata(struct ib_udata *udata)
+{
+	return udata;
+}
+#endif
+
+#endif /* SRDMA_COMPAT_H */
