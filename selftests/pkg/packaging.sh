@@ -90,26 +90,35 @@ t_clean_start() {
 	nothing_left
 }
 
-# apt installs both packages offline (their dependencies are on this
-# system), DKMS builds the module for the running kernel.
-t_deb_install() {
+# apt_install DIR: apt installs both packages of DIR offline (their
+# dependencies are on this system); DKMS must have built and installed
+# the module of their version for the running kernel, the one modinfo
+# finds (in updates/dkms/). Prints the version; leaves DKMS's status in
+# /tmp/dkms.log.
+apt_install() {
 	local v
-	v=$(version_of "$debdir"/srdma-dkms_*_all.deb) || return 1
-	apt-get install -y -q "$debdir"/srdma-dkms_*_all.deb \
-		"$debdir"/libsrdma1_*.deb > /tmp/apt.log 2>&1 ||
-		{ cat /tmp/apt.log; return 1; }
-	dkms status srdma | tee /tmp/dkms.log
+	v=$(version_of "$1"/srdma-dkms_*_all.deb) || return 1
+	apt-get install -y -q "$1"/srdma-dkms_*_all.deb "$1"/libsrdma1_*.deb \
+		> /tmp/apt.log 2>&1 || { cat /tmp/apt.log >&2; return 1; }
+	dkms status srdma > /tmp/dkms.log
 	grep -q "^srdma/$v, $kver, [^:]*: installed" /tmp/dkms.log ||
-		{ echo "DKMS did not install srdma $v for $kver"; return 1; }
+		{ cat /tmp/dkms.log >&2; echo "DKMS did not install srdma $v for $kver" >&2; return 1; }
 	[ "$(modinfo -F version srdma)" = "$v" ] ||
-		{ echo "modinfo: version $(modinfo -F version srdma), want $v"; return 1; }
+		{ echo "modinfo: version $(modinfo -F version srdma), want $v" >&2; return 1; }
 	case $(modinfo -F filename srdma) in
 	/lib/modules/$kver/updates/dkms/srdma.ko*) ;;
-	*) echo "module at $(modinfo -F filename srdma)"; return 1 ;;
+	*) echo "module at $(modinfo -F filename srdma)" >&2; return 1 ;;
 	esac
+	echo "$v"
+}
+
+t_deb_install() {
+	local v
+	v=$(apt_install "$debdir") || return 1
 	[ -f /etc/libibverbs.d/srdma.driver ] || { echo "no srdma.driver"; return 1; }
 	man -w srdma > /dev/null || { echo "no srdma(7)"; return 1; }
 	echo "# srdma-dkms and libsrdma1 $v installed, module built by DKMS"
+	sed 's/^/# dkms: /' /tmp/dkms.log
 }
 
 t_deb_use() {
@@ -123,12 +132,7 @@ t_deb_upgrade() {
 	old=$(version_of "$debdir"/srdma-dkms_*_all.deb)
 	new=$(version_of "$nextdir"/srdma-dkms_*_all.deb)
 	dpkg --compare-versions "$new" gt "$old" || { echo "$new is not above $old"; return 1; }
-	apt-get install -y -q "$nextdir"/srdma-dkms_*_all.deb \
-		"$nextdir"/libsrdma1_*.deb > /tmp/apt.log 2>&1 ||
-		{ cat /tmp/apt.log; return 1; }
-	dkms status srdma | tee /tmp/dkms.log
-	grep -q "^srdma/$new, $kver, [^:]*: installed" /tmp/dkms.log ||
-		{ echo "DKMS did not install srdma $new"; return 1; }
+	[ "$(apt_install "$nextdir")" = "$new" ] || return 1
 	! grep -q "^srdma/$old," /tmp/dkms.log || { echo "DKMS still has $old"; return 1; }
 	[ ! -e "/usr/src/srdma-$old" ] || { echo "/usr/src/srdma-$old left"; return 1; }
 	use_it || return 1
