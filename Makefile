@@ -118,7 +118,14 @@ $(CHECKPATCH):
 MPICC ?= $(shell command -v mpicc 2>/dev/null)
 MPI_BINS := $(if $(MPICC),$(BUILD)/selftests/srdma_mpi_check)
 
-selftests: $(SELFTEST_BINS) $(WIRE_TEST) $(MPI_BINS)
+# LD_PRELOAD for perftest's -R clients (selftests/wire/peer.sh).
+CM_DELAY_SO := $(BUILD)/selftests/srdma_cm_delay.so
+
+selftests: $(SELFTEST_BINS) $(WIRE_TEST) $(MPI_BINS) $(CM_DELAY_SO)
+
+$(CM_DELAY_SO): selftests/preload/srdma_cm_delay.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $< -ldl
 
 $(BUILD)/selftests/srdma_mpi_check: selftests/mpi/srdma_mpi_check.c
 	@mkdir -p $(dir $@)
