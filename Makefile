@@ -11,6 +11,7 @@
 #   make install    install the module and the provider on this machine
 #                   (DESTDIR, KVER honoured); make uninstall undoes it
 #   make deb        the Debian packages srdma-dkms and libsrdma1, in build/deb
+#   make check-pkg  install, upgrade and purge them in a test VM (~10 min)
 
 ROOT     := $(CURDIR)
 BUILD    := $(ROOT)/build
@@ -63,7 +64,7 @@ WIRE_TEST := $(BUILD)/tools/wire_test
 WIRE_FUZZ := $(BUILD)/tools/wire_fuzz
 
 .PHONY: all module provider selftests check check-debug check-storage demo lint install clean deps fuzz bench \
-	install-provider install-dkms uninstall deb
+	install-provider install-dkms uninstall deb check-pkg
 
 all: module provider selftests
 
@@ -247,6 +248,10 @@ uninstall:
 		v=$${m#$(DESTDIR)/lib/modules/}; v=$${v%%/*}; \
 		if [ -z "$(DESTDIR)" ]; then depmod -a $$v; fi; \
 	done
+
+check-pkg: deps
+	@$(MAKE) --no-print-directory all
+	@$(ROOT)/scripts/check-pkg
 
 # Debian packages from the committed files (git ls-files), built with
 # Debian's tooling in build/deb/srdma-VERSION, then checked by lintian.
