@@ -200,7 +200,9 @@ bench: deps
 	@$(ROOT)/tools/bench/loss-run
 	@$(ROOT)/tools/bench/profile
 
-demo: deps
+# The demo needs no second kernel (install-deps would fetch 6.12).
+demo:
+	@SRDMA_NO_SECOND_KERNEL=1 $(ROOT)/scripts/install-deps
 	@$(MAKE) --no-print-directory all
 	@$(ROOT)/scripts/demo
 
