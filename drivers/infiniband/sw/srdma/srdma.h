@@ -1012,7 +1012,7 @@ int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
 
 /* srdma_cq.c */
 int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    SRDMA_CREATE_CQ_ARG);
+		    struct srdma_create_cq_attrs *attrs);
 int srdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int srdma_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int srdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);

@@ -19,11 +19,11 @@
  * ib_device_ops.create_cq: since 6.9 ("RDMA: Pass uverbs_attr_bundle as
  * part of '.create_cq' API") it gets the whole attribute bundle of the
  * uverbs command, NULL for a kernel CQ, instead of its driver udata.
- * srdma_create_cq() takes SRDMA_CREATE_CQ_ARG and finds its udata with
- * srdma_create_cq_udata().
+ * srdma_create_cq() takes a struct srdma_create_cq_attrs (the one or the
+ * other) and finds its udata with srdma_create_cq_udata().
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
-#define SRDMA_CREATE_CQ_ARG struct uverbs_attr_bundle *attrs
+#define srdma_create_cq_attrs uverbs_attr_bundle
 
 static inline struct ib_udata *
 srdma_create_cq_udata(struct uverbs_attr_bundle *attrs)
@@ -31,7 +31,7 @@ srdma_create_cq_udata(struct uverbs_attr_bundle *attrs)
 	return attrs ? &attrs->driver_udata : NULL;
 }
 #else
-#define SRDMA_CREATE_CQ_ARG struct ib_udata *attrs
+#define srdma_create_cq_attrs ib_udata
 
 static inline struct ib_udata *srdma_create_cq_udata(struct ib_udata *udata)
 {

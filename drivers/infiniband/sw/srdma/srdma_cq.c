@@ -71,7 +71,7 @@ static int srdma_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
  * also when the device has its limit of CQs.
  */
 int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    SRDMA_CREATE_CQ_ARG)
+		    struct srdma_create_cq_attrs *attrs)
 {
 	struct ib_udata *udata = srdma_create_cq_udata(attrs);
 	struct srdma_dev *sdev = to_sdev(ibcq->device);
