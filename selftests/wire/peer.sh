@@ -278,7 +278,9 @@ cm_server_side() {
 		while :; do
 			before=$(listeners)
 			t0=$SECONDS
-			timeout 120 $srv > /tmp/cm_server.log 2>&1 &
+			# Line-buffered, so that a server stopped midway
+			# shows how far it got (the note below).
+			timeout 120 stdbuf -oL -eL $srv > /tmp/cm_server.log 2>&1 &
 			spid=$!
 			for ((i = 0; i < 300; i++)); do
 				[ "$(listeners)" -gt "$before" ] && break
