@@ -261,15 +261,19 @@ check-pkg: deps
 	@$(MAKE) --no-print-directory all
 	@$(ROOT)/scripts/check-pkg
 
-# Debian packages from the committed files (git ls-files), built with
+# Debian packages from the committed files (git ls-files; outside git,
+# every file but build/), built with
 # Debian's tooling in build/deb/srdma-VERSION, then checked by lintian.
 deb:
 	@v=$$(dpkg-parsechangelog -l debian/changelog -S Version) && \
 	[ "$$v" = "$(VERSION)" ] || { echo "deb: debian/changelog says $$v," \
 		"VERSION says $(VERSION)" >&2; exit 1; }
 	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/srdma-$(VERSION)
-	git -C $(ROOT) ls-files -z | \
-		(cd $(ROOT) && xargs -0 cp --parents -t $(BUILD)/deb/srdma-$(VERSION))
+	cd $(ROOT) && if git rev-parse --git-dir > /dev/null 2>&1; then \
+		git ls-files -z; \
+	else \
+		find . \( -path ./build -o -path ./.git \) -prune -o -type f -print0; \
+	fi | xargs -0 cp --parents -t $(BUILD)/deb/srdma-$(VERSION)
 	cd $(BUILD)/deb/srdma-$(VERSION) && \
 		dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
 		{ tail -30 ../build.log; exit 1; }
