@@ -29,7 +29,7 @@ OP = dict(SEND_FIRST=0, SEND_MIDDLE=1, SEND_LAST=2, SEND_ONLY=4,
           WRITE_FIRST=6, WRITE_MIDDLE=7, WRITE_LAST=8, WRITE_LAST_IMM=9,
           WRITE_ONLY=10, WRITE_ONLY_IMM=11, READ_REQ=12, ACK=0x11,
           ATOMIC_ACK=0x12, CMP_SWAP=0x13, FETCH_ADD=0x14,
-          SEND_LAST_INV=0x16, SEND_ONLY_INV=0x17)
+          SEND_LAST_INV=0x16, SEND_ONLY_INV=0x17, ATOMIC_WRITE=0x1d)
 READ_RESP = (13, 14, 15, 16)
 SYN_ACK, SYN_RNR, SYN_NAK = 0x00, 0x20, 0x60
 NAK_SEQ, NAK_INV, NAK_ACC = 0x60, 0x61, 0x62
@@ -588,6 +588,49 @@ def t_atomic_replay(t, w):
     expect_state(t, QPS_ERR)
     if word() != 99:
         fail("the misaligned FETCH ADD changed memory")
+
+
+def t_atomic_write(t, w):
+    """ATOMIC WRITE: stored once, a duplicate only ACKed, a bad length
+    an invalid request that stores nothing."""
+    p, va = RQ_PSN, t.addr + 128
+    val = bytes(range(0x11, 0x19))
+
+    def word():
+        return bytes.fromhex(t.cmd("dump 128 8"))
+
+    w.send(OP["ATOMIC_WRITE"], p, val, va=va, rkey=t.rkey, dmalen=8,
+           ackreq=True)
+    expect_syn(w, p, 0x1f, "ATOMIC WRITE")
+    if word() != val:
+        fail("ATOMIC WRITE stored %s" % word().hex())
+    # The same PSN again with other bytes: a duplicate, ACKed, not stored.
+    w.send(OP["ATOMIC_WRITE"], p, b"\xee" * 8, va=va, rkey=t.rkey, dmalen=8,
+           ackreq=True)
+    expect_syn(w, p, 0x1f, "duplicate ATOMIC WRITE")
+    if word() != val:
+        fail("a duplicate ATOMIC WRITE was stored: %s" % word().hex())
+    expect_state(t, QPS_RTS)
+    if t.poll():
+        fail("an ATOMIC WRITE completed something on the target")
+    # 4 bytes where 8 are due: NAK invalid request, nothing stored.
+    w.send(OP["ATOMIC_WRITE"], p + 1, b"\xdd" * 4, va=va, rkey=t.rkey,
+           dmalen=8, ackreq=True)
+    expect_syn(w, p + 1, NAK_INV, "ATOMIC WRITE of 4 bytes")
+    expect_state(t, QPS_ERR)
+    if word() != val:
+        fail("the short ATOMIC WRITE changed memory: %s" % word().hex())
+
+
+def t_atomic_write_len(t, w):
+    """An ATOMIC WRITE whose RETH asks for 16 bytes: invalid request."""
+    p, va = RQ_PSN, t.addr + 256
+    w.send(OP["ATOMIC_WRITE"], p, b"\xcc" * 16, va=va, rkey=t.rkey,
+           dmalen=16, ackreq=True)
+    expect_syn(w, p, NAK_INV, "ATOMIC WRITE of 16 bytes")
+    expect_state(t, QPS_ERR)
+    if t.cmd("dump 256 16") != "00" * 16:
+        fail("the ATOMIC WRITE of 16 bytes changed memory")
 
 
 def hw_counter(name):

@@ -11,7 +11,10 @@
  * replay cache answered the duplicates, never carrying one out twice),
  * unsignaled atomics, the ibv_qp_ex posting API, and the errors: a
  * misaligned address, a result SGE that is not 8 bytes, an MR or a QP
- * without remote atomic access, a bad R_Key or L_Key.
+ * without remote atomic access, a bad R_Key or L_Key. ATOMIC WRITE (IBTA
+ * 1.5, ibv_wr_atomic_write()) where the requester device advertises it:
+ * the 8 bytes stored, the completion, the errors (misaligned, no remote
+ * write right) and what srdma's provider refuses when posting.
  *
  * $SRDMA_ATOMIC_ITERS: fetch-and-adds per QP in the counter test (500).
  * $SRDMA_ATOMIC_TESTS: comma-separated test names to run, the others
@@ -29,6 +32,8 @@
 #define PSN0		0x123
 #define ACCESS_ALL	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+/* IB_UVERBS_DEVICE_ATOMIC_WRITE: rdma-core 44's headers do not name it. */
+#define DEVICE_ATOMIC_WRITE	(1ULL << 40)
 
 static const char *peer_name(void)
 {
@@ -71,6 +76,7 @@ struct side {
 	uint64_t *buf;
 	union ibv_gid gid;
 	int gidx;
+	bool awrite;		/* the device advertises ATOMIC WRITE */
 	struct ibv_qp *qp[NQP];
 };
 
@@ -116,15 +122,22 @@ static struct ibv_qp *make_qp(struct side *s, bool ex)
 		a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 				   IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
 				   IBV_QP_EX_WITH_RDMA_READ;
+		if (s->awrite)
+			a.send_ops_flags |= IBV_QP_EX_WITH_ATOMIC_WRITE |
+					    IBV_QP_EX_WITH_RDMA_WRITE;
 	}
 	return ibv_create_qp_ex(s->ctx, &a);
 }
 
 static int side_open(struct side *s, const char *name, int access)
 {
+	struct ibv_device_attr_ex dx;
+
 	s->ctx = srdma_test_open_name(name);
 	if (!s->ctx)
 		return -1;
+	s->awrite = !ibv_query_device_ex(s->ctx, NULL, &dx) &&
+		    (dx.device_cap_flags_ex & DEVICE_ATOMIC_WRITE);
 	s->gidx = srdma_test_ipv4_gid(s->ctx, &s->gid);
 	s->pd = ibv_alloc_pd(s->ctx);
 	s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
@@ -767,6 +780,226 @@ TEST_F(atomic, readonly_result)
 	expect_fail(_metadata, self, &s, &self->tgt.buf[480],
 		    self->tgt.mr->rkey, IBV_WC_LOC_PROT_ERR, false);
 	ibv_dereg_mr(ro);
+}
+
+
+/* Skip unless both devices advertise ATOMIC WRITE (rxe since 6.2). */
+#define NEED_AWRITE() do {						\
+	SELECTED();							\
+	if (!self->req.awrite || !self->tgt.awrite)			\
+		SKIP(return, "no ATOMIC WRITE on both devices");	\
+} while (0)
+
+/*
+ * srdma advertises ATOMIC WRITE, and its provider takes it in
+ * create_qp_ex on RC QPs only.
+ */
+TEST_F(atomic, awrite_caps)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_UC,
+		.send_cq = self->req.cq,
+		.recv_cq = self->req.cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = self->req.pd,
+		.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE,
+	};
+
+	SELECTED();
+	if (!self->req_srdma)
+		SKIP(return, "the requester is not srdma");
+	EXPECT_TRUE(self->req.awrite);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_create_qp_ex(self->req.ctx, &a));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+}
+
+/* Post one ATOMIC WRITE of @val from @x, signaled, as wr @wr_id. */
+static int post_awrite(struct ibv_qp_ex *x, uint64_t wr_id, uint32_t rkey,
+		       uint64_t raddr, uint64_t val)
+{
+	uint64_t data = val;
+
+	ibv_wr_start(x);
+	x->wr_id = wr_id;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(x, rkey, raddr, &data);
+	data = 0;	/* the provider copied the 8 bytes at the call */
+	return ibv_wr_complete(x);
+}
+
+/*
+ * ATOMIC WRITE: a batch of an unsignaled one and a signaled one to two
+ * words, each value stored whole, the neighbours untouched; then one
+ * behind an RDMA WRITE to the same word, in order. The completions:
+ * wr_id, status, opcode IBV_WC_ATOMIC_WRITE, qp_num, no flags, no
+ * immediate, byte_len 0 from srdma (defined only for READs and atomics).
+ */
+TEST_F(atomic, awrite)
+{
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(self->req.qp[1]);
+	uint64_t *w = &self->tgt.buf[502], *src = self->req.buf + 64;
+	uint64_t a = 0x1122334455667788ULL, b = 0x8877665544332211ULL;
+	struct ibv_wc wc[2];
+	int i;
+
+	NEED_AWRITE();
+	ASSERT_NE(NULL, x);
+	w[-1] = w[2] = 0x5a5a5a5a5a5a5a5aULL;
+	w[0] = w[1] = 0;
+	ibv_wr_start(x);
+	x->wr_id = 201;
+	x->wr_flags = 0;
+	ibv_wr_atomic_write(x, self->tgt.mr->rkey, (uintptr_t)&w[0], &a);
+	x->wr_id = 202;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(x, self->tgt.mr->rkey, (uintptr_t)&w[1], &b);
+	a = b = 0;
+	ASSERT_EQ(0, ibv_wr_complete(x));
+	ASSERT_EQ(1, poll_n(self->req.cq, wc, 1));
+	EXPECT_EQ(202U, wc[0].wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status)
+		TH_LOG("%s", ibv_wc_status_str(wc[0].status));
+	EXPECT_EQ(IBV_WC_ATOMIC_WRITE, wc[0].opcode);
+	EXPECT_EQ(self->req.qp[1]->qp_num, wc[0].qp_num);
+	EXPECT_EQ(0U, wc[0].wc_flags);
+	EXPECT_EQ(0U, wc[0].imm_data);
+	EXPECT_EQ(0U, wc[0].vendor_err);
+	if (self->req_srdma)
+		EXPECT_EQ(0U, wc[0].byte_len);
+	EXPECT_EQ(0x1122334455667788ULL, w[0]);
+	EXPECT_EQ(0x8877665544332211ULL, w[1]);
+	EXPECT_EQ(0x5a5a5a5a5a5a5a5aULL, w[-1]);
+	EXPECT_EQ(0x5a5a5a5a5a5a5a5aULL, w[2]);
+
+	/* An RDMA WRITE, then an ATOMIC WRITE to the same word: the latter wins. */
+	src[0] = 0x0101010101010101ULL;
+	ibv_wr_start(x);
+	x->wr_id = 203;
+	x->wr_flags = 0;
+	ibv_wr_rdma_write(x, self->tgt.mr->rkey, (uintptr_t)&w[0]);
+	ibv_wr_set_sge(x, self->req.mr->lkey, (uintptr_t)src, 8);
+	ASSERT_EQ(0, ibv_wr_complete(x));
+	ASSERT_EQ(0, post_awrite(x, 204, self->tgt.mr->rkey,
+				 (uintptr_t)&w[0], 0x0202020202020202ULL));
+	ASSERT_EQ(1, poll_n(self->req.cq, wc, 1));
+	EXPECT_EQ(204U, wc[0].wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
+	EXPECT_EQ(IBV_WC_ATOMIC_WRITE, wc[0].opcode);
+	EXPECT_EQ(0x0202020202020202ULL, w[0]);
+
+	/* 20 more, each a new value, all signaled: every one lands. */
+	for (i = 0; i < 20; i++) {
+		ASSERT_EQ(0, post_awrite(x, 300 + i, self->tgt.mr->rkey,
+					 (uintptr_t)&w[1], 1000 + i));
+		ASSERT_EQ(1, poll_n(self->req.cq, wc, 1));
+		EXPECT_EQ(300U + i, wc[0].wr_id);
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
+		EXPECT_EQ(1000ULL + i, w[1]);
+	}
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->req.qp[1]));
+}
+
+/*
+ * An ATOMIC WRITE @off bytes into a fresh target word, under key @rkey
+ * (0: the target MR's): it fails with @status, nothing is stored, both
+ * QPs of the connection end in ERR.
+ */
+static void awrite_fail(struct __test_metadata *_metadata,
+			FIXTURE_DATA(atomic) *self, uint64_t *w, int off,
+			uint32_t rkey, enum ibv_wc_status status)
+{
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(self->req.qp[1]);
+	struct ibv_wc wc;
+
+	w[0] = w[1] = 77;
+	ASSERT_EQ(0, post_awrite(x, 210, rkey ? rkey : self->tgt.mr->rkey,
+				 (uintptr_t)w + off, 0xdeadbeefdeadbeefULL));
+	ASSERT_EQ(1, poll_n(self->req.cq, &wc, 1));
+	EXPECT_EQ(210U, wc.wr_id);
+	EXPECT_EQ(status, wc.status) TH_LOG("got %s, expected %s",
+					    ibv_wc_status_str(wc.status),
+					    ibv_wc_status_str(status));
+	EXPECT_EQ(self->req.qp[1]->qp_num, wc.qp_num);
+	EXPECT_EQ(77ULL, w[0]);
+	EXPECT_EQ(77ULL, w[1]);
+	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->req.qp[1]));
+	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->tgt.qp[1]));
+}
+
+/* Not 8-byte aligned: the responder NAKs an invalid request. */
+TEST_F(atomic, awrite_misaligned)
+{
+	NEED_AWRITE();
+	awrite_fail(_metadata, self, &self->tgt.buf[504], 4, 0,
+		    IBV_WC_REM_INV_REQ_ERR);
+}
+
+/*
+ * An MR with remote atomic and read rights but not remote write: ATOMIC
+ * WRITE needs the write right, a remote access error.
+ */
+TEST_F(atomic, awrite_no_write_right)
+{
+	uint64_t *w = &self->tgt.buf[506];
+	struct ibv_mr *mr;
+
+	NEED_AWRITE();
+	mr = ibv_reg_mr(self->tgt.pd, w, 16, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	ASSERT_NE(NULL, mr);
+	awrite_fail(_metadata, self, w, 0, mr->rkey, IBV_WC_REM_ACCESS_ERR);
+	ibv_dereg_mr(mr);
+}
+
+/*
+ * What srdma's provider refuses when posting, with nothing sent: an
+ * ATOMIC WRITE given an SGE or inline data (its data is the 8 bytes of
+ * the call), and ibv_post_send() of IBV_WR_ATOMIC_WRITE (ibv_send_wr has
+ * no place for them).
+ */
+TEST_F(atomic, awrite_bad_posts)
+{
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(self->req.qp[1]);
+	uint64_t *w = &self->tgt.buf[508], v = 5;
+	struct ibv_sge s = sge_of(self->req.mr, self->req.buf, 8);
+	struct ibv_send_wr wr = {
+		.wr_id = 222, .sg_list = &s, .num_sge = 1,
+		.opcode = IBV_WR_ATOMIC_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	struct ibv_wc wc;
+
+	NEED_AWRITE();
+	if (!self->req_srdma)
+		SKIP(return, "the requester is not srdma");
+	*w = 9;
+	ibv_wr_start(x);
+	x->wr_id = 220;
+	ibv_wr_atomic_write(x, self->tgt.mr->rkey, (uintptr_t)w, &v);
+	ibv_wr_set_sge(x, self->req.mr->lkey, (uintptr_t)self->req.buf, 8);
+	EXPECT_EQ(EINVAL, ibv_wr_complete(x));
+	ibv_wr_start(x);
+	x->wr_id = 221;
+	ibv_wr_atomic_write(x, self->tgt.mr->rkey, (uintptr_t)w, &v);
+	ibv_wr_set_inline_data(x, &v, 8);
+	EXPECT_EQ(EINVAL, ibv_wr_complete(x));
+	wr.wr.rdma.remote_addr = (uintptr_t)w;
+	wr.wr.rdma.rkey = self->tgt.mr->rkey;
+	EXPECT_EQ(EINVAL, ibv_post_send(self->req.qp[1], &wr, &bad));
+	usleep(100000);
+	EXPECT_EQ(0, ibv_poll_cq(self->req.cq, 1, &wc));
+	EXPECT_EQ(9ULL, *w);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->req.qp[1]));
+	/* and the QP still works */
+	ASSERT_EQ(0, post_awrite(x, 223, self->tgt.mr->rkey, (uintptr_t)w, 6));
+	ASSERT_EQ(1, poll_n(self->req.cq, &wc, 1));
+	EXPECT_EQ(223U, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(6ULL, *w);
 }
 
 TEST_HARNESS_MAIN

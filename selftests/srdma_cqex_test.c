@@ -504,8 +504,7 @@ TEST_F(cqex, create_qp_ex_flags)
 	EXPECT_EQ(EOPNOTSUPP, errno);
 
 	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	a.send_ops_flags = IBV_QP_EX_WITH_SEND |
-			   IBV_QP_EX_WITH_ATOMIC_WRITE;
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO;
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_create_qp_ex(self->ctx, &a));
 	EXPECT_EQ(EOPNOTSUPP, errno);

@@ -10,7 +10,7 @@
 # The srdma_atomic_test cases whose outcome loss cannot change: values,
 # completions and the counter. (An error NAK lost under loss turns into a
 # retry-exceeded error, as it should.)
-ATOMIC_VALUE_TESTS=caps,cas,faa,counter,unsignaled,qpex
+ATOMIC_VALUE_TESTS=caps,cas,faa,counter,unsignaled,qpex,awrite
 
 # atomic_run REQ_DEV TGT_DEV [TESTS [ITERS]]: srdma_atomic_test from
 # REQ_DEV's QPs to TGT_DEV's; 0 if every selected case passed.

@@ -40,6 +40,8 @@ test_hostile_dup_read_gone() { hostile dup_read_gone; }
 test_hostile_nak_stale() { hostile nak_stale; }
 test_hostile_dup_read_revoked() { hostile dup_read_revoked; }
 test_hostile_atomic_replay() { hostile atomic_replay; }
+test_hostile_atomic_write() { hostile atomic_write; }
+test_hostile_atomic_write_len() { hostile atomic_write_len; }
 test_hostile_uc_resync() { hostile uc_resync; }
 
 # SEND with Invalidate from the wire to a user QP: never invalidates a

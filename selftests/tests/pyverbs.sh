@@ -82,6 +82,7 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_qp.QPTest.test_query_ud_qp
 	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_cmp_swp
 	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add
+	test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write
 	test_atomic.AtomicTest.test_atomic_cmp_and_swap
 	test_atomic.AtomicTest.test_atomic_fetch_and_add
 	test_atomic.AtomicTest.test_atomic_invalid_qp_access

@@ -159,6 +159,7 @@ TEST(build_parse_roundtrip)
 		SRDMA_OP_ATOMIC_ACK, SRDMA_OP_COMPARE_SWAP,
 		SRDMA_OP_FETCH_ADD,
 		SRDMA_OP_SEND_LAST_INV, SRDMA_OP_SEND_ONLY_INV,
+		SRDMA_OP_ATOMIC_WRITE,
 	};
 	struct srdma_pkt in, out;
 	u32 i, op, hl, pay;
@@ -325,6 +326,49 @@ TEST(parse_atomic_ack)
 	/* cut inside the AtomicAckETH; with payload */
 	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 20, 20 + 4, &out));
 	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 24, sizeof(p) + 8, &out));
+}
+
+/*
+ * ATOMIC WRITE (IBTA 1.5), written out by hand: BTH (opcode 0x1d, AckReq),
+ * RETH (VA 0x0000123400005678, R_Key 0x00abcdef, length 8), 8 bytes of
+ * payload, no pad. A WRITE ONLY to the responder's checks, plus its flag.
+ */
+TEST(parse_atomic_write)
+{
+	static const u8 p[] = {
+		0x1d, 0x00, 0xff, 0xff, 0x00, 0x00, 0x01, 0x02,	/* BTH */
+		0x80, 0x00, 0x10, 0x00,
+		0x00, 0x00, 0x12, 0x34, 0x00, 0x00, 0x56, 0x78,	/* RETH */
+		0x00, 0xab, 0xcd, 0xef, 0x00, 0x00, 0x00, 0x08,
+		1, 2, 3, 4, 5, 6, 7, 8,				/* data */
+		0, 0, 0, 0,					/* ICRC */
+	};
+	u8 q[SRDMA_MAX_HDR_LEN];
+	struct srdma_pkt out;
+
+	ASSERT_EQ(0, srdma_parse(p, 28, sizeof(p), &out));
+	EXPECT_EQ(SRDMA_OP_ATOMIC_WRITE, out.opcode);
+	EXPECT_EQ(SRDMA_F_ONLY, out.flags & SRDMA_F_ONLY);
+	EXPECT_TRUE(out.flags & SRDMA_F_WRITE);
+	EXPECT_TRUE(out.flags & SRDMA_F_RETH);
+	EXPECT_TRUE(out.flags & SRDMA_F_AWRITE);
+	EXPECT_FALSE(out.flags & (SRDMA_F_IMM | SRDMA_F_ATOMIC | SRDMA_F_UC |
+				  SRDMA_F_UD | SRDMA_F_IETH));
+	EXPECT_EQ(1, out.ackreq);
+	EXPECT_EQ(0x102U, out.dqpn);
+	EXPECT_EQ(0x1000U, out.psn);
+	EXPECT_EQ(0x0000123400005678ULL, out.va);
+	EXPECT_EQ(0x00abcdefU, out.rkey);
+	EXPECT_EQ(8U, out.dmalen);
+	EXPECT_EQ(28U, out.hdr_len);
+	EXPECT_EQ(8U, out.paylen);
+	EXPECT_EQ(28U, srdma_build_hdr(q, &out));
+	EXPECT_EQ(0, memcmp(q, p, 28));
+	/* cut inside the RETH */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse(p, 20, 24, &out));
+	/* UC has no ATOMIC WRITE */
+	q[0] = SRDMA_OP_UC | SRDMA_OP_ATOMIC_WRITE;
+	EXPECT_EQ(-EOPNOTSUPP, srdma_parse(q, 28, sizeof(p), &out));
 }
 
 /*
@@ -608,7 +652,7 @@ TEST(opflag_bits)
 		SRDMA_F_FIRST, SRDMA_F_MIDDLE, SRDMA_F_LAST, SRDMA_F_RETH,
 		SRDMA_F_AETH, SRDMA_F_IMM, SRDMA_F_PAYLOAD, SRDMA_F_ACK,
 		SRDMA_F_DETH, SRDMA_F_UD, SRDMA_F_ATOMIC, SRDMA_F_AACK,
-		SRDMA_F_UC, SRDMA_F_IETH,
+		SRDMA_F_UC, SRDMA_F_IETH, SRDMA_F_AWRITE,
 	};
 	u32 seen = 0, i, f;
 
@@ -619,7 +663,8 @@ TEST(opflag_bits)
 	}
 	EXPECT_EQ(1U << 14, (u32)SRDMA_F_ATOMIC);
 	EXPECT_EQ(1U << 15, (u32)SRDMA_F_AACK);
-	EXPECT_TRUE(SRDMA_F_UC > 0xffff && SRDMA_F_IETH > 0xffff);
+	EXPECT_TRUE(SRDMA_F_UC > 0xffff && SRDMA_F_IETH > 0xffff &&
+		    SRDMA_F_AWRITE > 0xffff);
 	for (i = 0; i <= 0xff; i++) {
 		f = srdma_op_flags(i);
 		EXPECT_EQ(i == SRDMA_OP_SEND_LAST_INV ||
@@ -628,6 +673,8 @@ TEST(opflag_bits)
 			     (f & (SRDMA_F_UC | SRDMA_F_UD | SRDMA_F_IMM |
 				   SRDMA_F_ATOMIC | SRDMA_F_AACK)));
 		EXPECT_FALSE((f & SRDMA_F_ATOMIC) && (f & SRDMA_F_UC));
+		/* ATOMIC WRITE: RC 0x1d alone, never in the UC group */
+		EXPECT_EQ(i == SRDMA_OP_ATOMIC_WRITE, !!(f & SRDMA_F_AWRITE));
 	}
 }
 

@@ -914,7 +914,8 @@ static uint64_t srdma_send_ops(enum ibv_qp_type type)
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
 		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
-		       IBV_QP_EX_WITH_SEND_WITH_INV;
+		       IBV_QP_EX_WITH_SEND_WITH_INV |
+		       IBV_QP_EX_WITH_ATOMIC_WRITE;
 	case IBV_QPT_UC:
 		return send | write;
 	case IBV_QPT_UD:
@@ -948,15 +949,25 @@ static uint64_t srdma_wr_op_bit(enum ibv_wr_opcode opcode)
 		return IBV_QP_EX_WITH_BIND_MW;
 	case IBV_WR_SEND_WITH_INV:
 		return IBV_QP_EX_WITH_SEND_WITH_INV;
+	case IBV_WR_ATOMIC_WRITE:
+		return IBV_QP_EX_WITH_ATOMIC_WRITE;
 	default:
 		return 0;
 	}
 }
 
-/* Work requests that only change a key: no SGEs, no inline data. */
+/*
+ * Work requests that only change a key: no SGEs, no inline data. ATOMIC
+ * WRITE has none either: its 8 bytes are in the entry.
+ */
 static bool srdma_wr_is_local(uint32_t opcode)
 {
 	return opcode == IBV_WR_LOCAL_INV || opcode == IBV_WR_BIND_MW;
+}
+
+static bool srdma_wr_no_data(uint32_t opcode)
+{
+	return srdma_wr_is_local(opcode) || opcode == IBV_WR_ATOMIC_WRITE;
 }
 
 /* The rights a window takes: remote ones; local write is ignored. */
@@ -1009,14 +1020,16 @@ static void srdma_put_bind(struct srdma_usend_wqe *u, uint32_t rkey,
  * atomic or local operation, an atomic without one 8-byte SGE, a bind
  * srdma_bind_check() refuses, or a UD send without an AH of the QP's PD
  * or with a remote QPN over 24 bits: the kernel would refuse the ring
- * entry and move the QP to ERR.
+ * entry and move the QP to ERR. ATOMIC WRITE is ibv_wr_atomic_write()'s
+ * alone: ibv_send_wr has no place for its 8 bytes.
  */
 static int srdma_send_wr_check(const struct ibv_qp *qp,
 			       const struct ibv_send_wr *wr)
 {
 	uint64_t bit = srdma_wr_op_bit(wr->opcode);
 
-	if (!bit || !(srdma_send_ops(qp->qp_type) & bit))
+	if (!bit || !(srdma_send_ops(qp->qp_type) & bit) ||
+	    wr->opcode == IBV_WR_ATOMIC_WRITE)
 		return EINVAL;
 	if (qp->qp_type == IBV_QPT_UD &&
 	    !srdma_ud_dest_ok(qp, wr->wr.ud.ah, wr->wr.ud.remote_qpn))
@@ -1511,6 +1524,23 @@ static void srdma_wr_atomic_fetch_add(struct ibv_qp_ex *ibqp, uint32_t rkey,
 			add, 0);
 }
 
+/*
+ * The 8 bytes at @data go into the entry now, as they are: the buffer
+ * need not outlive the call. The remote address must be 8-byte aligned,
+ * which the responder checks (IBV_WC_REM_INV_REQ_ERR otherwise).
+ */
+static void srdma_wr_atomic_write(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				  uint64_t remote_addr, const void *data)
+{
+	struct srdma_usend_wqe *u = srdma_wr_begin(ibqp, IBV_WR_ATOMIC_WRITE);
+
+	if (!u)
+		return;
+	u->remote_addr = remote_addr;
+	u->rkey = rkey;
+	memcpy(&u->compare_add, data, sizeof(u->compare_add));
+}
+
 static void srdma_wr_local_inv(struct ibv_qp_ex *ibqp, uint32_t rkey)
 {
 	struct srdma_usend_wqe *u = srdma_wr_begin(ibqp, IBV_WR_LOCAL_INV);
@@ -1569,7 +1599,7 @@ static void srdma_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
 	struct srdma_usend_wqe *u = qp->wr_cur;
 	int ret;
 
-	if (!u || num_sge > qp->sq.max_sge || srdma_wr_is_local(u->opcode)) {
+	if (!u || num_sge > qp->sq.max_sge || srdma_wr_no_data(u->opcode)) {
 		srdma_wr_fail(qp, EINVAL);
 		return;
 	}
@@ -1606,7 +1636,7 @@ static void srdma_wr_set_inline_data_list(struct ibv_qp_ex *ibqp,
 	int ret;
 
 	if (!u || u->opcode == IBV_WR_RDMA_READ ||
-	    srdma_wr_is_atomic(u->opcode) || srdma_wr_is_local(u->opcode)) {
+	    srdma_wr_is_atomic(u->opcode) || srdma_wr_no_data(u->opcode)) {
 		srdma_wr_fail(qp, EINVAL);
 		return;
 	}
@@ -1663,6 +1693,8 @@ static void srdma_qp_ex_init(struct srdma_qp *qp, uint64_t ops)
 		ex->wr_bind_mw = srdma_wr_bind_mw;
 	if (ops & IBV_QP_EX_WITH_SEND_WITH_INV)
 		ex->wr_send_inv = srdma_wr_send_inv;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		ex->wr_atomic_write = srdma_wr_atomic_write;
 }
 
 /* The comp_mask bits create_qp_ex takes, see srdma_create_qp_ex(). */
@@ -1676,7 +1708,8 @@ static void srdma_qp_ex_init(struct srdma_qp *qp, uint64_t ops)
  * just IBV_QP_INIT_ATTR_PD. Taken here: a PD (required: no XRC), create
  * flags and a TSO header size if they are 0 (srdma has no such feature
  * to turn on), and send_ops_flags naming operations of srdma_send_ops()
- * for the QP type, which get the ibv_qp_ex posting API. Anything else is
+ * for the QP type (ATOMIC WRITE if the kernel takes it:
+ * SRDMA_CAP_ATOMIC_WRITE), which get the ibv_qp_ex posting API. Anything else is
  * EOPNOTSUPP, a missing PD EINVAL.
  */
 static struct ibv_qp *srdma_create_qp_ex(struct ibv_context *ctx,
@@ -1698,7 +1731,9 @@ static struct ibv_qp *srdma_create_qp_ex(struct ibv_context *ctx,
 	    ((mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) &&
 	     attr->max_tso_header) ||
 	    ((mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	     (attr->send_ops_flags & ~srdma_send_ops(attr->qp_type)))) {
+	     ((attr->send_ops_flags & ~srdma_send_ops(attr->qp_type)) ||
+	      ((attr->send_ops_flags & IBV_QP_EX_WITH_ATOMIC_WRITE) &&
+	       !(to_sctx(ctx)->caps & SRDMA_CAP_ATOMIC_WRITE))))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -27,6 +27,7 @@ enum srdma_ucontext_caps {
 	SRDMA_CAP_MAPPED_RINGS = 1 << 1, /* CQ, SQ and RQ mapped, see below */
 	SRDMA_CAP_UD = 1 << 2,		/* UD QPs and address handles */
 	SRDMA_CAP_SRQ = 1 << 3,		/* SRQs, mapped, see below */
+	SRDMA_CAP_ATOMIC_WRITE = 1 << 4, /* IB_UVERBS_WR_ATOMIC_WRITE, below */
 };
 
 struct srdma_alloc_ucontext_resp {
@@ -110,7 +111,11 @@ struct srdma_usge {
  * set: the QP's own Q_Key). An atomic (IB_UVERBS_WR_ATOMIC_CMP_AND_SWP,
  * _FETCH_AND_ADD) has its target in remote_addr and rkey, its operands in
  * compare_add (the compare value, or what is added) and swap, and exactly
- * one SGE of 8 bytes for the result.
+ * one SGE of 8 bytes for the result. An ATOMIC WRITE
+ * (IB_UVERBS_WR_ATOMIC_WRITE, RC only, SRDMA_CAP_ATOMIC_WRITE) has its
+ * target, 8-byte aligned, in remote_addr and rkey, the 8 bytes to store
+ * there in compare_add (copied as they are in memory, not as a number),
+ * no SGEs and no IB_UVERBS_SEND_INLINE.
  *
  * Inline data (IB_UVERBS_SEND_INLINE in send_flags): the inline_len bytes
  * of data take the place of the SGEs, from offsetof(sge) on; num_sge is

@@ -39,4 +39,22 @@ static inline struct ib_udata *srdma_create_cq_udata(struct ib_udata *udata)
 }
 #endif
 
+/*
+ * RDMA ATOMIC WRITE (IBTA 1.5): its work request and completion opcodes
+ * and its device capability bit entered the RDMA core in 6.2. They are
+ * the uverbs ABI's numbers, which srdma uses on 6.1 as well: there only
+ * user QPs (the mapped SQ) post it, and 6.1 has no kernel consumer that
+ * could. On 6.1 completion opcode 9 is IB_WC_MASKED_COMP_SWAP, which no
+ * srdma work request produces.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define SRDMA_WR_ATOMIC_WRITE		IB_WR_ATOMIC_WRITE
+#define SRDMA_WC_ATOMIC_WRITE		IB_WC_ATOMIC_WRITE
+#define SRDMA_DEVICE_ATOMIC_WRITE	IB_DEVICE_ATOMIC_WRITE
+#else
+#define SRDMA_WR_ATOMIC_WRITE		15	/* IB_UVERBS_WR_ATOMIC_WRITE */
+#define SRDMA_WC_ATOMIC_WRITE		((enum ib_wc_opcode)9)
+#define SRDMA_DEVICE_ATOMIC_WRITE	BIT_ULL(40)
+#endif
+
 #endif /* SRDMA_COMPAT_H */

@@ -843,15 +843,18 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
  * @mr: the MR, a user MR
  * @serial: the registration srdma_mr_check() returned
  * @iova: the address of the 8 bytes, 8-byte aligned
- * @op: SRDMA_OP_COMPARE_SWAP or SRDMA_OP_FETCH_ADD
- * @swap_add: the value swapped in, or added
+ * @op: SRDMA_OP_COMPARE_SWAP, SRDMA_OP_FETCH_ADD or SRDMA_OP_ATOMIC_WRITE
+ * @swap_add: the value swapped in, or added; for ATOMIC WRITE the 8 bytes
+ *	stored, as they came in the packet
  * @compare: what compare and swap compares the value found with
  * @orig: set to the value found, in host byte order
  *
  * The operation is a locked cmpxchg on the pinned page (mapped with
  * kmap_local_page()): atomic with respect to every other atomic operation
  * of any srdma device, and to the CPUs' own atomic instructions on the
- * same word, but not to plain stores such as RDMA WRITE placement. The
+ * same word, but not to plain stores such as RDMA WRITE placement. ATOMIC
+ * WRITE is one 8-byte store, ordered after every earlier store (release):
+ * the other side sees the 8 bytes whole, never torn. The
  * caller checked the range and the rights with srdma_mr_check(). An
  * aligned iova shares its page offset with the user address (reg_mr
  * requires it), so the 8 bytes never straddle two pages. A user MR keeps
@@ -892,7 +895,11 @@ int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
 		return -EFAULT;
 	va = kmap_local_page(pg);
 	word = va + pgoff;
-	if (op == SRDMA_OP_COMPARE_SWAP) {
+	if (op == SRDMA_OP_ATOMIC_WRITE) {
+		old = 0;
+		/* Seen only after the earlier placements of this QP */
+		smp_store_release(word, swap_add);
+	} else if (op == SRDMA_OP_COMPARE_SWAP) {
 		old = cmpxchg64(word, compare, swap_add);
 	} else {
 		/* Retried only when another writer got in between. */

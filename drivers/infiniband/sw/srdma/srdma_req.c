@@ -203,6 +203,8 @@ static enum ib_wc_opcode srdma_wc_opcode(u32 wr_opcode)
 		return IB_WC_COMP_SWAP;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case SRDMA_WR_ATOMIC_WRITE:
+		return SRDMA_WC_ATOMIC_WRITE;
 	case IB_WR_REG_MR:
 		return IB_WC_REG_MR;
 	case IB_WR_LOCAL_INV:
@@ -433,6 +435,8 @@ static u8 srdma_req_opcode(struct srdma_send_wqe *wqe, bool first, bool last)
 	bool imm = wqe->opcode == IB_WR_SEND_WITH_IMM ||
 		   wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM;
 
+	if (wqe->opcode == SRDMA_WR_ATOMIC_WRITE)
+		return SRDMA_OP_ATOMIC_WRITE;	/* 8 bytes: one packet */
 	if (wqe->opcode == IB_WR_RDMA_WRITE ||
 	    wqe->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
 		if (first && last)
@@ -695,9 +699,7 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 	pkt->paylen = min(qp->mtu, wqe->length - off);
 	last = off + pkt->paylen >= wqe->length;
 	pkt->opcode = srdma_req_opcode(wqe, off == 0, last);
-	if (pkt->opcode == SRDMA_OP_WRITE_FIRST ||
-	    pkt->opcode == SRDMA_OP_WRITE_ONLY ||
-	    pkt->opcode == SRDMA_OP_WRITE_ONLY_IMM) {
+	if (srdma_op_flags(pkt->opcode) & SRDMA_F_RETH) {
 		pkt->va = wqe->remote_addr;
 		pkt->rkey = wqe->rkey;
 		pkt->dmalen = wqe->length;
@@ -1376,7 +1378,8 @@ out_unlock:
 }
 
 /*
- * What a QP can post: UD only SENDs, UC no READs or atomics; invalidation
+ * What a QP can post: UD only SENDs, UC no READs or atomics (nor ATOMIC
+ * WRITE, which user RC QPs alone post); invalidation
  * on RC QPs, fast registration on kernel RC QPs only (user PDs have no
  * fast-registration MRs), memory window binds on user RC QPs only (the
  * kernel has no bind work request); UC has no SEND with Invalidate, and
@@ -1402,6 +1405,9 @@ static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 	case IB_WR_REG_MR:
 		return qp->ibqp.qp_type == IB_QPT_RC && !qp->is_user;
 	case IB_WR_BIND_MW:
+		return qp->ibqp.qp_type == IB_QPT_RC && qp->is_user;
+	/* Its 8 bytes come in the mapped SQ entry: user QPs only. */
+	case SRDMA_WR_ATOMIC_WRITE:
 		return qp->ibqp.qp_type == IB_QPT_RC && qp->is_user;
 	default:
 		return false;
@@ -1678,6 +1684,32 @@ static void srdma_sq_read_keys(struct srdma_usend_wqe *u,
 }
 
 /*
+ * The 8 bytes of ATOMIC WRITE entry @u, read once, become @wqe's inline
+ * data: the packet carries them as an inline WRITE's payload. An entry
+ * with SGEs or inline data marks the ring bad: -EINVAL.
+ */
+static int srdma_sq_read_atomic_write(struct srdma_qp *qp,
+				      struct srdma_usend_wqe *u,
+				      struct srdma_send_wqe *wqe, u32 n,
+				      u32 *flags, u32 *len)
+{
+	u64 data;
+
+	if (n || (*flags & IB_SEND_INLINE)) {
+		srdma_err_qp(qp, "send ring entry %u: ATOMIC WRITE with SGEs or inline data\n",
+			     qp->sq.prod);
+		qp->uring_bad = true;
+		return -EINVAL;
+	}
+	data = READ_ONCE(u->compare_add);
+	/* An SQ slot has room for one SGE at least: 16 bytes. */
+	memcpy(wqe->sge, &data, sizeof(data));
+	*flags |= IB_SEND_INLINE;
+	*len = sizeof(data);
+	return 0;
+}
+
+/*
  * Read mapped SQ entry @u, each field once, into @wqe's SGEs (or inline
  * data) and @w, and validate it. A bad entry marks the ring bad: -EINVAL.
  */
@@ -1703,7 +1735,10 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 		qp->uring_bad = true;
 		return -EINVAL;
 	}
-	if (flags & IB_SEND_INLINE) {
+	if (op == SRDMA_WR_ATOMIC_WRITE) {
+		err = srdma_sq_read_atomic_write(qp, u, wqe, n, &flags, len);
+		n = 0;
+	} else if (flags & IB_SEND_INLINE) {
 		n = 0;
 		err = srdma_sq_read_inline(qp, u, wqe, len);
 	} else {

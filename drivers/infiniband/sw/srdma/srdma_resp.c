@@ -561,10 +561,53 @@ static int srdma_resp_write_place(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	return 0;
 }
 
+/*
+ * An ATOMIC WRITE: checked as a WRITE ONLY of 8 bytes (R_Key, PD, remote
+ * write rights, range), the address aligned, then its payload stored with
+ * one 8-byte store (srdma_mr_atomic()). A duplicate is ACKed as a WRITE's
+ * is, never stored twice. Anything but 8 bytes to an aligned address is an
+ * invalid request; a user MR alone takes it (a remote access error
+ * otherwise).
+ */
+static int srdma_resp_atomic_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
+				   struct sk_buff *skb, int payoff)
+{
+	struct srdma_mr *mr;
+	u64 serial, data, old;
+	int err;
+
+	if (pkt->dmalen != sizeof(u64) || pkt->paylen != sizeof(u64) ||
+	    !IS_ALIGNED(pkt->va, sizeof(u64))) {
+		srdma_dbg_qp(qp, "ATOMIC WRITE psn %u of %u bytes (%u carried) at %#llx refused\n",
+			     pkt->psn, pkt->dmalen, pkt->paylen, pkt->va);
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+				 IB_WC_REM_INV_REQ_ERR);
+		return -EINVAL;
+	}
+	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, sizeof(u64),
+			   IB_ACCESS_REMOTE_WRITE, &serial);
+	if (!mr)
+		return srdma_resp_access_err(qp, pkt, pkt->va, sizeof(u64),
+					     pkt->rkey, false);
+	err = skb_copy_bits(skb, payoff, &data, sizeof(data));
+	if (!err)
+		err = srdma_mr_atomic(mr, serial, pkt->va,
+				      SRDMA_OP_ATOMIC_WRITE, data, 0, &old);
+	srdma_mr_put(mr);
+	if (err)
+		return srdma_resp_access_err(qp, pkt, pkt->va, sizeof(u64),
+					     pkt->rkey, false);
+	srdma_resp_msg_done(qp);
+	return 0;
+}
+
 static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			    struct sk_buff *skb, int payoff)
 {
 	int err;
+
+	if (pkt->flags & SRDMA_F_AWRITE)
+		return srdma_resp_atomic_write(qp, pkt, skb, payoff);
 
 	/* WRITE with immediate consumes a receive with its last packet. */
 	if (pkt->flags & SRDMA_F_IMM) {

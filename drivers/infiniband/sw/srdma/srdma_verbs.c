@@ -88,12 +88,14 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_qp_wr = SRDMA_MAX_QP_WR;
 	/*
 	 * Fast registration for kernel consumers: srdma_fr.c; memory
-	 * windows for user space, type 1 and 2B: srdma_mw.c.
+	 * windows for user space, type 1 and 2B: srdma_mw.c. ATOMIC WRITE
+	 * for user QPs (srdma_resp_atomic_write()).
 	 */
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_MEM_MGT_EXTENSIONS |
 				 IB_DEVICE_MEM_WINDOW |
-				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
+				 SRDMA_DEVICE_ATOMIC_WRITE;
 	attr->max_fast_reg_page_list_len = SRDMA_MAX_FAST_REG_PAGES;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->max_send_sge = SRDMA_MAX_SGE;
@@ -203,7 +205,8 @@ static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct srdma_dev *sdev = to_sdev(ibuc->device);
 	struct srdma_alloc_ucontext_resp resp = {
 		.abi_version = SRDMA_UVERBS_ABI_VERSION,
-		.caps = SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD | SRDMA_CAP_SRQ,
+		.caps = SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD | SRDMA_CAP_SRQ |
+			SRDMA_CAP_ATOMIC_WRITE,
 	};
 	int err;
 

@@ -86,6 +86,13 @@ static const u16 srdma_opflags_tbl[SRDMA_OP_FETCH_ADD + 1] = {
 #define SRDMA_F_SEND_INV (SRDMA_F_SEND | SRDMA_F_LAST | SRDMA_F_IETH | \
 			  SRDMA_F_PAYLOAD)
 
+/*
+ * ATOMIC WRITE is a one-packet WRITE to the responder's checks (RETH,
+ * payload, R_Key with remote write rights), with its own placement.
+ */
+#define SRDMA_F_ATOMIC_WRITE (SRDMA_F_WRITE | SRDMA_F_ONLY | SRDMA_F_RETH | \
+			      SRDMA_F_AWRITE | SRDMA_F_PAYLOAD)
+
 #undef PL
 
 /**
@@ -110,6 +117,8 @@ u32 srdma_op_flags(u8 opcode)
 		return SRDMA_F_SEND_INV;
 	if (opcode == SRDMA_OP_SEND_ONLY_INV)
 		return SRDMA_F_SEND_INV | SRDMA_F_FIRST;
+	if (opcode == SRDMA_OP_ATOMIC_WRITE)
+		return SRDMA_F_ATOMIC_WRITE;
 	return opcode <= SRDMA_OP_FETCH_ADD ? srdma_opflags_tbl[opcode] : 0;
 }
 

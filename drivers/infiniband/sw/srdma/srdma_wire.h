@@ -87,6 +87,11 @@ enum srdma_opcode {
 	/* SEND with Invalidate: the IETH names an R_Key to invalidate. */
 	SRDMA_OP_SEND_LAST_INV		= 0x16,
 	SRDMA_OP_SEND_ONLY_INV		= 0x17,
+	/*
+	 * ATOMIC WRITE (IBTA 1.5): a RETH naming 8 aligned bytes, and those
+	 * 8 bytes as payload, stored at once; answered by an ACK.
+	 */
+	SRDMA_OP_ATOMIC_WRITE		= 0x1d,
 	SRDMA_OP_UC			= 0x20,	/* the UC group */
 	SRDMA_OP_UC_WRITE_ONLY_IMM	= 0x2b,	/* the last UC opcode */
 	SRDMA_OP_UD_SEND_ONLY		= 0x64,
@@ -118,6 +123,7 @@ enum srdma_opflags {
 	SRDMA_F_UC	= 1 << 16,	/* an Unreliable Connected opcode */
 	/* IETH (IBTA 9.3.7): out of the others' way, past the u16 table */
 	SRDMA_F_IETH	= 1 << 20,
+	SRDMA_F_AWRITE	= 1 << 21,	/* ATOMIC WRITE, also a WRITE ONLY */
 	SRDMA_F_REQ	= SRDMA_F_SEND | SRDMA_F_WRITE | SRDMA_F_READ |
 			  SRDMA_F_ATOMIC,
 	SRDMA_F_ONLY	= SRDMA_F_FIRST | SRDMA_F_LAST,
