@@ -29,7 +29,8 @@ OP = dict(SEND_FIRST=0, SEND_MIDDLE=1, SEND_LAST=2, SEND_ONLY=4,
           WRITE_FIRST=6, WRITE_MIDDLE=7, WRITE_LAST=8, WRITE_LAST_IMM=9,
           WRITE_ONLY=10, WRITE_ONLY_IMM=11, READ_REQ=12, ACK=0x11,
           ATOMIC_ACK=0x12, CMP_SWAP=0x13, FETCH_ADD=0x14,
-          SEND_LAST_INV=0x16, SEND_ONLY_INV=0x17, ATOMIC_WRITE=0x1d)
+          SEND_LAST_INV=0x16, SEND_ONLY_INV=0x17, ATOMIC_WRITE=0x1d,
+          READ_RESP_ONLY=16)
 READ_RESP = (13, 14, 15, 16)
 SYN_ACK, SYN_RNR, SYN_NAK = 0x00, 0x20, 0x60
 NAK_SEQ, NAK_INV, NAK_ACC = 0x60, 0x61, 0x62
@@ -591,25 +592,40 @@ def t_atomic_replay(t, w):
 
 
 def t_atomic_write(t, w):
-    """ATOMIC WRITE: stored once, a duplicate only ACKed, a bad length
-    an invalid request that stores nothing."""
+    """ATOMIC WRITE: stored once and answered by a READ response ONLY of no
+    data; a duplicate answered again from the replay cache, not stored; a
+    bad length an invalid request that stores nothing."""
     p, va = RQ_PSN, t.addr + 128
     val = bytes(range(0x11, 0x19))
 
     def word():
         return bytes.fromhex(t.cmd("dump 128 8"))
 
+    def answers(secs=1.0):
+        return [(q["op"], q["psn"], q.get("syn")) for q in w.drain(secs)]
+
     w.send(OP["ATOMIC_WRITE"], p, val, va=va, rkey=t.rkey, dmalen=8,
            ackreq=True)
-    expect_syn(w, p, 0x1f, "ATOMIC WRITE")
+    got = answers()
+    if got != [(OP["READ_RESP_ONLY"], p, 0x1f)]:
+        fail("ATOMIC WRITE answered by %s" % got)
     if word() != val:
         fail("ATOMIC WRITE stored %s" % word().hex())
-    # The same PSN again with other bytes: a duplicate, ACKed, not stored.
+    # The same PSN again with other bytes: a duplicate, answered, not stored.
     w.send(OP["ATOMIC_WRITE"], p, b"\xee" * 8, va=va, rkey=t.rkey, dmalen=8,
            ackreq=True)
-    expect_syn(w, p, 0x1f, "duplicate ATOMIC WRITE")
+    got = answers()
+    if got != [(OP["READ_RESP_ONLY"], p, 0x1f)]:
+        fail("duplicate ATOMIC WRITE answered by %s" % got)
     if word() != val:
         fail("a duplicate ATOMIC WRITE was stored: %s" % word().hex())
+    # At that PSN but another address: not what was accepted, dropped.
+    w.send(OP["ATOMIC_WRITE"], p, b"\xee" * 8, va=va + 8, rkey=t.rkey,
+           dmalen=8, ackreq=True)
+    got = answers()
+    if got or t.cmd("dump 136 8") != "00" * 8:
+        fail("a mismatched duplicate ATOMIC WRITE was answered or stored: %s"
+             % got)
     expect_state(t, QPS_RTS)
     if t.poll():
         fail("an ATOMIC WRITE completed something on the target")

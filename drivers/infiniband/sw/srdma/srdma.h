@@ -499,7 +499,9 @@ struct srdma_read_job {
 	u32 mtu;			/* path MTU when it was accepted */
 	u64 serial;			/* the MR checked then; 0: no payload */
 	u64 orig;			/* atomics: the value found */
-	u8 atomic_op;			/* SRDMA_OP_COMPARE_SWAP, _FETCH_ADD; 0 */
+	u8 atomic_op;			/* SRDMA_OP_COMPARE_SWAP, _FETCH_ADD,
+					 * _ATOMIC_WRITE; 0 for a READ
+					 */
 	bool dup;			/* asked again: see srdma_read_refused() */
 };
 
@@ -511,13 +513,23 @@ static inline bool srdma_wr_is_atomic(u32 opcode)
 }
 
 /*
- * Work requests that wait for a response with data (READ responses, an
- * ATOMIC ACKNOWLEDGE) and count against the initiator depth
- * (max_rd_atomic).
+ * One request packet that the responder holds, as it holds a READ, until
+ * its response: an atomic (answered by an ATOMIC ACKNOWLEDGE) or an
+ * ATOMIC WRITE (by a READ response of no data, IBTA 1.5).
+ */
+static inline bool srdma_wr_is_one_req(u32 opcode)
+{
+	return srdma_wr_is_atomic(opcode) || opcode == SRDMA_WR_ATOMIC_WRITE;
+}
+
+/*
+ * Work requests that wait for a response (READ responses, an ATOMIC
+ * ACKNOWLEDGE, the READ response of an ATOMIC WRITE) and count against
+ * the initiator depth (max_rd_atomic).
  */
 static inline bool srdma_wr_is_rd_atomic(u32 opcode)
 {
-	return opcode == IB_WR_RDMA_READ || srdma_wr_is_atomic(opcode);
+	return opcode == IB_WR_RDMA_READ || srdma_wr_is_one_req(opcode);
 }
 
 struct srdma_qp {

@@ -225,6 +225,32 @@ static bool srdma_comp_read_resp_ok(struct srdma_qp *qp,
 	return true;
 }
 
+/*
+ * The answer to ATOMIC WRITE @wqe: a READ response ONLY of no data at its
+ * PSN (IBTA 1.5). It retires the request with what it acknowledges.
+ */
+static void srdma_comp_awrite_resp(struct srdma_qp *qp,
+				   struct srdma_send_wqe *wqe,
+				   struct srdma_pkt *pkt)
+{
+	if (wqe->done) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
+		return;
+	}
+	if ((pkt->flags & SRDMA_F_ONLY) != SRDMA_F_ONLY || pkt->paylen) {
+		srdma_dbg_qp(qp, "ATOMIC WRITE psn %u answered by opcode %#x with %u bytes\n",
+			     pkt->psn, pkt->opcode, pkt->paylen);
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+		return;
+	}
+	wqe->done = true;
+	if (wqe->rd_sent_off && qp->rd_reqs)
+		qp->rd_reqs--;
+	if (qp->rd_outstanding)
+		qp->rd_outstanding--;
+	srdma_comp_ack(qp, pkt->psn);
+}
+
 static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				 struct sk_buff *skb, int payoff)
 {
@@ -233,6 +259,10 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	u32 idx;
 	int err;
 
+	if (wqe && wqe->opcode == SRDMA_WR_ATOMIC_WRITE) {
+		srdma_comp_awrite_resp(qp, wqe, pkt);
+		return;
+	}
 	if (!wqe || wqe->opcode != IB_WR_RDMA_READ || wqe->done ||
 	    srdma_psn_diff(pkt->psn, wqe->rd_next_psn) < 0) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);

@@ -853,8 +853,8 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
  * kmap_local_page()): atomic with respect to every other atomic operation
  * of any srdma device, and to the CPUs' own atomic instructions on the
  * same word, but not to plain stores such as RDMA WRITE placement. ATOMIC
- * WRITE is one 8-byte store, ordered after every earlier store (release):
- * the other side sees the 8 bytes whole, never torn. The
+ * WRITE is one 8-byte exchange, ordered after every earlier store: the
+ * other side sees the 8 bytes whole, never torn. The
  * caller checked the range and the rights with srdma_mr_check(). An
  * aligned iova shares its page offset with the user address (reg_mr
  * requires it), so the 8 bytes never straddle two pages. A user MR keeps
@@ -896,9 +896,13 @@ int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
 	va = kmap_local_page(pg);
 	word = va + pgoff;
 	if (op == SRDMA_OP_ATOMIC_WRITE) {
-		old = 0;
-		/* Seen only after the earlier placements of this QP */
-		smp_store_release(word, swap_add);
+		/*
+		 * A 64-bit exchange, on 32-bit machines too; a full barrier,
+		 * so after this QP's earlier placements.
+		 */
+		old = READ_ONCE(*word);
+		while (!try_cmpxchg64(word, &old, swap_add))
+			;
 	} else if (op == SRDMA_OP_COMPARE_SWAP) {
 		old = cmpxchg64(word, compare, swap_add);
 	} else {

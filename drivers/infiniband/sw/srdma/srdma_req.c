@@ -301,8 +301,8 @@ static void srdma_rd_forget(struct srdma_qp *qp, u32 i, u32 off)
 		wqe = srdma_ring_slot(&qp->sq, i);
 		if (!wqe->started)
 			break;
-		if (srdma_wr_is_atomic(wqe->opcode)) {
-			/* One request, held until its ACK arrives. */
+		if (srdma_wr_is_one_req(wqe->opcode)) {
+			/* One request, held until its response arrives. */
 			if (!wqe->done && wqe->rd_sent_off && qp->rd_reqs)
 				qp->rd_reqs--;
 			wqe->rd_sent_off = 0;
@@ -708,10 +708,20 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 	if (wqe->opcode == IB_WR_SEND_WITH_INV)
 		pkt->inv_rkey = wqe->rkey;
 	pkt->se = last && (wqe->send_flags & IB_SEND_SOLICITED);
-	pkt->ackreq = srdma_req_ackreq(qp, last);
+	if (wqe->opcode == SRDMA_WR_ATOMIC_WRITE) {
+		pkt->ackreq = 1;	/* answered anyway: a READ response */
+		qp->pkts_since_ackreq = 0;
+	} else {
+		pkt->ackreq = srdma_req_ackreq(qp, last);
+	}
 	skb = srdma_data_pkt(qp, pkt, &src);
 	if (IS_ERR(skb))
 		return PTR_ERR(skb);
+	/* ATOMIC WRITE: held by the responder, as an atomic, until answered */
+	if (wqe->opcode == SRDMA_WR_ATOMIC_WRITE && !wqe->rd_sent_off) {
+		qp->rd_reqs++;
+		wqe->rd_sent_off = wqe->length;
+	}
 	qp->sq_next_off = off + pkt->paylen;
 	return srdma_xmit(qp, skb);
 }
@@ -807,7 +817,7 @@ static bool srdma_req_resume(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 			return false;
 	}
 	/* An atomic sent again after a rewind counts anew. */
-	if (srdma_wr_is_atomic(wqe->opcode) && !wqe->rd_sent_off &&
+	if (srdma_wr_is_one_req(wqe->opcode) && !wqe->rd_sent_off &&
 	    srdma_rd_full(qp))
 		return false;
 	psn = srdma_psn_add(wqe->first_psn, qp->sq_next_off / qp->mtu);

@@ -561,53 +561,10 @@ static int srdma_resp_write_place(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	return 0;
 }
 
-/*
- * An ATOMIC WRITE: checked as a WRITE ONLY of 8 bytes (R_Key, PD, remote
- * write rights, range), the address aligned, then its payload stored with
- * one 8-byte store (srdma_mr_atomic()). A duplicate is ACKed as a WRITE's
- * is, never stored twice. Anything but 8 bytes to an aligned address is an
- * invalid request; a user MR alone takes it (a remote access error
- * otherwise).
- */
-static int srdma_resp_atomic_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
-				   struct sk_buff *skb, int payoff)
-{
-	struct srdma_mr *mr;
-	u64 serial, data, old;
-	int err;
-
-	if (pkt->dmalen != sizeof(u64) || pkt->paylen != sizeof(u64) ||
-	    !IS_ALIGNED(pkt->va, sizeof(u64))) {
-		srdma_dbg_qp(qp, "ATOMIC WRITE psn %u of %u bytes (%u carried) at %#llx refused\n",
-			     pkt->psn, pkt->dmalen, pkt->paylen, pkt->va);
-		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
-				 IB_WC_REM_INV_REQ_ERR);
-		return -EINVAL;
-	}
-	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, sizeof(u64),
-			   IB_ACCESS_REMOTE_WRITE, &serial);
-	if (!mr)
-		return srdma_resp_access_err(qp, pkt, pkt->va, sizeof(u64),
-					     pkt->rkey, false);
-	err = skb_copy_bits(skb, payoff, &data, sizeof(data));
-	if (!err)
-		err = srdma_mr_atomic(mr, serial, pkt->va,
-				      SRDMA_OP_ATOMIC_WRITE, data, 0, &old);
-	srdma_mr_put(mr);
-	if (err)
-		return srdma_resp_access_err(qp, pkt, pkt->va, sizeof(u64),
-					     pkt->rkey, false);
-	srdma_resp_msg_done(qp);
-	return 0;
-}
-
 static int srdma_resp_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			    struct sk_buff *skb, int payoff)
 {
 	int err;
-
-	if (pkt->flags & SRDMA_F_AWRITE)
-		return srdma_resp_atomic_write(qp, pkt, skb, payoff);
 
 	/* WRITE with immediate consumes a receive with its last packet. */
 	if (pkt->flags & SRDMA_F_IMM) {
@@ -965,12 +922,16 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	return 0;
 }
 
-/* Send the ATOMIC ACKNOWLEDGE of @job with @msn; QP lock held. */
+/*
+ * Send the answer to atomic @job with @msn: an ATOMIC ACKNOWLEDGE, or for
+ * an ATOMIC WRITE a READ response ONLY of no data (IBTA 1.5). QP lock held.
+ */
 static void srdma_send_atomic_ack(struct srdma_qp *qp,
 				  const struct srdma_read_job *job, u32 msn)
 {
 	struct srdma_pkt pkt = {
-		.opcode = SRDMA_OP_ATOMIC_ACK,
+		.opcode = job->atomic_op == SRDMA_OP_ATOMIC_WRITE ?
+			  SRDMA_OP_READ_RESP_ONLY : SRDMA_OP_ATOMIC_ACK,
 		.pkey = SRDMA_DEFAULT_PKEY,
 		.dqpn = qp->attr.dest_qp_num,
 		.psn = job->psn,
@@ -1065,8 +1026,62 @@ static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
 }
 
 /*
- * An atomic request behind the expected PSN: the requester sent it again.
- * It is never carried out twice. If the replay cache holds it (the same
+ * An ATOMIC WRITE in sequence (IBTA 1.5): checked as a WRITE ONLY of 8
+ * bytes (R_Key, PD, the QP's and the MR's remote write right, range),
+ * refused as an invalid request for any other length, a misaligned
+ * address, no responder resources or a full READ queue; then its payload
+ * is stored with one 8-byte store (srdma_mr_atomic()), and it is answered
+ * as an atomic is, through the replay cache, with a READ response of no
+ * data. A user MR alone takes it (a remote access error otherwise).
+ */
+static int srdma_resp_atomic_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
+				   struct sk_buff *skb, int payoff)
+{
+	struct srdma_read_job job = {
+		.va = pkt->va,
+		.rkey = pkt->rkey,
+		.len = sizeof(u64),
+		.psn = pkt->psn,
+		.mtu = qp->mtu,
+		.atomic_op = pkt->opcode,
+	};
+	struct srdma_mr *mr;
+	u64 serial, data;
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	if (!qp->rd_jobs || pkt->dmalen != sizeof(u64) ||
+	    pkt->paylen != sizeof(u64) || !IS_ALIGNED(pkt->va, sizeof(u64)) ||
+	    srdma_rd_queued(qp) >= srdma_rd_queue_max(qp)) {
+		srdma_dbg_qp(qp, "ATOMIC WRITE psn %u of %u bytes (%u carried) at %#llx refused\n",
+			     pkt->psn, pkt->dmalen, pkt->paylen, pkt->va);
+		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+				 IB_WC_REM_INV_REQ_ERR);
+		return -EINVAL;
+	}
+	mr = srdma_resp_mr(qp, pkt->rkey, pkt->va, sizeof(u64),
+			   IB_ACCESS_REMOTE_WRITE, &serial);
+	if (!mr)
+		return srdma_resp_access_err(qp, pkt, pkt->va, sizeof(u64),
+					     pkt->rkey, false);
+	err = skb_copy_bits(skb, payoff, &data, sizeof(data));
+	if (!err)
+		err = srdma_mr_atomic(mr, serial, pkt->va,
+				      SRDMA_OP_ATOMIC_WRITE, data, 0,
+				      &job.orig);
+	job.serial = serial;
+	srdma_mr_put(mr);
+	if (err)
+		return srdma_resp_access_err(qp, pkt, pkt->va, sizeof(u64),
+					     pkt->rkey, false);
+	srdma_rd_remember(qp, &job);
+	/* Room was checked above: this cannot fail. */
+	return srdma_atomic_reply(qp, &job, srdma_resp_msn_next(qp));
+}
+
+/*
+ * An atomic request or ATOMIC WRITE behind the expected PSN: the
+ * requester sent it again. It is never carried out twice. If the replay cache holds it (the same
  * PSN, opcode, R_Key and address), the value found the first time goes
  * back again, after whatever older READ responses are still queued;
  * anything newer in the queue is stale (the requester went back to this
@@ -1119,7 +1134,7 @@ static void srdma_resp_dup(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 	if (pkt->flags & SRDMA_F_READ)
 		srdma_resp_read(qp, pkt);
-	else if (pkt->flags & SRDMA_F_ATOMIC)
+	else if (pkt->flags & (SRDMA_F_ATOMIC | SRDMA_F_AWRITE))
 		srdma_resp_atomic_dup(qp, pkt);
 	else if (pkt->ackreq)
 		srdma_send_ack_ok(qp, srdma_psn_prev(qp->epsn));
@@ -1133,7 +1148,7 @@ static void srdma_resp_dup(struct srdma_qp *qp, struct srdma_pkt *pkt)
 static void srdma_resp_advance(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	qp->resp_opcode = pkt->opcode;
-	if (pkt->flags & SRDMA_F_ATOMIC) {
+	if (pkt->flags & (SRDMA_F_ATOMIC | SRDMA_F_AWRITE)) {
 		qp->epsn = srdma_psn_add(qp->epsn, 1);
 		srdma_resp_msg_done(qp);
 		return;
@@ -1281,6 +1296,8 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	}
 	if (pkt->flags & SRDMA_F_SEND)
 		err = srdma_resp_send(qp, pkt, skb, payoff);
+	else if (pkt->flags & SRDMA_F_AWRITE)
+		err = srdma_resp_atomic_write(qp, pkt, skb, payoff);
 	else if (pkt->flags & SRDMA_F_WRITE)
 		err = srdma_resp_write(qp, pkt, skb, payoff);
 	else if (pkt->flags & SRDMA_F_ATOMIC)
