@@ -11,6 +11,11 @@
 # completions and the counter. (An error NAK lost under loss turns into a
 # retry-exceeded error, as it should.)
 ATOMIC_VALUE_TESTS=caps,cas,faa,counter,unsignaled,qpex,awrite
+# The same without ATOMIC WRITE, for an rdma_rxe requester under loss:
+# rxe (6.2 to at least 6.12) resends an ATOMIC WRITE with VA 0 (its
+# req_retry() resets the address of READs, WRITEs and atomics only), which
+# the responder must refuse as a remote access error.
+ATOMIC_VALUE_TESTS_RXE_REQ=caps,cas,faa,counter,unsignaled,qpex
 
 # atomic_run REQ_DEV TGT_DEV [TESTS [ITERS]]: srdma_atomic_test from
 # REQ_DEV's QPs to TGT_DEV's; 0 if every selected case passed.
@@ -77,7 +82,7 @@ test_atomic_rxe_loss() {
 	netem loss 5% || fail "netem"
 	atomic_run srdma0 rxe0 "$ATOMIC_VALUE_TESTS" 1000 ||
 		fail "srdma0 -> rxe0 under 5% loss"
-	atomic_run rxe0 srdma0 "$ATOMIC_VALUE_TESTS" 1000 ||
+	atomic_run rxe0 srdma0 "$ATOMIC_VALUE_TESTS_RXE_REQ" 1000 ||
 		fail "rxe0 -> srdma0 under 5% loss"
 	echo "# srdma0 retransmits $(ns_counter ns1 retransmits)" \
 		"atomic_replays $(ns_counter ns1 atomic_replays)"
