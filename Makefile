@@ -11,7 +11,8 @@
 #   make install    install the module and the provider on this machine
 #                   (DESTDIR, KVER honoured); make uninstall undoes it
 #   make deb        the Debian packages srdma-dkms and libsrdma1, in build/deb
-#   make check-pkg  install, upgrade and purge them in a test VM (~10 min)
+#   make check-pkg  install, upgrade and purge them in a test VM (~20 min;
+#                   make check runs it too, beside the one-guest suite)
 
 ROOT     := $(CURDIR)
 BUILD    := $(ROOT)/build
