@@ -381,8 +381,9 @@ TEST_F(cqex, ud_fields)
 /*
  * What create_cq_ex refuses: completion fields srdma does not report
  * (timestamps, CVLAN, flow tag, tag matching) and unknown ones with
- * EOPNOTSUPP, a parent domain and the IGNORE_OVERRUN flag likewise, a
- * size over max_cqe with EINVAL; SINGLE_THREADED is taken. Only the
+ * EOPNOTSUPP, the IGNORE_OVERRUN flag likewise, a plain PD as the parent
+ * domain and a size over max_cqe with EINVAL; SINGLE_THREADED is taken
+ * (a real parent domain: the parent_domain case). Only the
  * accessors of the fields asked for are set.
  */
 TEST_F(cqex, create_cq_ex_refuses)
@@ -415,7 +416,7 @@ TEST_F(cqex, create_cq_ex_refuses)
 	a.parent_domain = self->pd;
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_create_cq_ex(self->ctx, &a));
-	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_EQ(EINVAL, errno);
 	a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
 	a.parent_domain = NULL;
 	a.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
@@ -788,6 +789,162 @@ TEST_F(cqex, too_long_for_path_mtu)
 	cqex_check(_metadata, &wc[0], IBV_WC_RDMA_WRITE, 0, 0, 0, qp->qp_num,
 		   0);
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
+static void *pd_alloc_cb(struct ibv_pd *pd, void *pd_context, size_t size,
+			 size_t alignment, uint64_t resource_type)
+{
+	(void)pd; (void)size; (void)alignment; (void)resource_type;
+	(*(int *)pd_context)++;
+	return IBV_ALLOCATOR_USE_DEFAULT;
+}
+
+static void pd_free_cb(struct ibv_pd *pd, void *pd_context, void *ptr,
+		       uint64_t resource_type)
+{
+	(void)pd; (void)ptr; (void)resource_type;
+	(*(int *)pd_context)++;
+}
+
+/*
+ * Parent domains: made on a PD (with allocators and a pd_context, or
+ * not), never on a parent domain, with a thread domain or an unknown
+ * comp_mask bit (EINVAL). The PD cannot go while one is on it (EBUSY).
+ * Objects made through one belong to its PD: an MR, an extended CQ that
+ * names it (a plain PD there is EINVAL), an RC QP (a SEND and an RDMA
+ * WRITE to itself, every completion field), a UD QP sending through an AH
+ * made on the PD itself (one PD, so allowed). srdma allocates no queue
+ * memory in user space: the allocators are never called.
+ */
+TEST_F(cqex, parent_domain)
+{
+	int calls = 0;
+	struct ibv_parent_domain_init_attr pa = {
+		.pd = self->pd,
+		.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+		.alloc = pd_alloc_cb,
+		.free = pd_free_cb,
+		.pd_context = &calls,
+	};
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 16,
+		.wc_flags = IBV_WC_STANDARD_FLAGS,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD,
+	};
+	struct ibv_pd *par, *bad;
+	struct ibv_cq_ex *cqx;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp, *ud;
+	struct ibv_ah *ah;
+	struct srdma_test_wc wc[4];
+	char *buf = calloc(1, 8192);
+	int n;
+
+	ASSERT_NE(NULL, buf);
+	par = ibv_alloc_parent_domain(self->ctx, &pa);
+	ASSERT_NE(NULL, par) TH_LOG("alloc_parent_domain: %s", strerror(errno));
+	EXPECT_EQ(self->ctx, par->context);
+	/* not on a parent domain, no thread domain, no unknown bit */
+	pa.pd = par;
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_alloc_parent_domain(self->ctx, &pa));
+	EXPECT_EQ(EINVAL, errno);
+	pa.pd = self->pd;
+	pa.comp_mask |= 1 << 7;
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_alloc_parent_domain(self->ctx, &pa));
+	EXPECT_EQ(EINVAL, errno);
+	pa.comp_mask = 0;
+	pa.td = (struct ibv_td *)self->pd;	/* no thread domain exists */
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_alloc_parent_domain(self->ctx, &pa));
+	EXPECT_EQ(EINVAL, errno);
+	pa.td = NULL;
+	bad = ibv_alloc_parent_domain(self->ctx, &pa);	/* no allocators */
+	ASSERT_NE(NULL, bad);
+	EXPECT_EQ(0, ibv_dealloc_pd(bad));
+
+	/* a CQ naming the parent domain; a plain PD is refused */
+	ca.parent_domain = self->pd;
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_create_cq_ex(self->ctx, &ca));
+	EXPECT_EQ(EINVAL, errno);
+	ca.parent_domain = par;
+	cqx = ibv_create_cq_ex(self->ctx, &ca);
+	ASSERT_NE(NULL, cqx) TH_LOG("create_cq_ex: %s", strerror(errno));
+	cq = ibv_cq_ex_to_cq(cqx);
+
+	mr = ibv_reg_mr(par, buf, 8192, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE);
+	ASSERT_NE(NULL, mr) TH_LOG("reg_mr: %s", strerror(errno));
+	EXPECT_EQ(par, mr->pd);
+	/* the PD stays while a parent domain is on it */
+	EXPECT_EQ(EBUSY, ibv_dealloc_pd(self->pd));
+
+	qp = srdma_test_rc_qp(par, cq, 4, 4, 1);
+	ASSERT_NE(NULL, qp) TH_LOG("create_qp: %s", strerror(errno));
+	ASSERT_EQ(0, srdma_test_connect_self(qp, self->gidx, &self->gid));
+	memset(buf, 'p', 64);
+	ASSERT_EQ(0, srdma_test_post_recv(qp, mr, buf + 4096, 64, 71));
+	ASSERT_EQ(0, srdma_test_post(qp, mr, IBV_WR_SEND, 72, buf, 64, NULL, 0));
+	ASSERT_EQ(0, srdma_test_post_rdma(qp, mr, IBV_WR_RDMA_WRITE, buf, 64,
+					  buf + 6144));
+	n = srdma_test_poll_ex(cqx, wc, 3, 5000);
+	ASSERT_EQ(3, n);
+	cqex_check(_metadata, cqex_find(wc, n, 71), IBV_WC_RECV, 64, 0, 0,
+		   qp->qp_num, 0);
+	cqex_check(_metadata, cqex_find(wc, n, 72), IBV_WC_SEND, 0, 0, 0,
+		   qp->qp_num, 0);
+	cqex_check(_metadata, cqex_find(wc, n, 0), IBV_WC_RDMA_WRITE, 0, 0, 0,
+		   qp->qp_num, 0);
+	EXPECT_EQ(0, memcmp(buf, buf + 4096, 64));
+	EXPECT_EQ(0, memcmp(buf, buf + 6144, 64));
+
+	/* UD on the parent domain, its AH on the PD itself */
+	{
+		struct ibv_qp_init_attr ui = {
+			.qp_type = IBV_QPT_UD, .send_cq = cq, .recv_cq = cq,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+		struct ibv_sge sg = {
+			.addr = (uintptr_t)buf, .length = 32, .lkey = mr->lkey,
+		};
+		struct ibv_send_wr sw = {
+			.wr_id = 81, .sg_list = &sg, .num_sge = 1,
+			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+		}, *bw;
+
+		ud = ibv_create_qp(par, &ui);
+		ASSERT_NE(NULL, ud);
+		ASSERT_EQ(0, srdma_test_ud_up(ud, 0x1234));
+		ah = srdma_test_ah(self->pd, self->gidx, &self->gid);
+		ASSERT_NE(NULL, ah);
+		ASSERT_EQ(0, srdma_test_post_recv(ud, mr, buf + 2048, 32 + 40,
+						  82));
+		sw.wr.ud.ah = ah;
+		sw.wr.ud.remote_qpn = ud->qp_num;
+		sw.wr.ud.remote_qkey = 0x1234;
+		ASSERT_EQ(0, ibv_post_send(ud, &sw, &bw));
+		n = srdma_test_poll_ex(cqx, wc, 2, 5000);
+		ASSERT_EQ(2, n);
+		cqex_check(_metadata, cqex_find(wc, n, 81), IBV_WC_SEND, 0, 0,
+			   0, ud->qp_num, 0);
+		cqex_check(_metadata, cqex_find(wc, n, 82), IBV_WC_RECV,
+			   32 + 40, IBV_WC_GRH, 0, ud->qp_num, ud->qp_num);
+		EXPECT_EQ(0, memcmp(buf, buf + 2048 + 40, 32));
+		EXPECT_EQ(0, ibv_destroy_ah(ah));
+		EXPECT_EQ(0, ibv_destroy_qp(ud));
+	}
+
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	EXPECT_EQ(0, ibv_destroy_cq(cq));
+	EXPECT_EQ(0, ibv_dealloc_pd(par));
+	EXPECT_EQ(0, calls);	/* nothing for the allocators to do */
+	free(buf);
 }
 
 TEST_HARNESS_MAIN

@@ -171,6 +171,9 @@ pyverbs_names() {
 pyverbs_run() {
 	local dev=$1 dir=$2 gid rc=0 start summary
 	gid=$(roce2_ipv4_gid "$dev") || { echo "$dev: no RoCEv2 IPv4 GID"; return 2; }
+	# 2 MiB huge pages for the tests that want some (parent domains'
+	# allocators, ODP): 32 MiB of the guest's memory, for both devices.
+	echo 16 > /proc/sys/vm/nr_hugepages
 	start=$SECONDS
 	# shellcheck disable=SC2046
 	(cd "$dir" && timeout 600 /usr/bin/python3 \
@@ -201,6 +204,9 @@ test_pyverbs_srdma() {
 	modprobe rdma_ucm || fail "modprobe rdma_ucm"
 	setup_bound_veth || fail "link add"
 	pyverbs_run srdma0 $dir || rc=$?
+	# What skips, and why: how many tests for each reason.
+	sed -n 's/^skip tests\.[^ ]* //p' $dir/results | sort | uniq -c |
+		sort -rn | sed 's/^ */# skip /'
 	for t in "${PYVERBS_SRDMA_MUST_PASS[@]}"; do
 		why=$(grep "^skip tests\.$t\( \|$\)" $dir/results) &&
 			fail "$t: ${why#"skip tests.$t "}"

@@ -36,6 +36,21 @@ struct srdma_context {
 	uint64_t caps;			/* enum srdma_ucontext_caps */
 };
 
+/*
+ * A PD, or a parent domain (ibv_alloc_parent_domain()): an ibv_pd of its
+ * own with the handle of the PD it was made from, so that every command
+ * that names it reaches the kernel as that PD. srdma has no thread
+ * domains, and allocates no queue memory for the allocators to replace:
+ * every ring is kernel memory the process maps. The allocators are kept,
+ * never called.
+ */
+struct srdma_pd {
+	struct ibv_pd ibpd;
+	struct srdma_pd *protection;	/* a parent domain's PD; NULL for a PD */
+	unsigned int parents;		/* a PD's parent domains (atomic) */
+	void *pd_context;		/* as given, for the allocators */
+};
+
 struct srdma_get_context_resp {
 	struct ib_uverbs_get_context_resp ibv_resp;
 	struct srdma_alloc_ucontext_resp drv;
@@ -293,29 +308,98 @@ static void srdma_free_context(struct ibv_context *ibctx)
 	free(ctx);
 }
 
+/* ibpd is the first member: an ibv_pd of srdma's is a struct srdma_pd. */
+static struct srdma_pd *to_spd(struct ibv_pd *pd)
+{
+	return (struct srdma_pd *)pd;
+}
+
+/* The PD behind @pd: itself, or a parent domain's PD. */
+static const struct ibv_pd *srdma_pd_base(const struct ibv_pd *pd)
+{
+	const struct srdma_pd *spd = (const struct srdma_pd *)pd;
+
+	return spd->protection ? &spd->protection->ibpd : pd;
+}
+
+/* Do @a and @b, PDs or parent domains or NULL, name the same PD? */
+static bool srdma_same_pd(const struct ibv_pd *a, const struct ibv_pd *b)
+{
+	return a && b && srdma_pd_base(a) == srdma_pd_base(b);
+}
+
 static struct ibv_pd *srdma_alloc_pd(struct ibv_context *ctx)
 {
 	struct ib_uverbs_alloc_pd_resp resp;
 	struct ibv_alloc_pd cmd;
-	struct ibv_pd *pd;
+	struct srdma_pd *pd;
 	int ret;
 
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return NULL;
-	ret = ibv_cmd_alloc_pd(ctx, pd, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	ret = ibv_cmd_alloc_pd(ctx, &pd->ibpd, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
 	if (ret) {
 		free(pd);
 		errno = ret;
 		return NULL;
 	}
-	return pd;
+	return &pd->ibpd;
 }
 
-static int srdma_dealloc_pd(struct ibv_pd *pd)
+/*
+ * ibv_alloc_parent_domain(): on a PD of this context (not on another
+ * parent domain), with allocators and a pd_context or not; EINVAL for
+ * anything else, a thread domain included (srdma has none).
+ */
+static struct ibv_pd *
+srdma_alloc_parent_domain(struct ibv_context *ctx,
+			  struct ibv_parent_domain_init_attr *attr)
 {
-	int ret = ibv_cmd_dealloc_pd(pd);
+	const uint32_t known = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	struct srdma_pd *base, *pd;
 
+	if (!attr->pd || attr->pd->context != ctx || attr->td ||
+	    (attr->comp_mask & ~known) ||
+	    to_spd(attr->pd)->protection ||
+	    ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) &&
+	     (!attr->alloc || !attr->free))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	base = to_spd(attr->pd);
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	pd->ibpd.context = ctx;
+	pd->ibpd.handle = base->ibpd.handle;
+	pd->protection = base;
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+		pd->pd_context = attr->pd_context;
+	__atomic_add_fetch(&base->parents, 1, __ATOMIC_SEQ_CST);
+	return &pd->ibpd;
+}
+
+/*
+ * A parent domain goes without a command; a PD only once no parent domain
+ * is left on it (EBUSY before, as for the kernel's objects on it).
+ */
+static int srdma_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct srdma_pd *pd = to_spd(ibpd);
+	int ret;
+
+	if (pd->protection) {
+		__atomic_sub_fetch(&pd->protection->parents, 1,
+				   __ATOMIC_SEQ_CST);
+		free(pd);
+		return 0;
+	}
+	if (__atomic_load_n(&pd->parents, __ATOMIC_SEQ_CST))
+		return EBUSY;
+	ret = ibv_cmd_dealloc_pd(ibpd);
 	if (!ret)
 		free(pd);
 	return ret;
@@ -645,9 +729,10 @@ static uint8_t srdma_wc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
  * ibv_create_cq_ex(): libibverbs has already refused wc_flags it does not
  * know (EOPNOTSUPP), and initialises the ibv_cq part afterwards. Refused
  * here with EOPNOTSUPP: wc_flags srdma does not report, comp_mask bits but
- * IBV_CQ_INIT_ATTR_MASK_FLAGS (a parent domain needs parent domains), and
- * flags but IBV_CREATE_CQ_ATTR_SINGLE_THREADED (a promise srdma does not
- * need). Only the accessors of the fields asked for are set, as the API
+ * IBV_CQ_INIT_ATTR_MASK_FLAGS and _PD, and flags but
+ * IBV_CREATE_CQ_ATTR_SINGLE_THREADED (a promise srdma does not need). A
+ * parent domain (IBV_CQ_INIT_ATTR_MASK_PD) must be one of this context
+ * (EINVAL otherwise); it changes nothing (see struct srdma_pd). Only the accessors of the fields asked for are set, as the API
  * says reading another field is undefined.
  */
 static struct ibv_cq_ex *srdma_create_cq_ex(struct ibv_context *ctx,
@@ -659,19 +744,30 @@ static struct ibv_cq_ex *srdma_create_cq_ex(struct ibv_context *ctx,
 	struct srdma_cq *cq;
 	int ret;
 
+	struct ibv_cq_init_attr_ex a = *attr;
+
 	if ((attr->wc_flags & ~(uint64_t)SRDMA_WC_EX_FLAGS) ||
-	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					   IBV_CQ_INIT_ATTR_MASK_PD)) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || attr->parent_domain->context != ctx ||
+	     !to_spd(attr->parent_domain)->protection)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	a.comp_mask &= ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_PD;
+	a.parent_domain = NULL;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
 	memset(&resp, 0, sizeof(resp));
 	memset(&cmd, 0, sizeof(cmd));
-	ret = ibv_cmd_create_cq_ex(ctx, attr, &cq->vcq, &cmd, sizeof(cmd),
+	ret = ibv_cmd_create_cq_ex(ctx, &a, &cq->vcq, &cmd, sizeof(cmd),
 				   &resp.ibv_resp, sizeof(resp), 0);
 	if (ret)
 		goto err_free_cq;
@@ -897,7 +993,7 @@ static bool srdma_atomic_sges_ok(const struct ibv_sge *sg, int num_sge)
 static bool srdma_ud_dest_ok(const struct ibv_qp *qp, const struct ibv_ah *ah,
 			     uint32_t remote_qpn)
 {
-	return ah && ah->pd == qp->pd && remote_qpn <= SRDMA_QPN_MAX;
+	return ah && srdma_same_pd(ah->pd, qp->pd) && remote_qpn <= SRDMA_QPN_MAX;
 }
 
 /* The operations each QP type can post, as IBV_QP_EX_WITH_* bits. */
@@ -987,13 +1083,13 @@ static int srdma_bind_check(const struct ibv_qp *qp, const struct ibv_mw *mw,
 			    enum ibv_mw_type type, uint32_t rkey,
 			    const struct ibv_mw_bind_info *info)
 {
-	if (!mw || mw->type != type || mw->pd != qp->pd ||
+	if (!mw || mw->type != type || !srdma_same_pd(mw->pd, qp->pd) ||
 	    (rkey ^ mw->rkey) >> 8 || info->length > UINT32_MAX)
 		return EINVAL;
 	if (info->mw_access_flags & ~SRDMA_MW_ACCESS)
 		return EINVAL;
 	if ((info->length || type == IBV_MW_TYPE_2) &&
-	    (!info->mr || info->mr->pd != qp->pd))
+	    (!info->mr || !srdma_same_pd(info->mr->pd, qp->pd)))
 		return EINVAL;
 	return 0;
 }
@@ -1996,6 +2092,7 @@ static int srdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 static const struct verbs_context_ops srdma_ctx_ops = {
 	.alloc_mw = srdma_alloc_mw,
+	.alloc_parent_domain = srdma_alloc_parent_domain,
 	.alloc_pd = srdma_alloc_pd,
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.bind_mw = srdma_bind_mw,
