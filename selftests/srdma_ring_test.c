@@ -125,7 +125,8 @@ TEST_F(ring, sq_producer_out_of_range)
 /*
  * Garbage send entries ahead of a good one: EINVAL, QP to ERR. Inline
  * data (the QP's max_inline_data is the room of its MAX_SGE SGEs, 32
- * bytes): a length one past it, a length of 4 GiB - 1, a READ.
+ * bytes): a length one past it, a length of 4 GiB - 1, a READ. An ATOMIC
+ * WRITE with an SGE or with inline data (its 8 bytes are in the entry).
  */
 TEST_F(ring, sq_bad_entries)
 {
@@ -133,7 +134,7 @@ TEST_F(ring, sq_bad_entries)
 	struct ibv_wc wc;
 	int kind;
 
-	for (kind = 0; kind < 7; kind++) {
+	for (kind = 0; kind < 9; kind++) {
 		/* A fresh QP for each kind of garbage. */
 		if (kind)
 			ASSERT_EQ(0, new_qp(self)) TH_LOG("kind %d", kind);
@@ -171,6 +172,17 @@ TEST_F(ring, sq_bad_entries)
 		case 6:
 			u->send_flags = IBV_SEND_INLINE;
 			u->opcode = IBV_WR_RDMA_READ;
+			u->inline_len = 8;
+			break;
+		case 7:				/* ATOMIC WRITE with an SGE */
+			u->opcode = IBV_WR_ATOMIC_WRITE;
+			u->remote_addr = (uintptr_t)self->buf;
+			u->rkey = self->mr->rkey;
+			break;
+		case 8:				/* ... or inline data */
+			u->opcode = IBV_WR_ATOMIC_WRITE;
+			u->num_sge = 0;
+			u->send_flags = IBV_SEND_INLINE;
 			u->inline_len = 8;
 			break;
 		}
