@@ -893,8 +893,9 @@ TEST_F(cqex, parent_domain)
 					  buf + 6144));
 	n = srdma_test_poll_ex(cqx, wc, 3, 5000);
 	ASSERT_EQ(3, n);
+	/* an RC receive's source QP is the peer, itself here */
 	cqex_check(_metadata, cqex_find(wc, n, 71), IBV_WC_RECV, 64, 0, 0,
-		   qp->qp_num, 0);
+		   qp->qp_num, qp->qp_num);
 	cqex_check(_metadata, cqex_find(wc, n, 72), IBV_WC_SEND, 0, 0, 0,
 		   qp->qp_num, 0);
 	cqex_check(_metadata, cqex_find(wc, n, 0), IBV_WC_RDMA_WRITE, 0, 0, 0,

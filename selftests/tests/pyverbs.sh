@@ -28,11 +28,17 @@ exec {pyverbs_out}>&1
 # Must pass on srdma0, not merely skip: rdma_cm (multicast included),
 # completion events, UD QPs, extended CQs (ibv_create_cq_ex) and extended
 # QPs (ibv_create_qp_ex, also with create flags 0, which the suite picks at
-# random, and the ibv_qp_ex posting API), RC atomics (the XRC ones and
-# ATOMIC WRITE skip: srdma has neither), UC QPs, QP creation and query
+# random, and the ibv_qp_ex posting API), RC atomics and ATOMIC WRITE
+# (the XRC ones skip: srdma has no XRC), UC QPs, QP creation and query
 # with the caps written back (max_inline_data among them), memory
-# windows of both types, and CQ resizing.
+# windows of both types, CQ resizing, and parent domains (with huge pages).
 PYVERBS_SRDMA_MUST_PASS=(
+	test_parent_domain.ParentDomainTrafficTest.test_without_allocators_rc_traffic
+	test_parent_domain.ParentDomainTrafficTest.test_default_allocators_rc_traffic
+	test_parent_domain.ParentDomainTrafficTest.test_mem_align_rc_traffic
+	test_parent_domain.ParentDomainTrafficTest.test_mem_align_ud_traffic
+	test_parent_domain.ParentDomainTrafficTest.test_mem_align_srq_excq_rc_traffic
+	test_parent_domain.ParentDomainTrafficTest.test_huge_page_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_sync_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_async_traffic
 	test_rdmacm.CMTestCase.test_rdmacm_async_reject_traffic
