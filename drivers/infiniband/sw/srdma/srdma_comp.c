@@ -226,6 +226,22 @@ static bool srdma_comp_read_resp_ok(struct srdma_qp *qp,
 }
 
 /*
+ * Single-request @wqe (an atomic, an ATOMIC WRITE) was answered at @psn:
+ * the responder holds it no more, and it retires with what the answer
+ * acknowledges.
+ */
+static void srdma_comp_one_req_done(struct srdma_qp *qp,
+				    struct srdma_send_wqe *wqe, u32 psn)
+{
+	wqe->done = true;
+	if (wqe->rd_sent_off && qp->rd_reqs)
+		qp->rd_reqs--;
+	if (qp->rd_outstanding)
+		qp->rd_outstanding--;
+	srdma_comp_ack(qp, psn);
+}
+
+/*
  * The answer to ATOMIC WRITE @wqe: a READ response ONLY of no data at its
  * PSN (IBTA 1.5). It retires the request with what it acknowledges.
  */
@@ -243,12 +259,7 @@ static void srdma_comp_awrite_resp(struct srdma_qp *qp,
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
 		return;
 	}
-	wqe->done = true;
-	if (wqe->rd_sent_off && qp->rd_reqs)
-		qp->rd_reqs--;
-	if (qp->rd_outstanding)
-		qp->rd_outstanding--;
-	srdma_comp_ack(qp, pkt->psn);
+	srdma_comp_one_req_done(qp, wqe, pkt->psn);
 }
 
 static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
@@ -320,12 +331,7 @@ static void srdma_comp_atomic_ack(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		srdma_comp_fail(qp, wqe->first_psn, IB_WC_LOC_PROT_ERR);
 		return;
 	}
-	wqe->done = true;
-	if (wqe->rd_sent_off && qp->rd_reqs)
-		qp->rd_reqs--;
-	if (qp->rd_outstanding)
-		qp->rd_outstanding--;
-	srdma_comp_ack(qp, pkt->psn);
+	srdma_comp_one_req_done(qp, wqe, pkt->psn);
 }
 
 /**

@@ -969,6 +969,22 @@ static int srdma_atomic_reply(struct srdma_qp *qp,
 	return 0;
 }
 
+/* The replay cache entry of atomic or ATOMIC WRITE request @pkt. */
+static struct srdma_read_job srdma_atomic_job(const struct srdma_qp *qp,
+					      const struct srdma_pkt *pkt)
+{
+	struct srdma_read_job job = {
+		.va = pkt->va,
+		.rkey = pkt->rkey,
+		.len = sizeof(u64),
+		.psn = pkt->psn,
+		.mtu = qp->mtu,
+		.atomic_op = pkt->opcode,
+	};
+
+	return job;
+}
+
 /*
  * A new atomic request in sequence: refused as an invalid request without
  * responder resources, with a misaligned address or more READs and
@@ -979,14 +995,7 @@ static int srdma_atomic_reply(struct srdma_qp *qp,
  */
 static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
-	struct srdma_read_job job = {
-		.va = pkt->va,
-		.rkey = pkt->rkey,
-		.len = sizeof(u64),
-		.psn = pkt->psn,
-		.mtu = qp->mtu,
-		.atomic_op = pkt->opcode,
-	};
+	struct srdma_read_job job = srdma_atomic_job(qp, pkt);
 	struct srdma_mr *mr;
 	u64 serial = 0;
 	int err;
@@ -1037,14 +1046,7 @@ static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
 static int srdma_resp_atomic_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				   struct sk_buff *skb, int payoff)
 {
-	struct srdma_read_job job = {
-		.va = pkt->va,
-		.rkey = pkt->rkey,
-		.len = sizeof(u64),
-		.psn = pkt->psn,
-		.mtu = qp->mtu,
-		.atomic_op = pkt->opcode,
-	};
+	struct srdma_read_job job = srdma_atomic_job(qp, pkt);
 	struct srdma_mr *mr;
 	u64 serial, data;
 	int err;
