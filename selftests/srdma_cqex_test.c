@@ -948,4 +948,49 @@ TEST_F(cqex, parent_domain)
 	free(buf);
 }
 
+/*
+ * A WRITE right behind a READ the responder answers from its queue (16
+ * KiB: more than the 4 packets it answers at once): the WRITE's ACK must not overtake
+ * the READ's responses (the requester would take them for lost: rdma_rxe
+ * sends the READ again, srdma's own requester waited for a probe). Ten
+ * rounds: both complete, in order, with the bytes; no duplicate reached
+ * the responder and no ACK timed out.
+ */
+TEST_F(cqex, write_behind_queued_read)
+{
+	const uint32_t len = 16384;
+	char *wdst = self->buf + 3 * len;
+	long long dup0 = srdma_test_counter("rx_duplicates");
+	long long to0 = srdma_test_counter("ack_timeouts");
+	struct srdma_test_wc wc[2];
+	int i, n;
+
+	ASSERT_LE(0, dup0);
+	for (i = 0; i < len; i++)
+		self->buf[i] = (char)(i * 7 + 1);
+	for (i = 0; i < 10; i++) {
+		memset(self->buf + len, 0, len);
+		memset(wdst, 0, 8);
+		ASSERT_EQ(0, srdma_test_post(self->qp, self->mr, IBV_WR_RDMA_READ,
+					     500 + i, self->buf + len, len,
+					     self->buf, 0));
+		ASSERT_EQ(0, srdma_test_post(self->qp, self->mr,
+					     IBV_WR_RDMA_WRITE, 600 + i,
+					     self->buf + i, 8, wdst, 0));
+		n = srdma_test_poll_ex(self->cqx, wc, 2, 10000);
+		ASSERT_EQ(2, n);
+		EXPECT_EQ(500U + i, wc[0].wr_id);
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
+		EXPECT_EQ(IBV_WC_RDMA_READ, wc[0].opcode);
+		EXPECT_EQ(len, wc[0].byte_len);
+		EXPECT_EQ(600U + i, wc[1].wr_id);
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[1].status);
+		EXPECT_EQ(IBV_WC_RDMA_WRITE, wc[1].opcode);
+		EXPECT_EQ(0, memcmp(self->buf, self->buf + len, len));
+		EXPECT_EQ(0, memcmp(self->buf + i, wdst, 8));
+	}
+	EXPECT_EQ(dup0, srdma_test_counter("rx_duplicates"));
+	EXPECT_EQ(to0, srdma_test_counter("ack_timeouts"));
+}
+
 TEST_HARNESS_MAIN

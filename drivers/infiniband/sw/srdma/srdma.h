@@ -636,6 +636,11 @@ struct srdma_qp {
 	u32 rd_prod;
 	u32 rd_cons;
 	u32 rd_gen;			/* bumped whenever the queue is reset */
+	/*
+	 * An ACK waits for the READ responses queued before it: sent by
+	 * the read work once they are out (srdma_send_ack_ok()).
+	 */
+	bool ack_deferred;
 	struct work_struct read_work;
 
 	/*

@@ -208,9 +208,21 @@ void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn)
 		srdma_xmit(qp, skb);
 }
 
-/* A positive ACK for everything up to @psn. */
+static u32 srdma_rd_queued(struct srdma_qp *qp);
+
+/*
+ * A positive ACK for everything up to @psn: at once, or, while READ
+ * responses accepted before @psn are still queued, once they are out. An
+ * ACK ahead of them would tell the requester that they were lost (rdma_rxe
+ * sends the READ again); the read work then ACKs the expected PSN's
+ * predecessor, which covers @psn.
+ */
 static void srdma_send_ack_ok(struct srdma_qp *qp, u32 psn)
 {
+	if (srdma_rd_queued(qp)) {
+		qp->ack_deferred = true;
+		return;
+	}
 	srdma_send_ack(qp, SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID, psn);
 }
 
@@ -710,6 +722,7 @@ void srdma_rd_queue_reset(struct srdma_qp *qp)
 	qp->rd_prod = 0;
 	qp->rd_cons = 0;
 	qp->rd_gen++;
+	qp->ack_deferred = false;
 }
 
 /* READ jobs queued and not yet answered; never negative. */
@@ -1367,6 +1380,12 @@ void srdma_read_work(struct work_struct *work)
 			if (qp->rd_gen != gen || !srdma_qp_rq_running(qp))
 				break;
 		}
+	}
+	/* The ACK that waited for these READ responses. */
+	if (qp->ack_deferred && !srdma_rd_queued(qp) &&
+	    srdma_qp_rq_running(qp)) {
+		qp->ack_deferred = false;
+		srdma_send_ack_ok(qp, srdma_psn_prev(qp->epsn));
 	}
 	spin_unlock_bh(&qp->lock);
 }
