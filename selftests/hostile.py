@@ -276,6 +276,36 @@ def t_read_reset(t, w):
         fail("WRITE on the new connection not placed")
 
 
+def t_ack_behind_read(t, w):
+    """An ACK never overtakes READ responses queued before it, and never
+    names a READ accepted after it: READ A (8 responses, queued), WRITE W
+    asking for an ACK, READ B (1 response). W's ACK comes after A's last
+    response, for W's own PSN, and no plain ACK names B."""
+    p = RQ_PSN
+    w.send(OP["READ_REQ"], p, va=t.addr, rkey=t.rkey, dmalen=8 * MTU,
+           ackreq=True)
+    w.send(OP["WRITE_ONLY"], p + 8, b"\x77" * 8, va=t.addr + 65536,
+           rkey=t.rkey, dmalen=8, ackreq=True)
+    w.send(OP["READ_REQ"], p + 9, va=t.addr, rkey=t.rkey, dmalen=8,
+           ackreq=True)
+    got = [(q["op"], q["psn"]) for q in w.drain(3.0)]
+    print("# answers:", got)
+    resp = [psn for op, psn in got if op in READ_RESP]
+    acks = [(i, psn) for i, (op, psn) in enumerate(got) if op == OP["ACK"]]
+    if sorted(resp) != list(range(p, p + 8)) + [p + 9]:
+        fail("READ responses %s" % resp)
+    if [psn for _, psn in acks] != [p + 8]:
+        fail("ACKs for %s, want one for the WRITE (%#x)"
+             % ([hex(psn) for _, psn in acks], p + 8))
+    last_a = max(i for i, (op, psn) in enumerate(got)
+                 if op in READ_RESP and psn == p + 7)
+    if acks[0][0] < last_a:
+        fail("the WRITE's ACK overtook READ A's responses")
+    if t.cmd("dump 65536 8") != "77" * 8:
+        fail("the WRITE was not placed")
+    expect_state(t, QPS_RTS)
+
+
 def t_read_huge(t, w):
     """Defect 6: a READ above the message limit is an invalid request."""
     w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey,

@@ -638,9 +638,12 @@ struct srdma_qp {
 	u32 rd_gen;			/* bumped whenever the queue is reset */
 	/*
 	 * An ACK waits for the READ responses queued before it: sent by
-	 * the read work once they are out (srdma_send_ack_ok()).
+	 * the read work once they are out (srdma_send_ack_ok()), for the
+	 * PSN and with the MSN it had when it was due.
 	 */
 	bool ack_deferred;
+	u32 ack_deferred_psn;
+	u32 ack_deferred_msn;
 	struct work_struct read_work;
 
 	/*

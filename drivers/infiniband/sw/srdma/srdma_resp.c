@@ -178,6 +178,27 @@ out_unlock:
 	return err;
 }
 
+/* An ACK or NAK for @psn with MSN @msn (see srdma_send_ack()). */
+static void srdma_send_ack_msn(struct srdma_qp *qp, u8 syndrome, u32 psn,
+			       u32 msn)
+{
+	struct srdma_pkt pkt = {
+		.opcode = SRDMA_OP_ACK,
+		.pkey = SRDMA_DEFAULT_PKEY,
+		.dqpn = qp->attr.dest_qp_num,
+		.psn = psn,
+		.syndrome = syndrome,
+		.msn = msn,
+	};
+	struct sk_buff *skb;
+	u8 *payload;
+
+	lockdep_assert_held(&qp->lock);
+	skb = srdma_alloc_pkt(qp, &pkt, &payload);
+	if (skb)
+		srdma_xmit(qp, skb);
+}
+
 /**
  * srdma_send_ack() - send an ACK or NAK
  * @qp: the QP that sends it
@@ -191,21 +212,7 @@ out_unlock:
  */
 void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn)
 {
-	struct srdma_pkt pkt = {
-		.opcode = SRDMA_OP_ACK,
-		.pkey = SRDMA_DEFAULT_PKEY,
-		.dqpn = qp->attr.dest_qp_num,
-		.psn = psn,
-		.syndrome = syndrome,
-		.msn = qp->msn,
-	};
-	struct sk_buff *skb;
-	u8 *payload;
-
-	lockdep_assert_held(&qp->lock);
-	skb = srdma_alloc_pkt(qp, &pkt, &payload);
-	if (skb)
-		srdma_xmit(qp, skb);
+	srdma_send_ack_msn(qp, syndrome, psn, qp->msn);
 }
 
 static u32 srdma_rd_queued(struct srdma_qp *qp);
@@ -214,13 +221,18 @@ static u32 srdma_rd_queued(struct srdma_qp *qp);
  * A positive ACK for everything up to @psn: at once, or, while READ
  * responses accepted before @psn are still queued, once they are out. An
  * ACK ahead of them would tell the requester that they were lost (rdma_rxe
- * sends the READ again); the read work then ACKs the expected PSN's
- * predecessor, which covers @psn.
+ * sends the READ again). The read work sends the latest one deferred, for
+ * its own PSN and MSN: never for a PSN past it, which could name a READ or
+ * atomic accepted later whose own response the wire may still lose (a
+ * plain ACK at its last PSN completes it at rdma_rxe's requester).
  */
 static void srdma_send_ack_ok(struct srdma_qp *qp, u32 psn)
 {
+	lockdep_assert_held(&qp->lock);
 	if (srdma_rd_queued(qp)) {
 		qp->ack_deferred = true;
+		qp->ack_deferred_psn = psn;
+		qp->ack_deferred_msn = qp->msn;
 		return;
 	}
 	srdma_send_ack(qp, SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID, psn);
@@ -1385,7 +1397,9 @@ void srdma_read_work(struct work_struct *work)
 	if (qp->ack_deferred && !srdma_rd_queued(qp) &&
 	    srdma_qp_rq_running(qp)) {
 		qp->ack_deferred = false;
-		srdma_send_ack_ok(qp, srdma_psn_prev(qp->epsn));
+		srdma_send_ack_msn(qp, SRDMA_AETH_ACK |
+				   SRDMA_AETH_CREDIT_INVALID,
+				   qp->ack_deferred_psn, qp->ack_deferred_msn);
 	}
 	spin_unlock_bh(&qp->lock);
 }
