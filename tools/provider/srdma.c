@@ -732,7 +732,8 @@ static uint8_t srdma_wc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
  * IBV_CQ_INIT_ATTR_MASK_FLAGS and _PD, and flags but
  * IBV_CREATE_CQ_ATTR_SINGLE_THREADED (a promise srdma does not need). A
  * parent domain (IBV_CQ_INIT_ATTR_MASK_PD) must be one of this context
- * (EINVAL otherwise); it changes nothing (see struct srdma_pd). Only the accessors of the fields asked for are set, as the API
+ * (EINVAL otherwise); it changes nothing (see struct srdma_pd). Only the
+ * accessors of the fields asked for are set, as the API
  * says reading another field is undefined.
  */
 static struct ibv_cq_ex *srdma_create_cq_ex(struct ibv_context *ctx,
@@ -1052,15 +1053,16 @@ static uint64_t srdma_wr_op_bit(enum ibv_wr_opcode opcode)
 	}
 }
 
-/*
- * Work requests that only change a key: no SGEs, no inline data. ATOMIC
- * WRITE has none either: its 8 bytes are in the entry.
- */
+/* Work requests that only change a key: no SGEs, no inline data. */
 static bool srdma_wr_is_local(uint32_t opcode)
 {
 	return opcode == IBV_WR_LOCAL_INV || opcode == IBV_WR_BIND_MW;
 }
 
+/*
+ * Work requests that take neither SGEs nor inline data: the local ones,
+ * and ATOMIC WRITE, whose 8 bytes are in the entry.
+ */
 static bool srdma_wr_no_data(uint32_t opcode)
 {
 	return srdma_wr_is_local(opcode) || opcode == IBV_WR_ATOMIC_WRITE;
@@ -1805,8 +1807,8 @@ static void srdma_qp_ex_init(struct srdma_qp *qp, uint64_t ops)
  * flags and a TSO header size if they are 0 (srdma has no such feature
  * to turn on), and send_ops_flags naming operations of srdma_send_ops()
  * for the QP type (ATOMIC WRITE if the kernel takes it:
- * SRDMA_CAP_ATOMIC_WRITE), which get the ibv_qp_ex posting API. Anything else is
- * EOPNOTSUPP, a missing PD EINVAL.
+ * SRDMA_CAP_ATOMIC_WRITE), which get the ibv_qp_ex posting API. Anything
+ * else is EOPNOTSUPP, a missing PD EINVAL.
  */
 static struct ibv_qp *srdma_create_qp_ex(struct ibv_context *ctx,
 					 struct ibv_qp_init_attr_ex *attr)

@@ -596,6 +596,19 @@ static int srdma_req_read_packet(struct srdma_qp *qp,
 }
 
 /*
+ * Single-request @wqe (an atomic, an ATOMIC WRITE) went out: the responder
+ * holds it, as it holds a READ request, until it answers. Counted once,
+ * until a rewind forgets it (srdma_rd_forget()).
+ */
+static void srdma_req_one_sent(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	if (!wqe->rd_sent_off) {
+		qp->rd_reqs++;
+		wqe->rd_sent_off = wqe->length;
+	}
+}
+
+/*
  * May the 8-byte local SGE of atomic @wqe take its result? Checked before
  * the request goes out, so that the responder never carries out an
  * atomic whose result has nowhere to go, and again when the result comes
@@ -652,10 +665,7 @@ static int srdma_req_atomic_packet(struct srdma_qp *qp,
 	skb = srdma_alloc_pkt(qp, pkt, &payload);
 	if (!skb)
 		return -ENOMEM;
-	if (!wqe->rd_sent_off) {
-		qp->rd_reqs++;
-		wqe->rd_sent_off = wqe->length;
-	}
+	srdma_req_one_sent(qp, wqe);
 	qp->sq_next_off = wqe->length;
 	qp->pkts_since_ackreq = 0;
 	return srdma_xmit(qp, skb);
@@ -717,11 +727,8 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 	skb = srdma_data_pkt(qp, pkt, &src);
 	if (IS_ERR(skb))
 		return PTR_ERR(skb);
-	/* ATOMIC WRITE: held by the responder, as an atomic, until answered */
-	if (wqe->opcode == SRDMA_WR_ATOMIC_WRITE && !wqe->rd_sent_off) {
-		qp->rd_reqs++;
-		wqe->rd_sent_off = wqe->length;
-	}
+	if (wqe->opcode == SRDMA_WR_ATOMIC_WRITE)
+		srdma_req_one_sent(qp, wqe);
 	qp->sq_next_off = off + pkt->paylen;
 	return srdma_xmit(qp, skb);
 }

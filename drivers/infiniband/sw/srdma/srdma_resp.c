@@ -1064,7 +1064,7 @@ static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
  * bytes (R_Key, PD, the QP's and the MR's remote write right, range),
  * refused as an invalid request for any other length, a misaligned
  * address, no responder resources or a full READ queue; then its payload
- * is stored with one 8-byte store (srdma_mr_atomic()), and it is answered
+ * is stored with one 64-bit exchange (srdma_mr_atomic()), and it is answered
  * as an atomic is, through the replay cache, with a READ response of no
  * data. A user MR alone takes it (a remote access error otherwise).
  */
@@ -1108,11 +1108,12 @@ static int srdma_resp_atomic_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 
 /*
  * An atomic request or ATOMIC WRITE behind the expected PSN: the
- * requester sent it again. It is never carried out twice. If the replay cache holds it (the same
- * PSN, opcode, R_Key and address), the value found the first time goes
- * back again, after whatever older READ responses are still queued;
- * anything newer in the queue is stale (the requester went back to this
- * PSN). Otherwise it is dropped. QP lock held.
+ * requester sent it again. It is never carried out twice. If the replay
+ * cache holds it (the same PSN, opcode, R_Key and address), its answer
+ * (for an atomic, with the value found the first time) goes back again,
+ * after whatever older READ responses are still queued; anything newer in
+ * the queue is stale (the requester went back to this PSN). Otherwise it
+ * is dropped. QP lock held.
  */
 static void srdma_resp_atomic_dup(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {

@@ -89,7 +89,8 @@ enum srdma_opcode {
 	SRDMA_OP_SEND_ONLY_INV		= 0x17,
 	/*
 	 * ATOMIC WRITE (IBTA 1.5): a RETH naming 8 aligned bytes, and those
-	 * 8 bytes as payload, stored at once; answered by an ACK.
+	 * 8 bytes as payload, stored at once; answered by a READ response
+	 * ONLY of no data.
 	 */
 	SRDMA_OP_ATOMIC_WRITE		= 0x1d,
 	SRDMA_OP_UC			= 0x20,	/* the UC group */
