@@ -306,6 +306,32 @@ def t_ack_behind_read(t, w):
     expect_state(t, QPS_RTS)
 
 
+def t_dup_ack_before_read(t, w):
+    """A duplicate WRITE is ACKed for its own PSN, never for a READ accepted
+    after it: rdma_rxe's requester completes a READ, without its data, on
+    a plain ACK at the READ's PSN (rping over 5% loss saw stale data).
+    WRITE W (ACKed), READ R (answered), W again: its ACK names W."""
+    p = RQ_PSN
+    w.send(OP["WRITE_ONLY"], p, b"\x66" * 8, va=t.addr + 65536,
+           rkey=t.rkey, dmalen=8, ackreq=True)
+    expect_syn(w, p, 0x1f, "WRITE W")
+    w.send(OP["READ_REQ"], p + 1, va=t.addr, rkey=t.rkey, dmalen=8,
+           ackreq=True)
+    got = [(q["op"], q["psn"]) for q in w.drain(1.0)]
+    if got != [(OP["READ_RESP_ONLY"], p + 1)]:
+        fail("READ R answered with %s" % got)
+    w.send(OP["WRITE_ONLY"], p, b"\x55" * 8, va=t.addr + 65536,
+           rkey=t.rkey, dmalen=8, ackreq=True)
+    got = [(q["op"], q["psn"], q["syn"]) for q in w.drain(1.0)]
+    print("# answers to the duplicate:", got)
+    if got != [(OP["ACK"], p, 0x1f)]:
+        fail("duplicate WRITE answered with %s, want one ACK for %#x"
+             % (got, p))
+    if t.cmd("dump 65536 8") != "66" * 8:
+        fail("the duplicate WRITE was executed")
+    expect_state(t, QPS_RTS)
+
+
 def t_read_huge(t, w):
     """Defect 6: a READ above the message limit is an invalid request."""
     w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey,

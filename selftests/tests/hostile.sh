@@ -29,6 +29,7 @@ test_hostile_write_imm_no_recv() { hostile write_imm_no_recv; }
 test_hostile_read_reset() { hostile read_reset; }
 test_hostile_read_huge() { hostile read_huge; }
 test_hostile_ack_behind_read() { hostile ack_behind_read; }
+test_hostile_dup_ack_before_read() { hostile dup_ack_before_read; }
 test_hostile_middle_without_first() { hostile middle_without_first; }
 test_hostile_psn_edges() { hostile psn_edges; }
 test_hostile_bad_rkey() { hostile bad_rkey; }

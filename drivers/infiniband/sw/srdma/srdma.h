@@ -614,6 +614,7 @@ struct srdma_qp {
 	u32 msn;
 	bool nak_sent;			/* seq NAK sent for the current gap */
 	u32 nak_hi_psn;			/* highest PSN seen beyond the gap */
+	u32 rd_end_psn;			/* last PSN of the latest READ/atomic */
 	u32 resp_opcode;		/* last opcode of the message in progress */
 	bool recv_active;		/* a SEND is being placed */
 	u32 recv_off;

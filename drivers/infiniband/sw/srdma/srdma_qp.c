@@ -267,6 +267,7 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	qp->mtu = SRDMA_DEFAULT_PATH_MTU;	/* until RTR sets one */
 	qp->resp_opcode = SRDMA_OP_ACK;	/* no message in progress */
 	qp->rd_gap_psn = U32_MAX;		/* never a valid PSN */
+	qp->rd_end_psn = U32_MAX;		/* no READ or atomic yet */
 }
 
 /*
@@ -597,6 +598,7 @@ static void srdma_qp_to_reset(struct srdma_qp *qp)
 	qp->rnr_wait = false;
 	qp->msn = 0;
 	qp->resp_opcode = SRDMA_OP_ACK;
+	qp->rd_end_psn = U32_MAX;
 	qp->uc_dropping = false;
 }
 

@@ -1156,6 +1156,19 @@ static void srdma_resp_gap(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	qp->nak_hi_psn = pkt->psn;
 }
 
+/*
+ * The PSN to ACK a duplicate SEND or WRITE @pkt for: the last one carried
+ * out, unless that ends a READ or atomic, whose response the wire may have
+ * lost: a plain ACK at that PSN completes it at rdma_rxe's requester,
+ * without the data. The duplicate's own PSN is done and names no READ.
+ */
+static u32 srdma_dup_ack_psn(struct srdma_qp *qp, const struct srdma_pkt *pkt)
+{
+	u32 last = srdma_psn_prev(qp->epsn);
+
+	return last == qp->rd_end_psn ? pkt->psn : last;
+}
+
 /* A request behind the expected PSN: never execute SEND or WRITE again. */
 static void srdma_resp_dup(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
@@ -1165,7 +1178,7 @@ static void srdma_resp_dup(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	else if (pkt->flags & (SRDMA_F_ATOMIC | SRDMA_F_AWRITE))
 		srdma_resp_atomic_dup(qp, pkt);
 	else if (pkt->ackreq)
-		srdma_send_ack_ok(qp, srdma_psn_prev(qp->epsn));
+		srdma_send_ack_ok(qp, srdma_dup_ack_psn(qp, pkt));
 }
 
 /*
@@ -1177,6 +1190,7 @@ static void srdma_resp_advance(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	qp->resp_opcode = pkt->opcode;
 	if (pkt->flags & (SRDMA_F_ATOMIC | SRDMA_F_AWRITE)) {
+		qp->rd_end_psn = qp->epsn;
 		qp->epsn = srdma_psn_add(qp->epsn, 1);
 		srdma_resp_msg_done(qp);
 		return;
@@ -1184,6 +1198,7 @@ static void srdma_resp_advance(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	if (pkt->flags & SRDMA_F_READ) {
 		qp->epsn = srdma_psn_add(qp->epsn,
 					 srdma_npkts(pkt->dmalen, qp->mtu));
+		qp->rd_end_psn = srdma_psn_prev(qp->epsn);
 		srdma_resp_msg_done(qp);
 		return;
 	}
