@@ -427,6 +427,18 @@ static struct ibv_mr *srdma_reg_mr(struct ibv_pd *pd, void *addr,
 }
 
 /*
+ * ibv_advise_mr(): prefetch the pages of on-demand paging MRs. The kernel
+ * checks the SGEs and always finishes before it returns. A parent domain
+ * carries its protection domain's handle.
+ */
+static int srdma_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+			   uint32_t flags, struct ibv_sge *sg_list,
+			   uint32_t num_sges)
+{
+	return ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sges);
+}
+
+/*
  * ibv_rereg_mr() (libibverbs checked the flags): the kernel registers the
  * memory again under the same keys. Returns an errno value, as libibverbs
  * expects of the provider.
@@ -2093,6 +2105,7 @@ static int srdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 }
 
 static const struct verbs_context_ops srdma_ctx_ops = {
+	.advise_mr = srdma_advise_mr,
 	.alloc_mw = srdma_alloc_mw,
 	.alloc_parent_domain = srdma_alloc_parent_domain,
 	.alloc_pd = srdma_alloc_pd,

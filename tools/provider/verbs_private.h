@@ -134,7 +134,10 @@ static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0 &&
  * fills are typed; the others are placeholders of the same size.
  */
 struct verbs_context_ops {
-	void *advise_mr, *alloc_dm;
+	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+			 uint32_t flags, struct ibv_sge *sg_list,
+			 uint32_t num_sges);
+	void *alloc_dm;
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	void *alloc_null_mr;
 	void *alloc_parent_domain;
@@ -233,6 +236,7 @@ SRDMA_OPS_SLOT(async_event, 7);
 SRDMA_OPS_SLOT(attach_mcast, 9);
 SRDMA_OPS_SLOT(bind_mw, 10);
 SRDMA_OPS_SLOT(cq_event, 12);
+SRDMA_OPS_SLOT(advise_mr, 0);
 SRDMA_OPS_SLOT(create_ah, 13);
 SRDMA_OPS_SLOT(create_cq, 15);
 SRDMA_OPS_SLOT(create_cq_ex, 16);
@@ -333,6 +337,9 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		      uint32_t flags, struct ibv_sge *sg_list,
+		      uint32_t num_sge);
 int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
 		     size_t length, uint64_t hca_va, int access,
 		     struct ibv_pd *pd, struct ibv_rereg_mr *cmd,

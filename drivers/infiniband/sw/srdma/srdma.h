@@ -191,6 +191,9 @@ enum srdma_counter {
 	SRDMA_CNT_MW_BIND_ERR,		/* memory window bind failed */
 	SRDMA_CNT_DUP_READ_DROPPED,	/* duplicate READ of memory gone */
 	SRDMA_CNT_STALE_NAK,		/* NAK for a PSN already retired */
+	SRDMA_CNT_ODP_MISS,		/* ODP: a page not present when used */
+	SRDMA_CNT_ODP_FAULT,		/* ODP: ranges faulted in */
+	SRDMA_CNT_ODP_INVAL,		/* ODP: invalidations that hit an MR */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -232,6 +235,19 @@ struct srdma_ucontext {
 
 struct srdma_pd {
 	struct ib_pd ibpd;
+};
+
+/*
+ * What to do for a QP once the pages it missed in an on-demand paging MR
+ * are faulted in (srdma_odp_fault_later()): nothing (the responder sent an
+ * RNR NAK, the requester sends again), run its requester (a payload it
+ * could not read), or send again from the oldest unacknowledged PSN (a
+ * READ response or atomic result it could not place, and dropped).
+ */
+enum srdma_odp_kick {
+	SRDMA_ODP_KICK_NONE,
+	SRDMA_ODP_KICK_RUN,
+	SRDMA_ODP_KICK_RESEND,
 };
 
 enum srdma_mr_type {
@@ -282,7 +298,10 @@ struct srdma_mr {
 	 * so that no byte moves once an invalidation has returned. User
 	 * MRs: guards state and mw_binds only, for binding windows; their
 	 * other fields are fixed after registration and copies do not take
-	 * it. BH; nests inside a QP lock. A bind takes its MR's lock inside
+	 * it, except on an on-demand paging MR: there it also guards
+	 * pages[], which faults fill and invalidations clear, and every copy
+	 * to or from those pages holds it. BH; nests inside a QP lock and
+	 * inside the umem's umem_mutex (srdma_odp.c). A bind takes its MR's lock inside
 	 * the window's (windows have their own lock class); nothing takes a
 	 * window's lock inside an MR's.
 	 */
@@ -296,6 +315,20 @@ struct srdma_mr {
 	struct srdma_fr_pages fr_map;	/* fast reg: staged by map_mr_sg */
 	struct ib_umem *umem;
 	struct page **pages;		/* the pinned pages, in order */
+	/*
+	 * On-demand paging (srdma_odp.c): the umem, whose pages are not
+	 * pinned. pages[] then holds a page only while it is present and
+	 * mapped for the access the MR needs, NULL otherwise.
+	 */
+	struct ib_umem_odp *odp;
+	atomic_t odp_faults;		/* fault work items queued */
+	/*
+	 * The iova range of the last fault that failed (memory not mapped,
+	 * or not writable), under the lock: a page missed there is an
+	 * access error, not a fault to retry. A fault that succeeds over it
+	 * clears it.
+	 */
+	u64 odp_bad_start, odp_bad_end;
 	unsigned long npages;
 	unsigned int page_off;		/* offset of iova in pages[0] */
 	/*
@@ -994,7 +1027,19 @@ int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
 		       int num_sge, u32 *total);
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
-		   u32 len, bool to_mr);
+		   u32 len, bool to_mr, enum srdma_odp_kick kick);
+
+/* srdma_odp.c */
+int srdma_odp_reg(struct srdma_mr *mr, u64 start, u64 length, int access);
+void srdma_odp_release(struct srdma_mr *mr);
+int srdma_odp_fault(struct srdma_mr *mr, u64 iova, u64 len, bool fault);
+int srdma_odp_missing(struct srdma_mr *mr, u64 iova);
+void srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
+			   u64 iova, u32 len, enum srdma_odp_kick kick);
+int srdma_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs);
+void srdma_odp_query(struct ib_device_attr *attr);
 
 /* srdma_mw.c */
 int srdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
@@ -1060,6 +1105,7 @@ void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 void srdma_req_run(struct srdma_qp *qp);
+void srdma_req_resend_now(struct srdma_qp *qp);
 void srdma_send_work(struct work_struct *work);
 void srdma_retrans_timer(struct timer_list *t);
 void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,

@@ -288,7 +288,10 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return;
 
 	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, idx * qp->mtu, NULL,
-			     skb, payoff, pkt->paylen, true);
+			     skb, payoff, pkt->paylen, true,
+			     SRDMA_ODP_KICK_RESEND);
+	if (err == -EAGAIN)
+		return;	/* dropped: asked for again once the pages are in */
 	if (err) {
 		srdma_dbg_qp(qp, "READ response: local protection error\n");
 		srdma_comp_fail(qp, wqe->first_psn, IB_WC_LOC_PROT_ERR);
@@ -320,13 +323,17 @@ static void srdma_comp_atomic_ack(struct srdma_qp *qp, struct srdma_pkt *pkt)
 {
 	struct srdma_send_wqe *wqe = srdma_wqe_of_psn(qp, pkt->psn);
 	u64 orig = pkt->orig;
+	int err;
 
 	if (!wqe || !srdma_wr_is_atomic(wqe->opcode) || wqe->done) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 		return;
 	}
-	if (srdma_sge_copy(qp, wqe->sge, wqe->num_sge, 0, &orig, NULL, 0,
-			   sizeof(orig), true)) {
+	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, 0, &orig, NULL, 0,
+			     sizeof(orig), true, SRDMA_ODP_KICK_RESEND);
+	if (err == -EAGAIN)
+		return;	/* dropped: sent again once the page is in */
+	if (err) {
 		srdma_dbg_qp(qp, "atomic result: local protection error\n");
 		srdma_comp_fail(qp, wqe->first_psn, IB_WC_LOC_PROT_ERR);
 		return;

@@ -131,7 +131,8 @@ struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access)
 	int err;
 
 	if (access & ~(SRDMA_MR_ACCESS | IB_ACCESS_RELAXED_ORDERING |
-		       IB_ACCESS_OPTIONAL))
+		       IB_ACCESS_OPTIONAL | IB_ACCESS_ON_DEMAND |
+		       IB_ACCESS_HUGETLB))
 		return ERR_PTR(-EOPNOTSUPP);
 	/* Remote write and atomics need local write (IBTA C10-10). */
 	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
@@ -149,6 +150,9 @@ struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access)
 	mr->access = access & SRDMA_MR_ACCESS;
 	mr->state = SRDMA_MR_VALID;
 	spin_lock_init(&mr->lock);
+	/* The core sets them too, on return; messages need them before. */
+	mr->ibmr.device = ibpd->device;
+	mr->ibmr.pd = ibpd;
 	return mr;
 }
 
@@ -169,6 +173,8 @@ struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access)
 	struct srdma_mr *mr;
 	int err;
 
+	if (access & (IB_ACCESS_ON_DEMAND | IB_ACCESS_HUGETLB))
+		return ERR_PTR(-EOPNOTSUPP);
 	mr = srdma_mr_alloc(ibpd, access);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
@@ -267,6 +273,10 @@ struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct srdma_mr *mr;
 	int err;
 
+	if ((access & IB_ACCESS_ON_DEMAND) && !start && length == U64_MAX) {
+		srdma_dbg(sdev, "reg_mr: implicit on-demand MRs are not supported\n");
+		return ERR_PTR(-EOPNOTSUPP);
+	}
 	err = srdma_umr_check_range(sdev, start, length, iova);
 	if (err)
 		return ERR_PTR(err);
@@ -280,7 +290,10 @@ struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->iova = iova;
 	mr->length = length;
 
-	err = srdma_umr_pin(mr, ibpd->device, start, length, access);
+	if (access & IB_ACCESS_ON_DEMAND)
+		err = srdma_odp_reg(mr, start, length, access);
+	else
+		err = srdma_umr_pin(mr, ibpd->device, start, length, access);
 	if (err)
 		goto err_free_mr;
 	err = srdma_mr_add(sdev, mr);
@@ -291,8 +304,12 @@ struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	return &mr->ibmr;
 
 err_unpin:
-	kvfree(mr->pages);
-	ib_umem_release(mr->umem);
+	if (mr->odp) {
+		srdma_odp_release(mr);
+	} else {
+		kvfree(mr->pages);
+		ib_umem_release(mr->umem);
+	}
 err_free_mr:
 	kfree(mr);
 	srdma_res_put(sdev, SRDMA_RES_MR);
@@ -375,6 +392,11 @@ struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	struct srdma_mr *old = to_smr(ibmr), *mr;
 	int err;
 
+	if (old->odp || ((flags & IB_MR_REREG_ACCESS) &&
+			 (access & IB_ACCESS_ON_DEMAND))) {
+		srdma_dbg_mr(old, "rereg_mr: not with on-demand paging\n");
+		return ERR_PTR(-EOPNOTSUPP);
+	}
 	err = srdma_mr_hold_for_rereg(old);
 	if (err)
 		return ERR_PTR(err);
@@ -457,7 +479,9 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	srdma_mr_put(mr);
 	wait_for_completion(&mr->released);
 
-	if (mr->umem) {
+	if (mr->odp) {
+		srdma_odp_release(mr);
+	} else if (mr->umem) {
 		kvfree(mr->pages);
 		ib_umem_release(mr->umem);
 	}
@@ -648,6 +672,41 @@ int srdma_mr_check(struct srdma_mr *mr, struct srdma_qp *qp, u32 key,
 }
 
 /*
+ * An on-demand paging MR's pages[] changes under its lock (srdma_odp.c):
+ * held across the lookup and the copy. Other user MRs' never changes.
+ */
+static void srdma_odp_lock(struct srdma_mr *mr)
+	__acquires(&mr->lock)
+{
+	if (mr->odp)
+		spin_lock_bh(&mr->lock);
+	else
+		__acquire(&mr->lock);
+}
+
+static void srdma_odp_unlock(struct srdma_mr *mr)
+	__releases(&mr->lock)
+{
+	if (mr->odp)
+		spin_unlock_bh(&mr->lock);
+	else
+		__release(&mr->lock);
+}
+
+/*
+ * The error of a chunk srdma_mr_chunk() returned for byte @iova of @mr:
+ * -EFAULT outside the MR, for an on-demand page not present
+ * srdma_odp_missing()'s (-EAGAIN, or -EFAULT where a fault failed).
+ */
+static int srdma_chunk_err(struct srdma_mr *mr, u64 iova, u32 n,
+			   struct page *pg)
+{
+	if (!n)
+		return -EFAULT;
+	return pg ? 0 : srdma_odp_missing(mr, iova);
+}
+
+/*
  * The page holding byte @done of [iova, ...) in a user MR, the offset in
  * it, and how many of the @left remaining bytes it holds; 0 if that byte
  * is not in the MR. Callers check the range with srdma_mr_check() first;
@@ -744,8 +803,9 @@ static int srdma_fr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
  * the copy is made to its MR under the window's lock.
  *
  * Context: Any context.
- * Return: 0, or -EFAULT if the range leaves the MR or the registration is
- * no longer @serial.
+ * Return: 0, -EFAULT if the range leaves the MR or the registration is
+ * no longer @serial, or -EAGAIN if a page of an on-demand paging MR is not
+ * present (srdma_odp.c; the bytes before it may have been copied).
  */
 int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 		  u32 len, bool to_mr)
@@ -773,10 +833,13 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 	if (mr->type == SRDMA_MR_FAST)
 		return srdma_fr_copy(mr, serial, iova, buf, NULL, 0, len,
 				     to_mr);
-	for (done = 0; done < len; done += n) {
+	err = 0;
+	srdma_odp_lock(mr);
+	for (done = 0; !err && done < len; done += n) {
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
-		if (!n)
-			return -EFAULT;
+		err = srdma_chunk_err(mr, iova + done, n, pg);
+		if (err)
+			break;
 		va = kmap_local_page(pg);
 		if (to_mr)
 			memcpy(va + pgoff, buf + done, n);
@@ -784,7 +847,8 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 			memcpy(buf + done, va + pgoff, n);
 		kunmap_local(va);
 	}
-	return 0;
+	srdma_odp_unlock(mr);
+	return err;
 }
 
 /**
@@ -801,7 +865,8 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
  *
  * Context: Any context.
  * Return: 0, -EFAULT if the range leaves the MR or the registration is no
- * longer @serial, or skb_copy_bits()'s error if @skb is too short.
+ * longer @serial, -EAGAIN as srdma_mr_copy(), or skb_copy_bits()'s error
+ * if @skb is too short.
  */
 int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 		      const struct sk_buff *skb, int off, u32 len)
@@ -825,17 +890,19 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 		return srdma_fr_copy(mr, serial, iova, NULL, skb, off, len,
 				     true);
 
-	for (done = 0; done < len; done += n) {
+	err = 0;
+	srdma_odp_lock(mr);
+	for (done = 0; !err && done < len; done += n) {
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
-		if (!n)
-			return -EFAULT;
+		err = srdma_chunk_err(mr, iova + done, n, pg);
+		if (err)
+			break;
 		va = kmap_local_page(pg);
 		err = skb_copy_bits(skb, off + done, va + pgoff, n);
 		kunmap_local(va);
-		if (err)
-			return err;
 	}
-	return 0;
+	srdma_odp_unlock(mr);
+	return err;
 }
 
 /**
@@ -866,7 +933,8 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
  * Context: Any context.
  * Return: 0; -EINVAL if @iova is not aligned or @mr is not a user MR;
  * -EFAULT if the 8 bytes are not all in @mr or the registration is no
- * longer @serial.
+ * longer @serial; -EAGAIN if they are in an on-demand page not present
+ * (nothing done).
  */
 int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
 		    u64 swap_add, u64 compare, u64 *orig)
@@ -890,9 +958,17 @@ int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
 		return -EINVAL;
 	if (mr->serial != serial)
 		return -EFAULT;
+	srdma_odp_lock(mr);
 	if (srdma_mr_chunk(mr, iova, 0, sizeof(u64), &pg, &pgoff) !=
-	    sizeof(u64) || !IS_ALIGNED(pgoff, sizeof(u64)))
+	    sizeof(u64) || !IS_ALIGNED(pgoff, sizeof(u64))) {
+		srdma_odp_unlock(mr);
 		return -EFAULT;
+	}
+	if (!pg) {
+		err = srdma_odp_missing(mr, iova);	/* on-demand */
+		srdma_odp_unlock(mr);
+		return err;
+	}
 	va = kmap_local_page(pg);
 	word = va + pgoff;
 	if (op == SRDMA_OP_ATOMIC_WRITE) {
@@ -912,6 +988,7 @@ int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
 			;
 	}
 	kunmap_local(va);
+	srdma_odp_unlock(mr);
 	*orig = old;
 	return 0;
 }
@@ -942,7 +1019,8 @@ int srdma_mr_attach(struct srdma_mr *mr, u64 serial, u64 iova,
 	u32 n, done, pgoff;
 	int i;
 
-	if (mr->type != SRDMA_MR_USER)
+	/* On-demand pages may go at any time: copied under the MR lock. */
+	if (mr->type != SRDMA_MR_USER || mr->odp)
 		return -EOPNOTSUPP;
 	for (done = 0; done < len; done += n) {
 		i = skb_shinfo(skb)->nr_frags;
@@ -998,6 +1076,8 @@ int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
  * @len: bytes to move
  * @to_mr: into the SGEs (needs local write access), else out of them; out
  *	   of them into an @skb attaches the pages as fragments
+ * @kick: for a page of an on-demand paging MR found missing: what to do
+ *	  for @qp once srdma_odp_fault_later() brought it in
  *
  * Each SGE's lkey is looked up and checked against the QP's PD for the
  * access the direction needs; a user QP may use user MRs only.
@@ -1005,11 +1085,13 @@ int srdma_sges_from_wr(struct srdma_sge *dst, const struct ib_sge *src,
  * Context: Any context.
  * Return: 0; -EINVAL if the list is shorter than @off + @len; -EACCES for a
  * bad lkey, a missing right or a range outside the MR; -EOPNOTSUPP or
- * -EMSGSIZE from srdma_mr_attach(), for the caller to copy instead.
+ * -EMSGSIZE from srdma_mr_attach(), for the caller to copy instead;
+ * -EAGAIN for an on-demand page not present (a fault is queued; what was
+ * moved before it may have been).
  */
 int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
-		   u32 len, bool to_mr)
+		   u32 len, bool to_mr, enum srdma_odp_kick kick)
 {
 	struct srdma_mr *mr;
 	u32 i, n, done = 0;
@@ -1046,6 +1128,9 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 						    sge[i].addr + off,
 						    buf + done, n, to_mr);
 		}
+		if (err == -EAGAIN)
+			srdma_odp_fault_later(qp, mr, sge[i].addr + off, n,
+					      kick);
 		srdma_mr_put(mr);
 		if (err)
 			return err == -EFAULT ? -EACCES : err;

@@ -167,7 +167,9 @@ static struct srdma_mr *srdma_mw_find_base(struct srdma_qp *qp, u32 lkey,
 
 	if (!base)
 		return NULL;
-	if (base->type == SRDMA_MR_USER && base->ibmr.pd == qp->ibqp.pd &&
+	/* Not on an on-demand paging MR: its copies fault through the MR. */
+	if (base->type == SRDMA_MR_USER && !base->odp &&
+	    base->ibmr.pd == qp->ibqp.pd &&
 	    (base->access & IB_ACCESS_MW_BIND) && len <= U32_MAX &&
 	    !srdma_mr_range_ok(base, addr, len, 0) &&
 	    (!(access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) ||

@@ -499,6 +499,8 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 			      const struct srdma_payload_src *src,
 			      struct sk_buff *skb, u8 *buf, u32 len)
 {
+	int err;
+
 	if (!len)
 		return 0;	/* a READ of nothing has no MR */
 	if (src->inline_data) {	/* always copied: @buf */
@@ -507,13 +509,14 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 	}
 	if (!src->mr)
 		return srdma_sge_copy(qp, src->sge, src->num_sge, src->off,
-				      buf, skb, 0, len, false);
+				      buf, skb, 0, len, false,
+				      SRDMA_ODP_KICK_RUN);
 	if (skb)
 		return srdma_mr_attach(src->mr, src->serial, src->iova, skb,
 				       len);
-	return srdma_mr_copy(src->mr, src->serial, src->iova, buf, len,
-			     false) ?
-	       -EACCES : 0;
+	/* A READ response: the read work faults on-demand pages in. */
+	err = srdma_mr_copy(src->mr, src->serial, src->iova, buf, len, false);
+	return err == -EFAULT ? -EACCES : err;
 }
 
 /**
@@ -557,7 +560,8 @@ struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		if (!err)
 			return skb;
 		kfree_skb(skb);
-		if (!zcopy || err == -EACCES || err == -EINVAL)
+		if (!zcopy || err == -EACCES || err == -EINVAL ||
+		    err == -EAGAIN)
 			return ERR_PTR(err);
 		zcopy = false;	/* DMA MR, too many pieces, memory */
 	}
@@ -1053,6 +1057,8 @@ static void srdma_ud_run(struct srdma_qp *qp)
 		}
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
 		err = srdma_ud_send(qp, wqe);
+		if (err == -EAGAIN)
+			break;	/* on-demand pages: run again once in */
 		if (err) {
 			srdma_dbg_qp(qp, "wr %llu: local protection error\n",
 				     wqe->wr_id);
@@ -1135,6 +1141,7 @@ static void srdma_uc_run(struct srdma_qp *qp)
 	u32 budget = SRDMA_UC_BUDGET;
 	struct srdma_send_wqe *wqe;
 	bool retired = false;
+	int err;
 
 	lockdep_assert_held(&qp->lock);
 	while (qp->sq.cons != qp->sq.prod) {
@@ -1156,7 +1163,10 @@ static void srdma_uc_run(struct srdma_qp *qp)
 			wqe->started = true;
 			qp->sq_next_off = 0;
 		}
-		if (srdma_uc_packet(qp, wqe)) {
+		err = srdma_uc_packet(qp, wqe);
+		if (err == -EAGAIN)
+			return;	/* on-demand pages: run again once in */
+		if (err) {
 			srdma_dbg_qp(qp, "wr %llu: local protection error\n",
 				     wqe->wr_id);
 			srdma_req_complete(qp, wqe, IB_WC_LOC_PROT_ERR);
@@ -1299,6 +1309,25 @@ static void srdma_req_probe(struct srdma_qp *qp)
 restore:
 	qp->sq_next = next;
 	qp->sq_next_off = off;
+}
+
+/**
+ * srdma_req_resend_now() - send again from the oldest PSN unacknowledged
+ * @qp: the QP
+ *
+ * For a READ response or atomic result dropped because its on-demand
+ * pages were not present: asked for again once they are.
+ *
+ * Context: process context, QP lock held.
+ */
+void srdma_req_resend_now(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (!srdma_qp_sq_running(qp) || srdma_qp_is_ud(qp) ||
+	    srdma_qp_is_uc(qp) || qp->una_psn == qp->next_psn)
+		return;
+	srdma_req_rewind(qp, qp->una_psn);
+	srdma_req_run(qp);
 }
 
 /* Go back to the oldest PSN unacknowledged, send again, rearm the timer. */

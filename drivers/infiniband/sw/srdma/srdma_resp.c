@@ -252,6 +252,24 @@ static int srdma_send_rnr(struct srdma_qp *qp, u32 psn)
 	return -EAGAIN;
 }
 
+static void srdma_uc_drop(struct srdma_qp *qp);
+
+/*
+ * @pkt needs a page of an on-demand paging MR that is not present (its
+ * fault is queued): RNR NAK it, so that the requester sends it again once
+ * the page may be in (UC: the message is dropped). -EAGAIN.
+ */
+static int srdma_resp_odp_miss(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	if (srdma_qp_is_uc(qp)) {
+		srdma_uc_drop(qp);
+		return -EAGAIN;
+	}
+	srdma_dbg_qp(qp, "psn %u: on-demand page not present, RNR NAK\n",
+		     pkt->psn);
+	return srdma_send_rnr(qp, pkt->psn);
+}
+
 /*
  * Consume the receive at rq.cons (in the kernel ring and, for a user QP,
  * in the mapped one) and post @wc, its completion. QP lock held.
@@ -452,7 +470,14 @@ static int srdma_resp_send(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return -EINVAL;
 	}
 	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, qp->recv_off, NULL,
-			     skb, payoff, pkt->paylen, true);
+			     skb, payoff, pkt->paylen, true,
+			     SRDMA_ODP_KICK_NONE);
+	if (err == -EAGAIN) {
+		/* The receive stays posted; the packet comes again. */
+		if (pkt->flags & SRDMA_F_FIRST)
+			qp->recv_active = false;
+		return srdma_resp_odp_miss(qp, pkt);
+	}
 	if (err) {
 		srdma_dbg_qp(qp, "receive buffer: local protection error\n");
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_REMOTE_OP,
@@ -577,7 +602,12 @@ static int srdma_resp_write_place(struct srdma_qp *qp, struct srdma_pkt *pkt,
 					     false);
 	err = srdma_mr_copy_skb(mr, serial, qp->write_va, skb, payoff,
 				pkt->paylen);
+	if (err == -EAGAIN)
+		srdma_odp_fault_later(qp, mr, qp->write_va, pkt->paylen,
+				      SRDMA_ODP_KICK_NONE);
 	srdma_mr_put(mr);
+	if (err == -EAGAIN)
+		return srdma_resp_odp_miss(qp, pkt);
 	if (err)
 		return srdma_resp_access_err(qp, pkt, qp->write_va,
 					     pkt->paylen, qp->write_rkey,
@@ -1042,10 +1072,15 @@ static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	err = mr ? srdma_mr_atomic(mr, serial, pkt->va, pkt->opcode,
 				   pkt->swap_add, pkt->compare, &job.orig) :
 		   -EACCES;
+	if (err == -EAGAIN)
+		srdma_odp_fault_later(qp, mr, pkt->va, sizeof(u64),
+				      SRDMA_ODP_KICK_NONE);
 	if (mr) {
 		job.serial = serial;
 		srdma_mr_put(mr);
 	}
+	if (err == -EAGAIN)
+		return srdma_resp_odp_miss(qp, pkt);
 	if (err) {
 		srdma_count(qp->sdev, SRDMA_CNT_REM_ACCESS_ERR);
 		srdma_dbg_qp(qp, "atomic at %#llx rkey %#x refused\n",
@@ -1096,8 +1131,13 @@ static int srdma_resp_atomic_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		err = srdma_mr_atomic(mr, serial, pkt->va,
 				      SRDMA_OP_ATOMIC_WRITE, data, 0,
 				      &job.orig);
+	if (err == -EAGAIN)
+		srdma_odp_fault_later(qp, mr, pkt->va, sizeof(u64),
+				      SRDMA_ODP_KICK_NONE);
 	job.serial = serial;
 	srdma_mr_put(mr);
+	if (err == -EAGAIN)
+		return srdma_resp_odp_miss(qp, pkt);
 	if (err)
 		return srdma_resp_access_err(qp, pkt, pkt->va, sizeof(u64),
 					     pkt->rkey, false);
@@ -1351,6 +1391,34 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		srdma_resp_advance(qp, pkt);
 }
 
+/*
+ * How often the read work faults in the on-demand pages of one READ
+ * response before it gives up (a remote access error): each time, an
+ * invalidation took them again before the response was built.
+ */
+#define SRDMA_READ_ODP_TRIES	8
+
+/*
+ * Fault in the on-demand pages READ @job needs from byte @off on, in the
+ * MR it was accepted for. Process context, no lock held.
+ */
+static void srdma_read_fault(struct srdma_qp *qp,
+			     const struct srdma_read_job *job, u32 off)
+{
+	struct srdma_mr *mr = srdma_mr_get(qp->sdev, job->rkey, true);
+	int err;
+
+	if (!mr)
+		return;
+	if (mr->odp && mr->serial == job->serial) {
+		err = srdma_odp_fault(mr, job->va + off, job->len - off, true);
+		if (err)
+			srdma_dbg_qp(qp, "READ psn %u: fault of %#llx: %d\n",
+				     job->psn, job->va + off, err);
+	}
+	srdma_mr_put(mr);
+}
+
 /**
  * srdma_read_work() - answer the queued READs
  * @work: the QP's read_work
@@ -1367,7 +1435,7 @@ void srdma_read_work(struct work_struct *work)
 {
 	struct srdma_qp *qp = container_of(work, struct srdma_qp, read_work);
 	struct srdma_read_job job;
-	u32 off, npkts, msn, gen;
+	u32 off, npkts, msn, gen, tries;
 	int err;
 
 	spin_lock_bh(&qp->lock);
@@ -1385,9 +1453,20 @@ void srdma_read_work(struct work_struct *work)
 			     job.len, gen);
 
 		npkts = srdma_npkts(job.len, job.mtu);
-		for (off = 0;; off += job.mtu) {
+		for (off = 0, tries = 0;; off += job.mtu) {
 			err = srdma_read_resp_pkt(qp, &job, off, npkts, msn);
-			if (err == -EACCES) {
+			if (err == -EAGAIN && tries++ < SRDMA_READ_ODP_TRIES) {
+				/* On-demand pages not present: fault them. */
+				spin_unlock_bh(&qp->lock);
+				srdma_read_fault(qp, &job, off);
+				spin_lock_bh(&qp->lock);
+				if (qp->rd_gen != gen ||
+				    !srdma_qp_rq_running(qp))
+					break;
+				off -= job.mtu;	/* the same response again */
+				continue;
+			}
+			if (err == -EACCES || err == -EAGAIN) {
 				/* Dropped: on to the next one. */
 				if (srdma_read_access_err(qp, &job, off))
 					srdma_rd_queue_pop(qp, gen);
@@ -1475,25 +1554,33 @@ static void srdma_ud_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 
 /*
  * Place a UD datagram into the receive at rq.cons, which is large enough
- * for both: the GRH area, then the payload. The completion status.
+ * for both: the GRH area, then the payload. 0, -EAGAIN if a page of an
+ * on-demand paging MR is not present (the datagram is dropped, the
+ * receive stays), or -EACCES for a bad receive buffer.
  */
-static enum ib_wc_status srdma_ud_place(struct srdma_qp *qp,
-					struct srdma_pkt *pkt,
-					struct sk_buff *skb, int payoff,
-					bool ipv6)
+static int srdma_ud_place(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			  struct sk_buff *skb, int payoff, bool ipv6)
 {
 	struct srdma_recv_wqe *wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
 	u8 grh[SRDMA_GRH_LEN];
+	int err;
 
 	srdma_ud_grh(skb, ipv6, grh);
-	if (srdma_sge_copy(qp, wqe->sge, wqe->num_sge, 0, grh, NULL, 0,
-			   SRDMA_GRH_LEN, true) ||
-	    srdma_sge_copy(qp, wqe->sge, wqe->num_sge, SRDMA_GRH_LEN, NULL,
-			   skb, payoff, pkt->paylen, true)) {
-		srdma_dbg_qp(qp, "receive buffer: local protection error\n");
-		return IB_WC_LOC_PROT_ERR;
+	err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge, 0, grh, NULL, 0,
+			     SRDMA_GRH_LEN, true, SRDMA_ODP_KICK_NONE);
+	if (!err)
+		err = srdma_sge_copy(qp, wqe->sge, wqe->num_sge,
+				     SRDMA_GRH_LEN, NULL, skb, payoff,
+				     pkt->paylen, true, SRDMA_ODP_KICK_NONE);
+	if (err == -EAGAIN) {
+		srdma_dbg_qp(qp, "UD receive: on-demand page not present, datagram dropped\n");
+		return err;
 	}
-	return IB_WC_SUCCESS;
+	if (err) {
+		srdma_dbg_qp(qp, "receive buffer: local protection error\n");
+		return -EACCES;
+	}
+	return 0;
 }
 
 /*
@@ -1558,7 +1645,7 @@ void srdma_ud_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		  struct sk_buff *skb, int payoff, bool ipv6)
 {
 	struct srdma_recv_wqe *wqe;
-	enum ib_wc_status status;
+	int err;
 
 	lockdep_assert_held(&qp->lock);
 	if (!srdma_ud_acceptable(qp, pkt))
@@ -1575,7 +1662,9 @@ void srdma_ud_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			     pkt->paylen, wqe->length);
 		return;
 	}
-	status = srdma_ud_place(qp, pkt, skb, payoff, ipv6);
-	srdma_ud_recv_done(qp, pkt, status,
+	err = srdma_ud_place(qp, pkt, skb, payoff, ipv6);
+	if (err == -EAGAIN)
+		return;		/* unreliable: as if the wire lost it */
+	srdma_ud_recv_done(qp, pkt, err ? IB_WC_LOC_PROT_ERR : IB_WC_SUCCESS,
 			   pkt->paylen + SRDMA_GRH_LEN, ipv6);
 }

@@ -124,6 +124,7 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_mcast_qp_attach = SRDMA_MAX_MCAST_QP_ATTACH;
 	attr->max_total_mcast_qp_attach = SRDMA_MAX_MCAST_ATTACH;
 	attr->local_ca_ack_delay = SRDMA_LOCAL_ACK_DELAY;
+	srdma_odp_query(attr);
 	return 0;
 }
 
@@ -276,6 +277,9 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_MW_BIND_ERR].name = "mw_bind_errors",
 	[SRDMA_CNT_DUP_READ_DROPPED].name = "dup_read_dropped",
 	[SRDMA_CNT_STALE_NAK].name = "stale_naks",
+	[SRDMA_CNT_ODP_MISS].name = "odp_misses",
+	[SRDMA_CNT_ODP_FAULT].name = "odp_faults",
+	[SRDMA_CNT_ODP_INVAL].name = "odp_invalidations",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -325,6 +329,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.alloc_mr = srdma_alloc_mr,
 	.map_mr_sg = srdma_map_mr_sg,
 	.reg_user_mr = srdma_reg_user_mr,
+	.advise_mr = srdma_advise_mr,
 	.dereg_mr = srdma_dereg_mr,
 	.rereg_user_mr = srdma_rereg_user_mr,
 	.alloc_mw = srdma_alloc_mw,

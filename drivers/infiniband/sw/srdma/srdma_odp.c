@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * srdma on-demand paging: user MRs registered with IB_ACCESS_ON_DEMAND,
+ * whose pages are not pinned.
+ *
+ * The RDMA core's ib_umem_odp tracks the range with an MMU interval
+ * notifier and maps pages through hmm_range_fault(). srdma keeps its own
+ * view in mr->pages[], one entry per PAGE_SIZE page of the registration:
+ * a page while it is present with the access the MR needs, NULL when not.
+ * Every copy to or from an on-demand MR looks its pages up and moves the
+ * bytes under mr->lock (srdma_mr.c), so that it can run in softirq, where
+ * the umem's own mutex cannot be taken.
+ *
+ * - A fault (process context) maps the range with the umem mutex held,
+ *   then fills pages[] under mr->lock, then drops the mutex.
+ * - An invalidation (the notifier) takes the umem mutex, clears pages[]
+ *   under mr->lock, and only then unmaps: once it returns, no copy can
+ *   reach an old page, and none is in progress.
+ * - A copy that finds a page missing moves nothing it has not already
+ *   moved and fails with -EAGAIN; its caller schedules a fault
+ *   (srdma_odp_fault_later()) and retries: the responder answers the
+ *   request with an RNR NAK, so that the requester sends it again after
+ *   its RNR timer; the requester stops and is run again, or sends again,
+ *   once the fault is done (enum srdma_odp_kick). READ responses are built
+ *   in the read work, which faults the pages itself.
+ *
+ * Lock order: umem_mutex, then the QP lock is never taken inside it;
+ * mr->lock nests inside both.
+ */
+#include <linux/hmm.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <rdma/ib_umem_odp.h>
+
+#include "srdma.h"
+
+/* At most this many fault work items per MR are queued at once. */
+#define SRDMA_ODP_MAX_FAULTS	8
+/* A fault brings in at least this much around the missing bytes. */
+#define SRDMA_ODP_FAULT_SPAN	(256UL << 10)
+
+/* The user address of the first page of @mr's registration. */
+static u64 srdma_odp_base(struct srdma_mr *mr)
+{
+	return mr->odp->umem.address & PAGE_MASK;
+}
+
+/*
+ * Forget the pages of [@start, @end) (user addresses): no copy finds them
+ * from now on. umem_mutex held.
+ */
+static void srdma_odp_forget(struct srdma_mr *mr, u64 start, u64 end)
+{
+	u64 base = srdma_odp_base(mr), addr;
+	unsigned long i;
+
+	start = max(start & PAGE_MASK, base);
+	spin_lock_bh(&mr->lock);
+	for (addr = start; addr < end; addr += PAGE_SIZE) {
+		i = (addr - base) >> PAGE_SHIFT;
+		if (i >= mr->npages)
+			break;
+		mr->pages[i] = NULL;
+	}
+	spin_unlock_bh(&mr->lock);
+}
+
+/*
+ * The MMU notifier: the kernel is about to change or unmap part of the
+ * range. Nothing may touch those pages once this returns.
+ */
+static bool srdma_odp_invalidate(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range,
+				 unsigned long cur_seq)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp,
+					       notifier);
+	struct srdma_mr *mr;
+	u64 start, end;
+
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&odp->umem_mutex);
+	mmu_interval_set_seq(mni, cur_seq);
+	start = max_t(u64, ib_umem_start(odp), range->start);
+	end = min_t(u64, ib_umem_end(odp), range->end);
+	mr = odp->private;	/* set under umem_mutex once pages[] exists */
+	if (mr && start < end) {
+		srdma_odp_forget(mr, start, end);
+		srdma_count(to_sdev(mr->ibmr.device), SRDMA_CNT_ODP_INVAL);
+	}
+	ib_umem_odp_unmap_dma_pages(odp, start, end);
+	mutex_unlock(&odp->umem_mutex);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops srdma_odp_ops = {
+	.invalidate = srdma_odp_invalidate,
+};
+
+/**
+ * srdma_odp_reg() - Set up an on-demand paging MR.
+ * @mr: the MR, its iova and length set
+ * @start: the user address of the memory
+ * @length: its length
+ * @access: IB_ACCESS_* flags, with IB_ACCESS_ON_DEMAND
+ *
+ * No page is mapped: each comes in on first use, or through
+ * ibv_advise_mr(). An implicit MR (the whole address space) is not
+ * supported.
+ *
+ * Context: Process context; sleeps.
+ * Return: 0, -EOPNOTSUPP if the kernel has no on-demand paging or for an
+ * implicit MR, -ENOMEM, or the umem's error.
+ */
+int srdma_odp_reg(struct srdma_mr *mr, u64 start, u64 length, int access)
+{
+	struct ib_umem_odp *odp;
+
+	if (!IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING))
+		return -EOPNOTSUPP;
+	if (!start && length == U64_MAX)
+		return -EOPNOTSUPP;	/* implicit */
+	odp = ib_umem_odp_get(mr->ibmr.device, start, length, access,
+			      &srdma_odp_ops);
+	if (IS_ERR(odp))
+		return PTR_ERR(odp);
+	mr->odp = odp;
+	mr->umem = &odp->umem;
+	mr->page_off = start & ~PAGE_MASK;
+	mr->npages = (PAGE_ALIGN(start + length) - (start & PAGE_MASK)) >>
+		     PAGE_SHIFT;
+	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages),
+			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!mr->pages) {
+		ib_umem_odp_release(odp);
+		mr->odp = NULL;
+		mr->umem = NULL;
+		return -ENOMEM;
+	}
+	mutex_lock(&odp->umem_mutex);
+	odp->private = mr;
+	mutex_unlock(&odp->umem_mutex);
+	return 0;
+}
+
+/**
+ * srdma_odp_release() - Tear down what srdma_odp_reg() set up.
+ * @mr: the MR, with no user left (deregistration waited for them)
+ *
+ * Context: Process context; sleeps.
+ */
+void srdma_odp_release(struct srdma_mr *mr)
+{
+	/* Removes the notifier: no invalidation runs after this. */
+	ib_umem_odp_release(mr->odp);
+	kvfree(mr->pages);
+	mr->pages = NULL;
+	mr->odp = NULL;
+	mr->umem = NULL;
+}
+
+/**
+ * srdma_odp_fault() - Bring part of an on-demand paging MR in.
+ * @mr: the MR, with a reference
+ * @iova: the start of the range, in the MR's iova space
+ * @len: its length, clipped to the MR
+ * @fault: fault pages in; else map only those already present
+ *
+ * A page enters pages[] only with the access the MR needs: writable if
+ * the MR has local write (a read-only mapping, such as the shared zero
+ * page or a page shared after fork, is never written through the MR).
+ *
+ * Context: Process context; sleeps. No spinlock held.
+ * Return: 0, -EFAULT if the range is not in the MR, or the error of
+ * faulting (-EFAULT for memory that is not mapped, -EPERM for memory that
+ * cannot be written, -EBUSY if the range kept changing).
+ */
+int srdma_odp_fault(struct srdma_mr *mr, u64 iova, u64 len, bool fault)
+{
+	struct ib_umem_odp *odp = mr->odp;
+	u64 ustart = odp->umem.address, uend, start, end, addr, base, mstart;
+	bool writable = odp->umem.writable;
+	u64 access = ODP_READ_ALLOWED_BIT;
+	unsigned long i, pfn_idx, dma_idx;
+	dma_addr_t dma;
+	int ret;
+
+	if (iova < mr->iova || iova - mr->iova >= mr->length)
+		return -EFAULT;
+	len = min(len, mr->length - (iova - mr->iova));
+	start = ustart + (iova - mr->iova);
+	end = start + len;
+	uend = ustart + mr->length;
+	if (writable)
+		access |= ODP_WRITE_ALLOWED_BIT;
+	/* The umem's pages may be huge: map whole ones of them. */
+	start = max_t(u64, ALIGN_DOWN(start, 1UL << odp->page_shift),
+		      ib_umem_start(odp));
+	end = min_t(u64, ALIGN(end, 1UL << odp->page_shift), ib_umem_end(odp));
+	ret = ib_umem_odp_map_dma_and_lock(odp, start, end - start, access,
+					   fault);
+	if (ret < 0)
+		return ret;
+	/* umem_mutex held: no invalidation until the pages are listed. */
+	base = srdma_odp_base(mr);
+	mstart = max(start, base);
+	spin_lock_bh(&mr->lock);
+	if (iova < mr->odp_bad_end && iova + len > mr->odp_bad_start)
+		mr->odp_bad_end = 0;	/* it may be mapped now */
+	for (addr = mstart; addr < end && addr < PAGE_ALIGN(uend);
+	     addr += PAGE_SIZE) {
+		i = (addr - base) >> PAGE_SHIFT;
+		pfn_idx = (addr - ib_umem_start(odp)) >> PAGE_SHIFT;
+		dma_idx = (addr - ib_umem_start(odp)) >> odp->page_shift;
+		if (i >= mr->npages)
+			break;
+		dma = odp->dma_list[dma_idx];
+		if (!dma || (writable && !(dma & ODP_WRITE_ALLOWED_BIT)) ||
+		    !(odp->pfn_list[pfn_idx] & HMM_PFN_VALID))
+			continue;
+		mr->pages[i] = hmm_pfn_to_page(odp->pfn_list[pfn_idx]);
+	}
+	spin_unlock_bh(&mr->lock);
+	mutex_unlock(&odp->umem_mutex);
+	srdma_count(to_sdev(mr->ibmr.device), SRDMA_CNT_ODP_FAULT);
+	return 0;
+}
+
+/**
+ * srdma_odp_missing() - The error of a copy that found a page missing.
+ * @mr: the on-demand paging MR, its lock held
+ * @iova: the first byte not present
+ *
+ * Context: Any context, @mr's lock held.
+ * Return: -EFAULT if the last fault of that byte failed (an access
+ * error), else -EAGAIN (queue a fault and try again).
+ */
+int srdma_odp_missing(struct srdma_mr *mr, u64 iova)
+{
+	lockdep_assert_held(&mr->lock);
+	if (iova >= mr->odp_bad_start && iova < mr->odp_bad_end)
+		return -EFAULT;
+	return -EAGAIN;
+}
+
+/* A fault srdma_odp_fault_later() queued. */
+struct srdma_odp_work {
+	struct work_struct work;
+	struct srdma_mr *mr;		/* with a reference */
+	struct srdma_qp *qp;		/* with a reference, or NULL */
+	u64 iova;
+	u32 len;
+	enum srdma_odp_kick kick;
+};
+
+static void srdma_odp_work(struct work_struct *work)
+{
+	struct srdma_odp_work *w = container_of(work, struct srdma_odp_work,
+						work);
+	struct srdma_mr *mr = w->mr;
+	struct srdma_qp *qp = w->qp;
+	u64 start, end;
+	int err;
+
+	/*
+	 * A span around the bytes missed: the next ones are likely next.
+	 * srdma_odp_fault() clips it to the MR.
+	 */
+	start = max(ALIGN_DOWN(w->iova, SRDMA_ODP_FAULT_SPAN), mr->iova);
+	end = w->iova + w->len;	/* both within the MR: no overflow */
+	if (end - start < SRDMA_ODP_FAULT_SPAN)
+		end = start + SRDMA_ODP_FAULT_SPAN;
+	if (end < start)
+		end = U64_MAX;
+	err = srdma_odp_fault(mr, start, end - start, true);
+	if (err && (start != w->iova || end - start != w->len))
+		err = srdma_odp_fault(mr, w->iova, w->len, true);
+	if (err) {
+		srdma_dbg_mr(mr, "fault of %#llx+%u: %d\n", w->iova, w->len,
+			     err);
+		/* Not mapped, or not writable: an access error next time. */
+		if (err != -EBUSY && err != -ENOMEM) {
+			spin_lock_bh(&mr->lock);
+			mr->odp_bad_start = w->iova;
+			mr->odp_bad_end = w->iova + w->len;
+			spin_unlock_bh(&mr->lock);
+		}
+	}
+	atomic_dec(&mr->odp_faults);
+	srdma_mr_put(mr);
+	if (qp) {
+		spin_lock_bh(&qp->lock);
+		if (w->kick == SRDMA_ODP_KICK_RESEND)
+			srdma_req_resend_now(qp);
+		else if (w->kick == SRDMA_ODP_KICK_RUN)
+			srdma_req_run(qp);
+		spin_unlock_bh(&qp->lock);
+		srdma_qp_put(qp);
+	}
+	kfree(w);
+}
+
+/**
+ * srdma_odp_fault_later() - Queue a fault for bytes a copy found missing.
+ * @qp: the QP that missed them, or NULL
+ * @mr: the on-demand paging MR (a reference is taken)
+ * @iova: the first byte missed
+ * @len: how many
+ * @kick: what to do for @qp once the fault is done
+ *
+ * Nothing is queued if the MR has enough faults queued already, or there
+ * is no memory: whoever missed retries, and misses again.
+ *
+ * Context: Any context.
+ */
+void srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
+			   u64 iova, u32 len, enum srdma_odp_kick kick)
+{
+	struct srdma_odp_work *w;
+
+	srdma_count(to_sdev(mr->ibmr.device), SRDMA_CNT_ODP_MISS);
+	if (!mr->odp ||
+	    atomic_inc_return(&mr->odp_faults) > SRDMA_ODP_MAX_FAULTS)
+		goto out_dec;
+	w = kzalloc(sizeof(*w), GFP_ATOMIC);
+	if (!w)
+		goto out_dec;
+	if (!refcount_inc_not_zero(&mr->ref))
+		goto out_free;
+	if (qp && kick != SRDMA_ODP_KICK_NONE &&
+	    refcount_inc_not_zero(&qp->ref))
+		w->qp = qp;
+	w->mr = mr;
+	w->iova = iova;
+	w->len = len;
+	w->kick = kick;
+	INIT_WORK(&w->work, srdma_odp_work);
+	queue_work(srdma_wq, &w->work);
+	return;
+
+out_free:
+	kfree(w);
+out_dec:
+	if (mr->odp)
+		atomic_dec(&mr->odp_faults);
+}
+
+/**
+ * srdma_advise_mr() - ib_device_ops.advise_mr: prefetch on-demand pages.
+ * @ibpd: the PD the SGEs' MRs must belong to
+ * @advice: PREFETCH (read), PREFETCH_WRITE or PREFETCH_NO_FAULT (map only
+ *	    what is present)
+ * @flags: IB_UVERBS_ADVISE_MR_FLAG_FLUSH or 0; srdma always prefetches
+ *	   before it returns
+ * @sg_list: the ranges, by lkey
+ * @num_sge: how many
+ * @attrs: unused
+ *
+ * Context: Process context; sleeps.
+ * Return: 0; -EINVAL for an unknown advice, or an SGE that names no
+ * on-demand MR of @ibpd or a range outside it; -EFAULT for memory that
+ * cannot be faulted in.
+ */
+int srdma_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs)
+{
+	struct srdma_dev *sdev = to_sdev(ibpd->device);
+	bool fault = advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
+	struct srdma_mr *mr;
+	int err = 0;
+	u32 i;
+
+	if (advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return -EINVAL;
+	for (i = 0; i < num_sge && !err; i++) {
+		mr = srdma_mr_get(sdev, sg_list[i].lkey, false);
+		if (!mr) {
+			srdma_dbg(sdev, "advise_mr: no MR of lkey %#x\n",
+				  sg_list[i].lkey);
+			return -EINVAL;
+		}
+		if (!mr->odp || mr->ibmr.pd != ibpd ||
+		    srdma_mr_range_ok(mr, sg_list[i].addr, sg_list[i].length,
+				      0)) {
+			srdma_dbg_mr(mr, "advise_mr: %#llx+%u refused\n",
+				     sg_list[i].addr, sg_list[i].length);
+			err = -EINVAL;
+		} else if (sg_list[i].length) {
+			err = srdma_odp_fault(mr, sg_list[i].addr,
+					      sg_list[i].length, fault);
+		}
+		srdma_mr_put(mr);
+	}
+	return err;
+}
+
+/**
+ * srdma_odp_query() - The on-demand paging capabilities, for query_device.
+ * @attr: the attributes being filled in
+ *
+ * RC: SEND, RECV (also through an SRQ), WRITE, READ and atomics; UD:
+ * SEND and RECV. No implicit MRs.
+ */
+void srdma_odp_query(struct ib_device_attr *attr)
+{
+	u32 rc = IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+		 IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
+		 IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
+
+	if (!IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING))
+		return;
+	attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
+	attr->odp_caps.general_caps = IB_ODP_SUPPORT;
+	attr->odp_caps.per_transport_caps.rc_odp_caps = rc;
+	attr->odp_caps.per_transport_caps.ud_odp_caps = IB_ODP_SUPPORT_SEND |
+							 IB_ODP_SUPPORT_RECV |
+							 IB_ODP_SUPPORT_SRQ_RECV;
+}
