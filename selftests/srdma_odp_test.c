@@ -265,7 +265,7 @@ TEST_F(odp, write)
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qb));
 }
 
-/* READ from pages not present into pages not present, twice. */
+/* READ from pages not present into pages not present, short and long. */
 TEST_F(odp, read)
 {
 	char *src = keep(self, fresh_pattern(0x30));
@@ -278,6 +278,12 @@ TEST_F(odp, read)
 	dmr = reg(self, dst, ACCESS_ODP);
 	ASSERT_NE(NULL, smr) TH_LOG("read-only ODP MR: %s", strerror(errno));
 	ASSERT_NE(NULL, dmr);
+	/* Short: answered at once, unless the pages must come in first. */
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 1, dmr, dst, 512,
+			  smr, src));
+	EXPECT_REQ_WC(1, IBV_WC_RDMA_READ, 512);
+	EXPECT_TRUE(is_pattern((unsigned char *)dst, 0, 512, 0x30));
+	/* Long: answered by the read work, the rest of the pages missing. */
 	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 2, dmr, dst, LEN,
 			  smr, src));
 	EXPECT_REQ_WC(2, IBV_WC_RDMA_READ, LEN);

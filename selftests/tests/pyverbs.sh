@@ -31,7 +31,9 @@ exec {pyverbs_out}>&1
 # random, and the ibv_qp_ex posting API), RC atomics and ATOMIC WRITE
 # (the XRC ones skip: srdma has no XRC), UC QPs, QP creation and query
 # with the caps written back (max_inline_data among them), memory
-# windows of both types, CQ resizing, and parent domains (with huge pages).
+# windows of both types, CQ resizing, parent domains (with huge pages),
+# and on-demand paging (RC, UD, SRQ, huge pages, prefetch; not implicit
+# MRs, not XRC).
 PYVERBS_SRDMA_MUST_PASS=(
 	test_parent_domain.ParentDomainTrafficTest.test_without_allocators_rc_traffic
 	test_parent_domain.ParentDomainTrafficTest.test_default_allocators_rc_traffic
@@ -109,6 +111,19 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_mr.MRTest.test_mr_rereg_pd
 	test_mr.MRTest.test_mr_rereg_addr
 	test_cq.CQTest.test_resize_cq
+	test_odp.OdpTestCase.test_odp_rc_traffic
+	test_odp.OdpTestCase.test_odp_rc_atomic_cmp_and_swp
+	test_odp.OdpTestCase.test_odp_rc_atomic_fetch_and_add
+	test_odp.OdpTestCase.test_odp_rc_rdma_read
+	test_odp.OdpTestCase.test_odp_rc_rdma_write
+	test_odp.OdpTestCase.test_odp_ud_traffic
+	test_odp.OdpTestCase.test_odp_rc_srq_traffic
+	test_odp.OdpTestCase.test_odp_rc_huge_traffic
+	test_odp.OdpTestCase.test_odp_rc_huge_user_addr_traffic
+	test_odp.OdpTestCase.test_odp_sync_prefetch_rc_traffic
+	test_odp.OdpTestCase.test_odp_async_prefetch_rc_traffic
+	test_odp.OdpTestCase.test_odp_prefetch_sync_no_page_fault_rc_traffic
+	test_odp.OdpTestCase.test_odp_prefetch_async_no_page_fault_rc_traffic
 )
 
 # Tests rdma_rxe passes that srdma0 may not, each with the reason. Every

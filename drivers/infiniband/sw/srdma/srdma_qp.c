@@ -698,11 +698,16 @@ static int srdma_qp_check_attr(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
 	    attr->max_dest_rd_atomic > SRDMA_MAX_RD_ATOM)
 		return -EINVAL;
+	/*
+	 * Local write and on-demand paging mean nothing for a QP; accepted,
+	 * as hardware drivers do (rdma-core's tests pass an ODP MR's flags).
+	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
 	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
 				       IB_ACCESS_REMOTE_READ |
 				       IB_ACCESS_REMOTE_ATOMIC |
-				       IB_ACCESS_LOCAL_WRITE)))
+				       IB_ACCESS_LOCAL_WRITE |
+				       IB_ACCESS_ON_DEMAND)))
 		return -EINVAL;
 	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > SRDMA_QPN_MASK)
 		return -EINVAL;

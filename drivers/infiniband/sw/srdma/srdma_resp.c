@@ -913,12 +913,24 @@ static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job,
 			       struct srdma_pkt *pkt)
 {
 	u32 npkts = srdma_npkts(job->len, job->mtu), msn, off, i;
+	int err;
 
 	/* The MSN counts this READ as done. */
 	msn = srdma_psn_diff(pkt->psn, qp->epsn) < 0 ? qp->msn :
 	      srdma_resp_msn_next(qp);
 	for (off = 0, i = 0; i < npkts; i++, off += job->mtu) {
-		if (srdma_read_resp_pkt(qp, job, off, npkts, msn) == -EACCES) {
+		err = srdma_read_resp_pkt(qp, job, off, npkts, msn);
+		if (err == -EAGAIN) {
+			/*
+			 * On-demand pages not present: the read work faults
+			 * them in and answers it whole (a response already
+			 * sent goes again, a duplicate to the requester).
+			 */
+			qp->rd_prod++;
+			queue_work(srdma_wq, &qp->read_work);
+			return 0;
+		}
+		if (err == -EACCES) {
 			srdma_read_access_err(qp, job, off);
 			return -EACCES;
 		}
