@@ -504,6 +504,8 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 	if (!len)
 		return 0;	/* a READ of nothing has no MR */
 	if (src->inline_data) {	/* always copied: @buf */
+		if (!buf)
+			return -EOPNOTSUPP;	/* the caller copies */
 		memcpy(buf, src->inline_data + src->off, len);
 		return 0;
 	}
