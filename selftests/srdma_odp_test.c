@@ -487,13 +487,15 @@ TEST_F(odp, prefetch_refused)
 
 /*
  * Memory unmapped under an MR: a WRITE into it is a remote access error
- * (the fault fails), not an endless RNR wait; the target QP fails.
+ * (the fault fails), not an endless RNR wait; the target QP fails. Once
+ * mapped again, the MR works again (the failure is not remembered).
  */
 TEST_F(odp, unmapped)
 {
 	char *src = keep(self, fresh_pattern(0x40));
 	char *dst = fresh();
 	struct ibv_mr *smr, *dmr;
+	struct ibv_qp_attr a = {};
 	struct ibv_wc wc;
 
 	ASSERT_NE(NULL, src);
@@ -511,6 +513,25 @@ TEST_F(odp, unmapped)
 	EXPECT_EQ(12, wc.wr_id);
 	EXPECT_EQ(self->qa->qp_num, wc.qp_num);
 	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qb));
+
+	/* Mapped again: the same MR works again on a new connection. */
+	ASSERT_EQ(dst, mmap(dst, LEN, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	keep(self, dst);
+	a.qp_state = IBV_QPS_RESET;
+	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, IBV_QP_STATE));
+	ASSERT_EQ(0, ibv_modify_qp(self->qb, &a, IBV_QP_STATE));
+	while (ibv_poll_cq(self->ca, 1, &wc) > 0 ||
+	       ibv_poll_cq(self->cb, 1, &wc) > 0)
+		;
+	ASSERT_EQ(0, connect_to(self->qa, self->qb->qp_num, self->gidx,
+				&self->gid));
+	ASSERT_EQ(0, connect_to(self->qb, self->qa->qp_num, self->gidx,
+				&self->gid));
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 14, smr, src, 4096,
+			  dmr, dst + 8192));
+	EXPECT_REQ_WC(14, IBV_WC_RDMA_WRITE, 0);
+	EXPECT_TRUE(is_pattern((unsigned char *)dst + 8192, 0, 4096, 0x40));
 }
 
 /* What on-demand MRs refuse, with the errno. */

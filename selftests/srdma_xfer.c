@@ -4,8 +4,8 @@
  * devices (srdma or any other, such as rdma_rxe), over one TCP control
  * connection.
  *
- *   server: srdma_xfer -d DEV [-g GIDX] [-p PORT]
- *   client: srdma_xfer -d DEV [-g GIDX] [-p PORT] [-t TEST] [-S PID]
+ *   server: srdma_xfer -d DEV [-g GIDX] [-p PORT] [-O]
+ *   client: srdma_xfer -d DEV [-g GIDX] [-p PORT] [-t TEST] [-S PID] [-O]
  *                      [-m MAXSIZE] HOST
  *
  * The client runs the tests and prints one KTAP line per test; it exits 0
@@ -19,6 +19,8 @@
  * the client, which prints it.
  *
  * -S PID: SIGSTOP PID (the server) around the one_sided test.
+ * -O: this side's MRs are on-demand paging MRs (IBV_ACCESS_ON_DEMAND) over
+ *     memory not touched before (its pages come in as srdma needs them).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,6 +111,7 @@ static const char *devname = "srdma0";
 static uint32_t max_size = 1u << 20;
 static int gid_index = 1;
 static const char *port = "18515";
+static bool odp;		/* -O: on-demand paging MRs */
 static int verbose;
 /*
  * The local device is srdma. Then the two RC receive completion fields
@@ -385,16 +389,20 @@ static void conn_setup(struct conn *c)
 	c->pd = ibv_alloc_pd(c->ctx);
 	if (!c->pd)
 		die("alloc_pd: %s", strerror(errno));
-	c->buf = aligned_alloc(4096, BUF_SIZE);
-	c->ro_buf = aligned_alloc(4096, RO_SIZE);
-	if (!c->buf || !c->ro_buf)
+	/* Fresh anonymous memory: zero, and with -O not present yet. */
+	c->buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	c->ro_buf = mmap(NULL, RO_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c->buf == MAP_FAILED || c->ro_buf == MAP_FAILED)
 		die("no memory");
-	memset(c->buf, 0, BUF_SIZE);
 	pattern(c->ro_buf, RO_SIZE, 4242);
 	c->mr = ibv_reg_mr(c->pd, c->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   (odp ? IBV_ACCESS_ON_DEMAND : 0));
 	c->ro_mr = ibv_reg_mr(c->pd, c->ro_buf, RO_SIZE,
-			      IBV_ACCESS_REMOTE_READ);
+			      IBV_ACCESS_REMOTE_READ |
+			      (odp ? IBV_ACCESS_ON_DEMAND : 0));
 	if (!c->mr || !c->ro_mr)
 		die("reg_mr: %s", strerror(errno));
 	c->cq = ibv_create_cq(c->ctx, 256, NULL, NULL, 0);
@@ -462,8 +470,8 @@ static void conn_close(struct conn *c)
 	ibv_dereg_mr(c->ro_mr);
 	ibv_dealloc_pd(c->pd);
 	ibv_close_device(c->ctx);
-	free(c->buf);
-	free(c->ro_buf);
+	munmap(c->buf, BUF_SIZE);
+	munmap(c->ro_buf, RO_SIZE);
 	close(c->sock);
 }
 
@@ -1238,7 +1246,7 @@ int main(int argc, char **argv)
 
 	srand(getpid() ^ time(NULL));
 	slow = srdma_test_slow();
-	while ((opt = getopt(argc, argv, "d:g:p:t:S:m:v")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:t:S:m:vO")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
@@ -1247,8 +1255,9 @@ int main(int argc, char **argv)
 		case 'S': stop_pid = atoi(optarg); break;
 		case 'm': max_size = strtoul(optarg, NULL, 0); break;
 		case 'v': verbose = 1; break;
+		case 'O': odp = true; break;
 		default:
-			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-t TESTS] [-S PID] [HOST]\n",
+			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-t TESTS] [-S PID] [-O] [HOST]\n",
 				argv[0]);
 			return 2;
 		}

@@ -44,6 +44,22 @@ test_rc_xfer() {
 	[ "$(counter remote_access_errors)" -ge 4 ] || fail "access errors not counted"
 }
 
+# The same with on-demand paging MRs on both sides (srdma_xfer -O), over
+# memory never touched: every test's pages come in as srdma needs them.
+test_rc_xfer_odp() {
+	setup_bound_veth || fail "link add"
+	srdma_xfer -d srdma0 -O > /tmp/server.log 2>&1 &
+	spid=$!
+	sleep 1
+	timeout 300 srdma_xfer -d srdma0 -O 127.0.0.1
+	rc=$?
+	kill $spid
+	[ $rc = 0 ] || fail "srdma_xfer -O"
+	[ "$(counter odp_misses)" -gt 0 ] || fail "no page missed"
+	[ "$(counter odp_faults)" -gt 0 ] || fail "no page faulted in"
+	echo "# odp_misses $(counter odp_misses), odp_faults $(counter odp_faults), rnr_nak_sent $(counter rnr_nak_sent)"
+}
+
 perf_pair() {	# perf_pair TOOL ARGS...
 	client_server "$* $PERF_ARGS" "$* $PERF_ARGS 127.0.0.1" 120 ||
 		fail "$1"

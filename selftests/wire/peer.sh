@@ -67,6 +67,10 @@ PP="ibv_rc_pingpong -d $dev -g $gidx"
 QPT=$((14 + ${SRDMA_TEST_SLOW:-0}))
 [ -n "$loss" ] && QPT=$((QPT + 1))
 PF="-d $dev -x $gidx -F -u $QPT"
+# On-demand paging MRs on the srdma side (rdma_rxe 6.1 has none): each
+# ODP run's other side registers plain memory. srdma_xfer -O checks every
+# byte; perftest's --odp runs only count.
+if [ "$kind" = srdma ]; then ODP_PF=--odp ODP_XFER=-O; else ODP_PF= ODP_XFER=; fi
 # UD: the port MTU is 1024 at eth0's 1500. A datagram the QEMU wire drops
 # is gone for good (no retransmission in UD): ibv_ud_pingpong then waits
 # until its timeout, so it runs only 20 round trips.
@@ -144,6 +148,10 @@ server_side() {
 		p=$((p + 1))
 		timeout 120 $t $PF -p $p -s 2 -n 100 > /dev/null 2>&1
 	done
+	for t in ib_write_bw ib_read_bw; do
+		p=$((p + 1))
+		timeout 120 $t $PF -p $p -s 65536 -n 50 $ODP_PF > /dev/null 2>&1
+	done
 	perf_atomic_server_side
 	counter_server_side ""
 	cm_server_side
@@ -151,8 +159,10 @@ server_side() {
 	mckey_server_side
 	srdma_xfer -d "$dev" -g "$gidx" > /dev/null 2>&1 &
 	xpid=$!
+	srdma_xfer -d "$dev" -g "$gidx" -p 18516 $ODP_XFER > /dev/null 2>&1 &
+	opid=$!
 	barrier wait 18999
-	kill $xpid
+	kill $xpid $opid
 }
 
 # perftest's atomics, both kinds; ":" stands for a space.
@@ -459,6 +469,12 @@ client_side() {
 		retry timeout 120 $t $PF -p $p -s 2 -n 100 "$peer"; report $? "$tag.$t"
 		grep -E '^ *2 ' /tmp/client.log | sed "s/^/# $t: /"
 	done
+	for t in ib_write_bw ib_read_bw; do
+		p=$((p + 1))
+		retry timeout 120 $t $PF -p $p -s 65536 -n 50 $ODP_PF "$peer"
+		report $? "$tag.${t}_odp"
+		grep -E '^ *65536 ' /tmp/client.log | sed "s/^/# ${t}_odp: /"
+	done
 	perf_atomic_client_side
 	counter_client_side
 	cm_client_side
@@ -466,6 +482,9 @@ client_side() {
 	mckey_client_side
 	timeout 600 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send,write_imm,bad_rkey_write,bad_rkey_read,out_of_range,no_write_access,read_only_mr_read "$peer" > /tmp/client.log 2>&1
 	report $? "$tag.xfer"
+	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20
+	timeout 600 srdma_xfer -d "$dev" -g "$gidx" -p 18516 $ODP_XFER -t write,read,send,write_imm,read_only_mr_read "$peer" > /tmp/client.log 2>&1
+	report $? "$tag.xfer_odp"
 	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20
 	barrier signal "$peer" 18999
 }

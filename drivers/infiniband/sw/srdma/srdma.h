@@ -211,6 +211,8 @@ struct srdma_dev {
 	struct xarray ah_xa;
 	u32 ah_next;			/* next AH number, under ah_xa's lock */
 	atomic64_t counters[SRDMA_NUM_COUNTERS];
+	/* Bytes registered on demand, against odp_max_mb (srdma_odp.c). */
+	atomic64_t odp_bytes;
 	atomic_t res_used[SRDMA_NUM_RES];	/* objects that exist */
 	u32 res_max[SRDMA_NUM_RES];		/* set at creation, then fixed */
 	struct net_device *ndev;	/* counted, see ndev_tracker */
@@ -685,6 +687,17 @@ struct srdma_qp {
 	 * with IRQs off (srdma_qp_lock_post()).
 	 */
 	struct work_struct send_work;
+	/*
+	 * On-demand paging (srdma_odp.c): the fault of the pages the
+	 * requester missed, then its kick. Queued with a reference on the
+	 * QP and one on odp_mr; the fields are under the QP lock.
+	 */
+	struct work_struct odp_work;
+	struct srdma_mr *odp_mr;
+	u64 odp_iova;
+	u32 odp_len;
+	enum srdma_odp_kick odp_kick;
+	bool odp_queued;
 	/* GSI: on srdma_gsi_list (RCU readers; srdma_gsi_mutex writers). */
 	struct list_head gsi_node;
 	/* UD: its srdma_mca attachments, under srdma_mcast_mutex. */
@@ -1040,6 +1053,7 @@ int srdma_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
 void srdma_odp_query(struct ib_device_attr *attr);
+void srdma_odp_qp_work(struct work_struct *work);
 
 /* srdma_mw.c */
 int srdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);

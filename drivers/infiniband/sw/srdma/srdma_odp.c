@@ -29,15 +29,29 @@
  */
 #include <linux/hmm.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <rdma/ib_umem_odp.h>
 
 #include "srdma.h"
 
-/* At most this many fault work items per MR are queued at once. */
+/* At most this many fault work items per MR are queued for responders. */
 #define SRDMA_ODP_MAX_FAULTS	8
 /* A fault brings in at least this much around the missing bytes. */
 #define SRDMA_ODP_FAULT_SPAN	(256UL << 10)
+/*
+ * Faults map at most this much at a time, and lists are filled or cleared
+ * this many pages at a time under the MR lock, so that a large MR never
+ * keeps bottom halves off for long.
+ */
+#define SRDMA_ODP_FAULT_CHUNK	(4UL << 20)
+#define SRDMA_ODP_LOCK_PAGES	1024
+
+static unsigned int odp_max_mb = 16384;
+module_param(odp_max_mb, uint, 0444);
+MODULE_PARM_DESC(odp_max_mb,
+		 "MiB registered on demand per device at most (default 16384)");
 
 /* The user address of the first page of @mr's registration. */
 static u64 srdma_odp_base(struct srdma_mr *mr)
@@ -47,12 +61,14 @@ static u64 srdma_odp_base(struct srdma_mr *mr)
 
 /*
  * Forget the pages of [@start, @end) (user addresses): no copy finds them
- * from now on. umem_mutex held.
+ * from now on. umem_mutex held: the pages stay mapped until the caller
+ * unmaps them, after this returns, so the lock may be dropped between
+ * batches.
  */
 static void srdma_odp_forget(struct srdma_mr *mr, u64 start, u64 end)
 {
 	u64 base = srdma_odp_base(mr), addr;
-	unsigned long i;
+	unsigned long i, n = 0;
 
 	start = max(start & PAGE_MASK, base);
 	spin_lock_bh(&mr->lock);
@@ -61,6 +77,11 @@ static void srdma_odp_forget(struct srdma_mr *mr, u64 start, u64 end)
 		if (i >= mr->npages)
 			break;
 		mr->pages[i] = NULL;
+		if (++n % SRDMA_ODP_LOCK_PAGES == 0) {
+			spin_unlock_bh(&mr->lock);
+			cond_resched();
+			spin_lock_bh(&mr->lock);
+		}
 	}
 	spin_unlock_bh(&mr->lock);
 }
@@ -107,24 +128,37 @@ static const struct mmu_interval_notifier_ops srdma_odp_ops = {
  *
  * No page is mapped: each comes in on first use, or through
  * ibv_advise_mr(). An implicit MR (the whole address space) is not
- * supported.
+ * supported. The lists of pages (the RDMA core's and srdma's, 24 bytes a
+ * page) are kernel memory that nothing pins: a device takes odp_max_mb of
+ * registrations at most.
  *
  * Context: Process context; sleeps.
  * Return: 0, -EOPNOTSUPP if the kernel has no on-demand paging or for an
- * implicit MR, -ENOMEM, or the umem's error.
+ * implicit MR, -ENOMEM (also over odp_max_mb), or the umem's error.
  */
 int srdma_odp_reg(struct srdma_mr *mr, u64 start, u64 length, int access)
 {
+	struct srdma_dev *sdev = to_sdev(mr->ibmr.device);
 	struct ib_umem_odp *odp;
+	int err;
 
 	if (!IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING))
 		return -EOPNOTSUPP;
 	if (!start && length == U64_MAX)
 		return -EOPNOTSUPP;	/* implicit */
+	if (atomic64_add_return(length, &sdev->odp_bytes) >
+	    (s64)odp_max_mb << 20) {
+		srdma_dbg(sdev, "reg_mr: over odp_max_mb (%u MiB on demand)\n",
+			  odp_max_mb);
+		err = -ENOMEM;
+		goto err_uncount;
+	}
 	odp = ib_umem_odp_get(mr->ibmr.device, start, length, access,
 			      &srdma_odp_ops);
-	if (IS_ERR(odp))
-		return PTR_ERR(odp);
+	if (IS_ERR(odp)) {
+		err = PTR_ERR(odp);
+		goto err_uncount;
+	}
 	mr->odp = odp;
 	mr->umem = &odp->umem;
 	mr->page_off = start & ~PAGE_MASK;
@@ -133,15 +167,21 @@ int srdma_odp_reg(struct srdma_mr *mr, u64 start, u64 length, int access)
 	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages),
 			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!mr->pages) {
-		ib_umem_odp_release(odp);
-		mr->odp = NULL;
-		mr->umem = NULL;
-		return -ENOMEM;
+		err = -ENOMEM;
+		goto err_release;
 	}
 	mutex_lock(&odp->umem_mutex);
 	odp->private = mr;
 	mutex_unlock(&odp->umem_mutex);
 	return 0;
+
+err_release:
+	ib_umem_odp_release(odp);
+	mr->odp = NULL;
+	mr->umem = NULL;
+err_uncount:
+	atomic64_sub(length, &sdev->odp_bytes);
+	return err;
 }
 
 /**
@@ -158,6 +198,51 @@ void srdma_odp_release(struct srdma_mr *mr)
 	mr->pages = NULL;
 	mr->odp = NULL;
 	mr->umem = NULL;
+	atomic64_sub(mr->length, &to_sdev(mr->ibmr.device)->odp_bytes);
+}
+
+/*
+ * Map the user range [@start, @end), within the umem and aligned to its
+ * pages, and list its pages in pages[]. umem_mutex is held from the
+ * mapping to the end of the listing: no invalidation comes between.
+ */
+static int srdma_odp_map(struct srdma_mr *mr, u64 start, u64 end, bool fault)
+{
+	struct ib_umem_odp *odp = mr->odp;
+	u64 base = srdma_odp_base(mr), addr, access = ODP_READ_ALLOWED_BIT;
+	u64 uend = PAGE_ALIGN(odp->umem.address + mr->length);
+	bool writable = odp->umem.writable;
+	unsigned long i, pfn_idx, dma_idx, n = 0;
+	dma_addr_t dma;
+	int ret;
+
+	if (writable)
+		access |= ODP_WRITE_ALLOWED_BIT;
+	ret = ib_umem_odp_map_dma_and_lock(odp, start, end - start, access,
+					   fault);
+	if (ret < 0)
+		return ret;
+	spin_lock_bh(&mr->lock);
+	for (addr = max(start, base); addr < end && addr < uend;
+	     addr += PAGE_SIZE) {
+		i = (addr - base) >> PAGE_SHIFT;
+		pfn_idx = (addr - ib_umem_start(odp)) >> PAGE_SHIFT;
+		dma_idx = (addr - ib_umem_start(odp)) >> odp->page_shift;
+		if (i >= mr->npages)
+			break;
+		dma = odp->dma_list[dma_idx];
+		/* Only with the access the MR needs: never a read-only page. */
+		if (dma && (!writable || (dma & ODP_WRITE_ALLOWED_BIT)) &&
+		    (odp->pfn_list[pfn_idx] & HMM_PFN_VALID))
+			mr->pages[i] = hmm_pfn_to_page(odp->pfn_list[pfn_idx]);
+		if (++n % SRDMA_ODP_LOCK_PAGES == 0) {
+			spin_unlock_bh(&mr->lock);
+			spin_lock_bh(&mr->lock);
+		}
+	}
+	spin_unlock_bh(&mr->lock);
+	mutex_unlock(&odp->umem_mutex);
+	return 0;
 }
 
 /**
@@ -170,20 +255,18 @@ void srdma_odp_release(struct srdma_mr *mr)
  * A page enters pages[] only with the access the MR needs: writable if
  * the MR has local write (a read-only mapping, such as the shared zero
  * page or a page shared after fork, is never written through the MR).
+ * Large ranges are mapped a piece at a time.
  *
  * Context: Process context; sleeps. No spinlock held.
- * Return: 0, -EFAULT if the range is not in the MR, or the error of
- * faulting (-EFAULT for memory that is not mapped, -EPERM for memory that
- * cannot be written, -EBUSY if the range kept changing).
+ * Return: 0, -EFAULT if the range is not in the MR, -EINTR if a fatal
+ * signal came, or the error of faulting (-EFAULT for memory that is not
+ * mapped, -EPERM for memory that cannot be written, -EBUSY if the range
+ * kept changing).
  */
 int srdma_odp_fault(struct srdma_mr *mr, u64 iova, u64 len, bool fault)
 {
 	struct ib_umem_odp *odp = mr->odp;
-	u64 ustart = odp->umem.address, uend, start, end, addr, base, mstart;
-	bool writable = odp->umem.writable;
-	u64 access = ODP_READ_ALLOWED_BIT;
-	unsigned long i, pfn_idx, dma_idx;
-	dma_addr_t dma;
+	u64 ustart = odp->umem.address, start, end, piece, next;
 	int ret;
 
 	if (iova < mr->iova || iova - mr->iova >= mr->length)
@@ -191,38 +274,22 @@ int srdma_odp_fault(struct srdma_mr *mr, u64 iova, u64 len, bool fault)
 	len = min(len, mr->length - (iova - mr->iova));
 	start = ustart + (iova - mr->iova);
 	end = start + len;
-	uend = ustart + mr->length;
-	if (writable)
-		access |= ODP_WRITE_ALLOWED_BIT;
 	/* The umem's pages may be huge: map whole ones of them. */
 	start = max_t(u64, ALIGN_DOWN(start, 1UL << odp->page_shift),
 		      ib_umem_start(odp));
 	end = min_t(u64, ALIGN(end, 1UL << odp->page_shift), ib_umem_end(odp));
-	ret = ib_umem_odp_map_dma_and_lock(odp, start, end - start, access,
-					   fault);
-	if (ret < 0)
-		return ret;
-	/* umem_mutex held: no invalidation until the pages are listed. */
-	base = srdma_odp_base(mr);
-	mstart = max(start, base);
-	spin_lock_bh(&mr->lock);
-	if (iova < mr->odp_bad_end && iova + len > mr->odp_bad_start)
-		mr->odp_bad_end = 0;	/* it may be mapped now */
-	for (addr = mstart; addr < end && addr < PAGE_ALIGN(uend);
-	     addr += PAGE_SIZE) {
-		i = (addr - base) >> PAGE_SHIFT;
-		pfn_idx = (addr - ib_umem_start(odp)) >> PAGE_SHIFT;
-		dma_idx = (addr - ib_umem_start(odp)) >> odp->page_shift;
-		if (i >= mr->npages)
-			break;
-		dma = odp->dma_list[dma_idx];
-		if (!dma || (writable && !(dma & ODP_WRITE_ALLOWED_BIT)) ||
-		    !(odp->pfn_list[pfn_idx] & HMM_PFN_VALID))
-			continue;
-		mr->pages[i] = hmm_pfn_to_page(odp->pfn_list[pfn_idx]);
+	piece = max(SRDMA_ODP_FAULT_CHUNK, 1UL << odp->page_shift);
+	for (; start < end; start = next) {
+		next = end - start > piece ? start + piece : end;
+		ret = srdma_odp_map(mr, start, next, fault);
+		if (ret)
+			return ret;
+		if (next < end) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			cond_resched();
+		}
 	}
-	spin_unlock_bh(&mr->lock);
-	mutex_unlock(&odp->umem_mutex);
 	srdma_count(to_sdev(mr->ibmr.device), SRDMA_CNT_ODP_FAULT);
 	return 0;
 }
@@ -233,25 +300,56 @@ int srdma_odp_fault(struct srdma_mr *mr, u64 iova, u64 len, bool fault)
  * @iova: the first byte not present
  *
  * Context: Any context, @mr's lock held.
- * Return: -EFAULT if the last fault of that byte failed (an access
- * error), else -EAGAIN (queue a fault and try again).
+ * Return: -EFAULT if the last fault of that byte failed (an access error,
+ * reported once: the memory may be mapped again later), else -EAGAIN
+ * (queue a fault and try again).
  */
 int srdma_odp_missing(struct srdma_mr *mr, u64 iova)
 {
 	lockdep_assert_held(&mr->lock);
-	if (iova >= mr->odp_bad_start && iova < mr->odp_bad_end)
+	if (iova >= mr->odp_bad_start && iova < mr->odp_bad_end) {
+		mr->odp_bad_end = 0;
 		return -EFAULT;
+	}
 	return -EAGAIN;
 }
 
-/* A fault srdma_odp_fault_later() queued. */
+/*
+ * Fault in what a copy missed at [@iova, +@len) of @mr, and a span around
+ * it: the next bytes are likely next. If that fails, the missing bytes
+ * alone; if those fail too (not mapped, not writable), the next copy that
+ * misses them is an access error. Process context.
+ */
+static void srdma_odp_fault_missed(struct srdma_mr *mr, u64 iova, u32 len)
+{
+	u64 start, end;
+	int err;
+
+	/* Both within the MR: no overflow. srdma_odp_fault() clips. */
+	start = max(ALIGN_DOWN(iova, SRDMA_ODP_FAULT_SPAN), mr->iova);
+	end = iova + len;
+	if (end - start < SRDMA_ODP_FAULT_SPAN)
+		end = start + SRDMA_ODP_FAULT_SPAN;
+	if (end < start)
+		end = U64_MAX;
+	err = srdma_odp_fault(mr, start, end - start, true);
+	if (err && (start != iova || end - start != len))
+		err = srdma_odp_fault(mr, iova, len, true);
+	if (!err || err == -EBUSY || err == -ENOMEM || err == -EINTR)
+		return;
+	srdma_dbg_mr(mr, "fault of %#llx+%u: %d\n", iova, len, err);
+	spin_lock_bh(&mr->lock);
+	mr->odp_bad_start = iova;
+	mr->odp_bad_end = iova + len;
+	spin_unlock_bh(&mr->lock);
+}
+
+/* A responder's fault, queued by srdma_odp_fault_later(). */
 struct srdma_odp_work {
 	struct work_struct work;
 	struct srdma_mr *mr;		/* with a reference */
-	struct srdma_qp *qp;		/* with a reference, or NULL */
 	u64 iova;
 	u32 len;
-	enum srdma_odp_kick kick;
 };
 
 static void srdma_odp_work(struct work_struct *work)
@@ -259,60 +357,91 @@ static void srdma_odp_work(struct work_struct *work)
 	struct srdma_odp_work *w = container_of(work, struct srdma_odp_work,
 						work);
 	struct srdma_mr *mr = w->mr;
-	struct srdma_qp *qp = w->qp;
-	u64 start, end;
-	int err;
 
-	/*
-	 * A span around the bytes missed: the next ones are likely next.
-	 * srdma_odp_fault() clips it to the MR.
-	 */
-	start = max(ALIGN_DOWN(w->iova, SRDMA_ODP_FAULT_SPAN), mr->iova);
-	end = w->iova + w->len;	/* both within the MR: no overflow */
-	if (end - start < SRDMA_ODP_FAULT_SPAN)
-		end = start + SRDMA_ODP_FAULT_SPAN;
-	if (end < start)
-		end = U64_MAX;
-	err = srdma_odp_fault(mr, start, end - start, true);
-	if (err && (start != w->iova || end - start != w->len))
-		err = srdma_odp_fault(mr, w->iova, w->len, true);
-	if (err) {
-		srdma_dbg_mr(mr, "fault of %#llx+%u: %d\n", w->iova, w->len,
-			     err);
-		/* Not mapped, or not writable: an access error next time. */
-		if (err != -EBUSY && err != -ENOMEM) {
-			spin_lock_bh(&mr->lock);
-			mr->odp_bad_start = w->iova;
-			mr->odp_bad_end = w->iova + w->len;
-			spin_unlock_bh(&mr->lock);
-		}
-	}
+	srdma_odp_fault_missed(mr, w->iova, w->len);
 	atomic_dec(&mr->odp_faults);
 	srdma_mr_put(mr);
-	if (qp) {
-		spin_lock_bh(&qp->lock);
-		if (w->kick == SRDMA_ODP_KICK_RESEND)
-			srdma_req_resend_now(qp);
-		else if (w->kick == SRDMA_ODP_KICK_RUN)
-			srdma_req_run(qp);
-		spin_unlock_bh(&qp->lock);
-		srdma_qp_put(qp);
-	}
 	kfree(w);
 }
 
 /**
+ * srdma_odp_qp_work() - The fault a QP's requester queued, and its kick.
+ * @work: the QP's odp_work
+ *
+ * Context: process context (srdma_wq); takes the QP lock.
+ */
+void srdma_odp_qp_work(struct work_struct *work)
+{
+	struct srdma_qp *qp = container_of(work, struct srdma_qp, odp_work);
+	enum srdma_odp_kick kick;
+	struct srdma_mr *mr;
+	u64 iova;
+	u32 len;
+
+	spin_lock_bh(&qp->lock);
+	mr = qp->odp_mr;
+	iova = qp->odp_iova;
+	len = qp->odp_len;
+	kick = qp->odp_kick;
+	qp->odp_mr = NULL;
+	qp->odp_queued = false;
+	spin_unlock_bh(&qp->lock);
+
+	srdma_odp_fault_missed(mr, iova, len);
+	srdma_mr_put(mr);
+	spin_lock_bh(&qp->lock);
+	if (kick == SRDMA_ODP_KICK_RESEND)
+		srdma_req_resend_now(qp);
+	else
+		srdma_req_run(qp);
+	spin_unlock_bh(&qp->lock);
+	srdma_qp_put(qp);	/* the queue's: @qp may go now */
+}
+
+/*
+ * The requester of @qp missed [@iova, +@len) of @mr: queue its fault work,
+ * unless it is queued already (then it is run again or sends again after
+ * that fault, and misses again if this range is still missing). QP lock
+ * held.
+ */
+static void srdma_odp_qp_fault(struct srdma_qp *qp, struct srdma_mr *mr,
+			       u64 iova, u32 len, enum srdma_odp_kick kick)
+{
+	lockdep_assert_held(&qp->lock);
+	if (qp->odp_queued) {
+		if (kick == SRDMA_ODP_KICK_RESEND)
+			qp->odp_kick = kick;
+		return;
+	}
+	if (!refcount_inc_not_zero(&mr->ref))
+		return;
+	if (!refcount_inc_not_zero(&qp->ref)) {
+		srdma_mr_put(mr);
+		return;
+	}
+	qp->odp_mr = mr;
+	qp->odp_iova = iova;
+	qp->odp_len = len;
+	qp->odp_kick = kick;
+	qp->odp_queued = true;
+	queue_work(srdma_wq, &qp->odp_work);
+}
+
+/**
  * srdma_odp_fault_later() - Queue a fault for bytes a copy found missing.
- * @qp: the QP that missed them, or NULL
+ * @qp: the QP that missed them
  * @mr: the on-demand paging MR (a reference is taken)
  * @iova: the first byte missed
  * @len: how many
  * @kick: what to do for @qp once the fault is done
  *
- * Nothing is queued if the MR has enough faults queued already, or there
- * is no memory: whoever missed retries, and misses again.
+ * A requester (@kick other than SRDMA_ODP_KICK_NONE) stopped, and only
+ * its fault work starts it again: that work is the QP's own, queued once
+ * at a time. A responder answered with an RNR NAK and its requester sends
+ * again: nothing is queued if the MR has enough faults queued already, or
+ * there is no memory; the next miss queues one.
  *
- * Context: Any context.
+ * Context: Any context; the QP lock held for a requester's miss.
  */
 void srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
 			   u64 iova, u32 len, enum srdma_odp_kick kick)
@@ -320,21 +449,22 @@ void srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
 	struct srdma_odp_work *w;
 
 	srdma_count(to_sdev(mr->ibmr.device), SRDMA_CNT_ODP_MISS);
-	if (!mr->odp ||
-	    atomic_inc_return(&mr->odp_faults) > SRDMA_ODP_MAX_FAULTS)
+	if (!mr->odp)
+		return;
+	if (kick != SRDMA_ODP_KICK_NONE) {
+		srdma_odp_qp_fault(qp, mr, iova, len, kick);
+		return;
+	}
+	if (atomic_inc_return(&mr->odp_faults) > SRDMA_ODP_MAX_FAULTS)
 		goto out_dec;
 	w = kzalloc(sizeof(*w), GFP_ATOMIC);
 	if (!w)
 		goto out_dec;
 	if (!refcount_inc_not_zero(&mr->ref))
 		goto out_free;
-	if (qp && kick != SRDMA_ODP_KICK_NONE &&
-	    refcount_inc_not_zero(&qp->ref))
-		w->qp = qp;
 	w->mr = mr;
 	w->iova = iova;
 	w->len = len;
-	w->kick = kick;
 	INIT_WORK(&w->work, srdma_odp_work);
 	queue_work(srdma_wq, &w->work);
 	return;
@@ -342,8 +472,7 @@ void srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
 out_free:
 	kfree(w);
 out_dec:
-	if (mr->odp)
-		atomic_dec(&mr->odp_faults);
+	atomic_dec(&mr->odp_faults);
 }
 
 /**

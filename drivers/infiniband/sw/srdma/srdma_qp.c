@@ -262,6 +262,7 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	timer_setup(&qp->retrans_timer, srdma_retrans_timer, 0);
 	INIT_WORK(&qp->read_work, srdma_read_work);
 	INIT_WORK(&qp->send_work, srdma_send_work);
+	INIT_WORK(&qp->odp_work, srdma_odp_qp_work);
 	INIT_LIST_HEAD(&qp->mcast_list);
 	qp->state = IB_QPS_RESET;
 	qp->mtu = SRDMA_DEFAULT_PATH_MTU;	/* until RTR sets one */

@@ -7,6 +7,7 @@
  * packets. Atomics are carried out at once; their ACKs wait behind the
  * READ responses queued before them.
  */
+#include <linux/sizes.h>
 #include <linux/skbuff.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
@@ -1409,26 +1410,33 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
  * invalidation took them again before the response was built.
  */
 #define SRDMA_READ_ODP_TRIES	8
+/* How much of a READ the read work faults in at a time. */
+#define SRDMA_READ_ODP_SPAN	SZ_1M
 
 /*
- * Fault in the on-demand pages READ @job needs from byte @off on, in the
- * MR it was accepted for. Process context, no lock held.
+ * Fault in the on-demand pages READ @job needs from byte @off on (a
+ * bounded span of them), in the MR it was accepted for. Process context,
+ * no lock held. 0, or -EFAULT if they cannot come in (not mapped, not
+ * readable): no use trying again.
  */
-static void srdma_read_fault(struct srdma_qp *qp,
-			     const struct srdma_read_job *job, u32 off)
+static int srdma_read_fault(struct srdma_qp *qp,
+			    const struct srdma_read_job *job, u32 off)
 {
 	struct srdma_mr *mr = srdma_mr_get(qp->sdev, job->rkey, true);
-	int err;
+	int err = 0;
 
 	if (!mr)
-		return;
+		return -EFAULT;
 	if (mr->odp && mr->serial == job->serial) {
-		err = srdma_odp_fault(mr, job->va + off, job->len - off, true);
+		err = srdma_odp_fault(mr, job->va + off,
+				      min_t(u32, job->len - off, SRDMA_READ_ODP_SPAN),
+				      true);
 		if (err)
 			srdma_dbg_qp(qp, "READ psn %u: fault of %#llx: %d\n",
 				     job->psn, job->va + off, err);
 	}
 	srdma_mr_put(mr);
+	return err == -EFAULT || err == -EPERM ? -EFAULT : 0;
 }
 
 /**
@@ -1470,7 +1478,8 @@ void srdma_read_work(struct work_struct *work)
 			if (err == -EAGAIN && tries++ < SRDMA_READ_ODP_TRIES) {
 				/* On-demand pages not present: fault them. */
 				spin_unlock_bh(&qp->lock);
-				srdma_read_fault(qp, &job, off);
+				if (srdma_read_fault(qp, &job, off))
+					tries = SRDMA_READ_ODP_TRIES;
 				spin_lock_bh(&qp->lock);
 				if (qp->rd_gen != gen ||
 				    !srdma_qp_rq_running(qp))
@@ -1484,6 +1493,7 @@ void srdma_read_work(struct work_struct *work)
 					srdma_rd_queue_pop(qp, gen);
 				break;
 			}
+			tries = 0;	/* sent: the next one may fault */
 			if (job.len - off <= job.mtu) {
 				/*
 				 * Retire it before the lock is dropped: the
