@@ -116,6 +116,7 @@ run_harness srdma_inline_test setup_bound_veth
 run_harness srdma_atomic_test setup_bound_veth
 run_harness srdma_mw_test setup_bound_veth
 run_harness srdma_odp_test setup_bound_veth
+run_harness srdma_dm_test setup_bound_veth
 
 run_harness srdma_srq_test setup_bound_veth
 run_harness srdma_resize_test setup_bound_veth

@@ -32,8 +32,8 @@ exec {pyverbs_out}>&1
 # (the XRC ones skip: srdma has no XRC), UC QPs, QP creation and query
 # with the caps written back (max_inline_data among them), memory
 # windows of both types, CQ resizing, parent domains (with huge pages),
-# and on-demand paging (RC, UD, SRQ, huge pages, prefetch; not implicit
-# MRs, not XRC).
+# on-demand paging (RC, UD, SRQ, huge pages, prefetch; not implicit MRs,
+# not XRC) and device memory (not imported into another context).
 PYVERBS_SRDMA_MUST_PASS=(
 	test_parent_domain.ParentDomainTrafficTest.test_without_allocators_rc_traffic
 	test_parent_domain.ParentDomainTrafficTest.test_default_allocators_rc_traffic
@@ -124,6 +124,19 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_odp.OdpTestCase.test_odp_async_prefetch_rc_traffic
 	test_odp.OdpTestCase.test_odp_prefetch_sync_no_page_fault_rc_traffic
 	test_odp.OdpTestCase.test_odp_prefetch_async_no_page_fault_rc_traffic
+	test_device.DMTest.test_create_dm
+	test_device.DMTest.test_destroy_dm
+	test_device.DMTest.test_create_dm_bad_flow
+	test_device.DMTest.test_destroy_dm_bad_flow
+	test_device.DMTest.test_dm_write
+	test_device.DMTest.test_dm_write_bad_flow
+	test_device.DMTest.test_dm_read
+	test_device.DMTest.test_multi_process_alloc_dm
+	test_mr.DeviceMemoryAPITest.test_create_dm_mr
+	test_mr.DeviceMemoryAPITest.test_dm_bad_access
+	test_mr.DeviceMemoryAPITest.test_dm_bad_registration
+	test_mr.DeviceMemoryTest.test_dm_traffic
+	test_mr.DeviceMemoryTest.test_dm_remote_traffic
 )
 
 # Tests rdma_rxe passes that srdma0 may not, each with the reason. Every

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 
 #include "verbs_private.h"
@@ -418,6 +419,139 @@ static struct ibv_mr *srdma_reg_mr(struct ibv_pd *pd, void *addr,
 		return NULL;
 	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
 			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+/*
+ * Device memory (SRDMA_CAP_DM): kernel pages mapped here at the offset the
+ * ABI derives from the DM's handle. Copies to and from it start at a
+ * multiple of 4 bytes and are of a multiple of 4, as hardware DM wants,
+ * and stay inside it.
+ */
+struct srdma_dm {
+	struct verbs_dm vdm;
+	char *addr;			/* the mapping */
+	size_t len;			/* what was allocated */
+	size_t map_len;			/* len, in whole pages */
+};
+
+static struct srdma_dm *to_sdm(struct ibv_dm *dm)
+{
+	return (struct srdma_dm *)dm;	/* vdm.dm is the first member */
+}
+
+/*
+ * 0, EINVAL for an offset or length not a multiple of 4, EFAULT outside
+ * the DM.
+ */
+static int srdma_dm_range(struct srdma_dm *dm, uint64_t off, size_t len)
+{
+	if ((off | len) & 3)
+		return EINVAL;
+	if (off > dm->len || len > dm->len - off)
+		return EFAULT;
+	return 0;
+}
+
+static int srdma_memcpy_to_dm(struct ibv_dm *ibdm, uint64_t off,
+			      const void *host, size_t len)
+{
+	struct srdma_dm *dm = to_sdm(ibdm);
+	int ret = srdma_dm_range(dm, off, len);
+
+	if (!ret)
+		memcpy(dm->addr + off, host, len);
+	return ret;
+}
+
+static int srdma_memcpy_from_dm(void *host, struct ibv_dm *ibdm, uint64_t off,
+				size_t len)
+{
+	struct srdma_dm *dm = to_sdm(ibdm);
+	int ret = srdma_dm_range(dm, off, len);
+
+	if (!ret)
+		memcpy(host, dm->addr + off, len);
+	return ret;
+}
+
+static struct ibv_dm *srdma_alloc_dm(struct ibv_context *ctx,
+				     struct ibv_alloc_dm_attr *attr)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct srdma_dm *dm;
+	off_t off;
+	int ret;
+
+	if (!(to_sctx(ctx)->caps & SRDMA_CAP_DM)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->comp_mask || !attr->length || page <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	dm = calloc(1, sizeof(*dm));
+	if (!dm)
+		return NULL;
+	ret = ibv_cmd_alloc_dm(ctx, attr, &dm->vdm, NULL);
+	if (ret)
+		goto err_free;
+	dm->len = attr->length;
+	dm->map_len = (attr->length + page - 1) / page * page;
+	off = ((off_t)SRDMA_DM_PGOFF_BASE +
+	       (off_t)dm->vdm.handle * SRDMA_DM_PGOFF_STRIDE) * page;
+	dm->addr = mmap(NULL, dm->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			ctx->cmd_fd, off);
+	if (dm->addr == MAP_FAILED) {
+		ret = errno;
+		ibv_cmd_free_dm(&dm->vdm);
+		goto err_free;
+	}
+	dm->vdm.dm.memcpy_to_dm = srdma_memcpy_to_dm;
+	dm->vdm.dm.memcpy_from_dm = srdma_memcpy_from_dm;
+	dm->vdm.dm.handle = dm->vdm.handle;
+	dm->vdm.dm.comp_mask = IBV_DM_MASK_HANDLE;
+	return &dm->vdm.dm;
+
+err_free:
+	free(dm);
+	errno = ret;
+	return NULL;
+}
+
+/* EBUSY (from the kernel) while an MR of it exists: it stays usable. */
+static int srdma_free_dm(struct ibv_dm *ibdm)
+{
+	struct srdma_dm *dm = to_sdm(ibdm);
+	int ret;
+
+	ret = ibv_cmd_free_dm(&dm->vdm);
+	if (ret)
+		return ret;
+	munmap(dm->addr, dm->map_len);
+	free(dm);
+	return 0;
+}
+
+/* An MR of @dm_offset..+@length of the DM: zero-based (the kernel checks). */
+static struct ibv_mr *srdma_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm,
+				      uint64_t dm_offset, size_t length,
+				      unsigned int access)
+{
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_reg_dm_mr(pd, &to_sdm(ibdm)->vdm, dm_offset, length,
+				access, vmr, NULL);
 	if (ret) {
 		free(vmr);
 		errno = ret;
@@ -2106,6 +2240,7 @@ static int srdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 static const struct verbs_context_ops srdma_ctx_ops = {
 	.advise_mr = srdma_advise_mr,
+	.alloc_dm = srdma_alloc_dm,
 	.alloc_mw = srdma_alloc_mw,
 	.alloc_parent_domain = srdma_alloc_parent_domain,
 	.alloc_pd = srdma_alloc_pd,
@@ -2121,6 +2256,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.dealloc_mw = srdma_dealloc_mw,
 	.dealloc_pd = srdma_dealloc_pd,
 	.dereg_mr = srdma_dereg_mr,
+	.free_dm = srdma_free_dm,
 	.destroy_ah = srdma_destroy_ah,
 	.destroy_cq = srdma_destroy_cq,
 	.destroy_qp = srdma_destroy_qp,
@@ -2137,6 +2273,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.query_port = srdma_query_port,
 	.query_qp = srdma_query_qp,
 	.query_srq = srdma_query_srq,
+	.reg_dm_mr = srdma_reg_dm_mr,
 	.reg_mr = srdma_reg_mr,
 	.rereg_mr = srdma_rereg_mr,
 	.req_notify_cq = ibv_cmd_req_notify_cq,

@@ -90,6 +90,15 @@ struct verbs_mr {
 	int access;
 };
 
+/* Device memory: the DM and its kernel handle. */
+struct verbs_dm {
+	struct ibv_dm dm;
+	uint32_t handle;
+};
+
+/* libibverbs' ioctl command buffer: only ever passed as NULL here. */
+struct ibv_command_buffer;
+
 /*
  * A CQ made by create_cq_ex: ibv_cq_ex begins with the fields of ibv_cq,
  * so one object serves both APIs (ibv_cq_ex_to_cq() is a cast).
@@ -137,7 +146,8 @@ struct verbs_context_ops {
 	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 			 uint32_t flags, struct ibv_sge *sg_list,
 			 uint32_t num_sges);
-	void *alloc_dm;
+	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
+				   struct ibv_alloc_dm_attr *attr);
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	void *alloc_null_mr;
 	void *alloc_parent_domain;
@@ -186,7 +196,8 @@ struct verbs_context_ops {
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
-	void *free_dm, *get_srq_num, *import_dm, *import_mr, *import_pd;
+	int (*free_dm)(struct ibv_dm *dm);
+	void *get_srq_num, *import_dm, *import_mr, *import_pd;
 	void *modify_cq, *modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);
@@ -214,7 +225,11 @@ struct verbs_context_ops {
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	void *query_qp_data_in_order, *query_rt_values;
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
-	void *read_counters, *reg_dm_mr, *reg_dmabuf_mr;
+	void *read_counters;
+	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
+				    uint64_t dm_offset, size_t length,
+				    unsigned int access);
+	void *reg_dmabuf_mr;
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
@@ -237,6 +252,7 @@ SRDMA_OPS_SLOT(attach_mcast, 9);
 SRDMA_OPS_SLOT(bind_mw, 10);
 SRDMA_OPS_SLOT(cq_event, 12);
 SRDMA_OPS_SLOT(advise_mr, 0);
+SRDMA_OPS_SLOT(alloc_dm, 1);
 SRDMA_OPS_SLOT(create_ah, 13);
 SRDMA_OPS_SLOT(create_cq, 15);
 SRDMA_OPS_SLOT(create_cq_ex, 16);
@@ -253,6 +269,7 @@ SRDMA_OPS_SLOT(destroy_qp, 34);
 SRDMA_OPS_SLOT(destroy_srq, 36);
 SRDMA_OPS_SLOT(detach_mcast, 38);
 SRDMA_OPS_SLOT(free_context, 39);
+SRDMA_OPS_SLOT(free_dm, 40);
 SRDMA_OPS_SLOT(modify_qp, 47);
 SRDMA_OPS_SLOT(modify_srq, 49);
 SRDMA_OPS_SLOT(poll_cq, 53);
@@ -263,6 +280,7 @@ SRDMA_OPS_SLOT(query_device_ex, 58);
 SRDMA_OPS_SLOT(query_port, 60);
 SRDMA_OPS_SLOT(query_qp, 61);
 SRDMA_OPS_SLOT(query_srq, 64);
+SRDMA_OPS_SLOT(reg_dm_mr, 66);
 SRDMA_OPS_SLOT(reg_mr, 68);
 SRDMA_OPS_SLOT(req_notify_cq, 69);
 SRDMA_OPS_SLOT(rereg_mr, 70);
@@ -337,6 +355,13 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_alloc_dm(struct ibv_context *ctx,
+		     const struct ibv_alloc_dm_attr *dm_attr,
+		     struct verbs_dm *dm, struct ibv_command_buffer *link);
+int ibv_cmd_free_dm(struct verbs_dm *dm);
+int ibv_cmd_reg_dm_mr(struct ibv_pd *pd, struct verbs_dm *dm,
+		      uint64_t offset, size_t length, unsigned int access,
+		      struct verbs_mr *vmr, struct ibv_command_buffer *link);
 int ibv_cmd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 		      uint32_t flags, struct ibv_sge *sg_list,
 		      uint32_t num_sge);

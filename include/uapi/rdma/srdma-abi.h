@@ -28,6 +28,7 @@ enum srdma_ucontext_caps {
 	SRDMA_CAP_UD = 1 << 2,		/* UD QPs and address handles */
 	SRDMA_CAP_SRQ = 1 << 3,		/* SRQs, mapped, see below */
 	SRDMA_CAP_ATOMIC_WRITE = 1 << 4, /* IB_UVERBS_WR_ATOMIC_WRITE, below */
+	SRDMA_CAP_DM = 1 << 5,		/* device memory, mapped, see below */
 };
 
 struct srdma_alloc_ucontext_resp {
@@ -50,6 +51,16 @@ struct srdma_alloc_ucontext_resp {
  * or entry as an error of that queue, never of the kernel.
  */
 #define SRDMA_RING_HDR_SIZE	128
+
+/*
+ * Device memory (ibv_alloc_dm(), SRDMA_CAP_DM): kernel memory a process
+ * maps to copy to and from. The DM of handle H (the handle ibv_alloc_dm
+ * returned) is mapped at page offset SRDMA_DM_PGOFF_BASE +
+ * H * SRDMA_DM_PGOFF_STRIDE of the uverbs file, for its length rounded up
+ * to whole pages; a DM holds SRDMA_DM_PGOFF_STRIDE pages at most.
+ */
+#define SRDMA_DM_PGOFF_BASE	(1U << 31)
+#define SRDMA_DM_PGOFF_STRIDE	256U
 
 struct srdma_ring_hdr {
 	__u32 prod;

@@ -64,6 +64,9 @@
 #define SRDMA_MAX_PD		4096
 #define SRDMA_MAX_AH		65536
 #define SRDMA_MAX_SRQ		4096
+/* Device memory (srdma_dm.c): DMs per device, bytes per DM. */
+#define SRDMA_MAX_DM		1024
+#define SRDMA_MAX_DM_SIZE	((u64)SRDMA_DM_PGOFF_STRIDE << PAGE_SHIFT)
 #define SRDMA_MAX_RD_ATOM	128
 /*
  * Multicast, per device: groups, QPs attached to one group, and
@@ -151,6 +154,7 @@ enum srdma_res {
 	SRDMA_RES_AH,
 	SRDMA_RES_SRQ,
 	SRDMA_RES_MW,
+	SRDMA_RES_DM,
 	SRDMA_NUM_RES
 };
 
@@ -317,6 +321,7 @@ struct srdma_mr {
 	struct srdma_fr_pages fr_map;	/* fast reg: staged by map_mr_sg */
 	struct ib_umem *umem;
 	struct page **pages;		/* the pinned pages, in order */
+	bool dm_pages;			/* pages[] of a DM, each referenced */
 	/*
 	 * On-demand paging (srdma_odp.c): the umem, whose pages are not
 	 * pinned. pages[] then holds a page only while it is present and
@@ -936,6 +941,7 @@ static inline int srdma_res_get(struct srdma_dev *sdev, enum srdma_res res)
 		[SRDMA_RES_AH] = "AH",
 		[SRDMA_RES_SRQ] = "SRQ",
 		[SRDMA_RES_MW] = "MW",
+		[SRDMA_RES_DM] = "DM",
 	};
 
 	if (atomic_inc_return(&sdev->res_used[res]) <= sdev->res_max[res])
@@ -1042,6 +1048,15 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 		   u32 off, void *buf, struct sk_buff *skb, int skb_off,
 		   u32 len, bool to_mr, enum srdma_odp_kick kick);
 
+/* srdma_dm.c */
+struct ib_dm *srdma_alloc_dm(struct ib_device *ibdev, struct ib_ucontext *uctx,
+			     struct ib_dm_alloc_attr *attr,
+			     struct uverbs_attr_bundle *attrs);
+int srdma_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs);
+struct ib_mr *srdma_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			      struct ib_dm_mr_attr *attr,
+			      struct uverbs_attr_bundle *attrs);
+
 /* srdma_odp.c */
 int srdma_odp_reg(struct srdma_mr *mr, u64 start, u64 length, int access);
 void srdma_odp_release(struct srdma_mr *mr);
@@ -1082,6 +1097,10 @@ bool srdma_icrc_check(struct sk_buff *skb, int payoff, u32 udp_paylen,
 int srdma_uring_create(struct ib_ucontext *uctx, struct srdma_uring *ur,
 		       u32 slots, u32 slot_size, struct srdma_uqueue *uq);
 void srdma_uring_destroy(struct srdma_uring *ur);
+struct srdma_umap *srdma_umap_create_at(struct ib_ucontext *uctx, size_t len,
+					u32 pgoff);
+void srdma_umap_remove(struct srdma_umap *map);
+struct page *srdma_umap_page(struct srdma_umap *map, unsigned long i);
 int srdma_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void srdma_mmap_free(struct rdma_user_mmap_entry *rentry);
 int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,

@@ -122,6 +122,62 @@ err_free_map:
 }
 
 /**
+ * srdma_umap_create_at() - Zeroed memory a process maps at a fixed offset.
+ * @uctx: the process's context
+ * @len: bytes, page aligned
+ * @pgoff: the page offset of the mapping, agreed with the provider
+ *
+ * For device memory (srdma_dm.c), whose offset the provider computes.
+ *
+ * Context: Process context; sleeps.
+ * Return: the memory, or an ERR_PTR: -ENOMEM, or -EBUSY if something is
+ * mapped at @pgoff already.
+ */
+struct srdma_umap *srdma_umap_create_at(struct ib_ucontext *uctx, size_t len,
+					u32 pgoff)
+{
+	struct srdma_umap *map;
+	int err;
+
+	if (!len || len >> PAGE_SHIFT > U32_MAX - pgoff)
+		return ERR_PTR(-EINVAL);
+	map = kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
+	if (!map)
+		return ERR_PTR(-ENOMEM);
+	err = srdma_umap_alloc(map, len);
+	if (err)
+		goto err_free_map;
+	err = rdma_user_mmap_entry_insert_exact(uctx, &map->rentry, len, pgoff);
+	if (err) {
+		err = -EBUSY;
+		goto err_free_buf;
+	}
+	return map;
+
+err_free_buf:
+	vunmap(map->buf);
+	srdma_umap_free_pages(map);
+err_free_map:
+	kfree(map);
+	return ERR_PTR(err);
+}
+
+/*
+ * Stop using memory from srdma_umap_create_at(): it goes once no process
+ * maps it and no MR holds its pages. Process context.
+ */
+void srdma_umap_remove(struct srdma_umap *map)
+{
+	rdma_user_mmap_entry_remove(&map->rentry);
+}
+
+/* Page @i of @map, or NULL past its end. */
+struct page *srdma_umap_page(struct srdma_umap *map, unsigned long i)
+{
+	return i < map->npages ? map->pages[i] : NULL;
+}
+
+/**
  * srdma_uring_destroy() - Stop using a mapped ring.
  * @ur: the ring; nothing happens if it was never created
  *

@@ -484,6 +484,10 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	} else if (mr->umem) {
 		kvfree(mr->pages);
 		ib_umem_release(mr->umem);
+	} else if (mr->dm_pages) {
+		while (mr->npages)
+			put_page(mr->pages[--mr->npages]);
+		kvfree(mr->pages);
 	}
 	kvfree(mr->fr.addr);
 	kvfree(mr->fr_map.addr);

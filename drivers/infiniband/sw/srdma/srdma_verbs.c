@@ -124,6 +124,7 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_mcast_qp_attach = SRDMA_MAX_MCAST_QP_ATTACH;
 	attr->max_total_mcast_qp_attach = SRDMA_MAX_MCAST_ATTACH;
 	attr->local_ca_ack_delay = SRDMA_LOCAL_ACK_DELAY;
+	attr->max_dm_size = SRDMA_MAX_DM_SIZE;
 	srdma_odp_query(attr);
 	return 0;
 }
@@ -207,7 +208,7 @@ static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct srdma_alloc_ucontext_resp resp = {
 		.abi_version = SRDMA_UVERBS_ABI_VERSION,
 		.caps = SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD | SRDMA_CAP_SRQ |
-			SRDMA_CAP_ATOMIC_WRITE,
+			SRDMA_CAP_ATOMIC_WRITE | SRDMA_CAP_DM,
 	};
 	int err;
 
@@ -328,8 +329,11 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.get_dma_mr = srdma_get_dma_mr,
 	.alloc_mr = srdma_alloc_mr,
 	.map_mr_sg = srdma_map_mr_sg,
+	.reg_dm_mr = srdma_reg_dm_mr,
 	.reg_user_mr = srdma_reg_user_mr,
 	.advise_mr = srdma_advise_mr,
+	.alloc_dm = srdma_alloc_dm,
+	.dealloc_dm = srdma_dealloc_dm,
 	.dereg_mr = srdma_dereg_mr,
 	.rereg_user_mr = srdma_rereg_user_mr,
 	.alloc_mw = srdma_alloc_mw,
@@ -390,6 +394,7 @@ void srdma_init_device(struct srdma_dev *sdev)
 	sdev->res_max[SRDMA_RES_AH] = srdma_limit(max_ah, SRDMA_MAX_AH);
 	sdev->res_max[SRDMA_RES_SRQ] = srdma_limit(max_srq, SRDMA_MAX_SRQ);
 	sdev->res_max[SRDMA_RES_MW] = srdma_limit(max_mw, SRDMA_MAX_MW);
+	sdev->res_max[SRDMA_RES_DM] = SRDMA_MAX_DM;
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	/*
