@@ -235,7 +235,15 @@ TEST_F(dm, mr_refused)
 
 		ASSERT_NE(NULL, none) TH_LOG("%s", strerror(errno));
 		EXPECT_EQ(0, ibv_dereg_mr(none));
+		/* At the very end of the DM too. */
+		none = ibv_reg_dm_mr(self->pd, self->dm, DM_LEN, 0, ACCESS_DM);
+		ASSERT_NE(NULL, none) TH_LOG("%s", strerror(errno));
+		EXPECT_EQ(0, ibv_dereg_mr(none));
 	}
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dm_mr(self->pd, self->dm, 0, 4096,
+				      ACCESS_DM | IBV_ACCESS_ON_DEMAND));
+	EXPECT_EQ(EOPNOTSUPP, errno);
 	/* With an MR of it, the DM stays. */
 	EXPECT_EQ(EBUSY, ibv_free_dm(self->dm));
 }

@@ -122,7 +122,8 @@ int srdma_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs)
  *
  * Context: Process context.
  * Return: the MR, or an ERR_PTR: -EINVAL for a range outside the DM,
- * -EOPNOTSUPP for @access, -ENOMEM, also at the device's limit of MRs.
+ * -EOPNOTSUPP for @access (on-demand paging among it), -ENOMEM, also at
+ * the device's limit of MRs.
  */
 struct ib_mr *srdma_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 			      struct ib_dm_mr_attr *attr,
@@ -138,6 +139,8 @@ struct ib_mr *srdma_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	if (check_add_overflow(attr->offset, attr->length, &end) ||
 	    end > dm->len)
 		return ERR_PTR(-EINVAL);
+	if (attr->access_flags & (IB_ACCESS_ON_DEMAND | IB_ACCESS_HUGETLB))
+		return ERR_PTR(-EOPNOTSUPP);
 	mr = srdma_mr_alloc(ibpd, attr->access_flags & ~IB_ZERO_BASED);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
@@ -146,8 +149,11 @@ struct ib_mr *srdma_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	mr->length = attr->length;
 	mr->page_off = attr->offset & ~PAGE_MASK;
 	first = attr->offset >> PAGE_SHIFT;
-	/* An MR of no bytes (allowed) still gets a page list of one. */
-	mr->npages = max(PAGE_ALIGN(end) >> PAGE_SHIFT, first + 1) - first;
+	/*
+	 * An MR of no bytes (allowed, also at the DM's end) has no page:
+	 * srdma_mr_chunk() finds no byte in it before it looks at pages[].
+	 */
+	mr->npages = attr->length ? (PAGE_ALIGN(end) >> PAGE_SHIFT) - first : 0;
 	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages),
 			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!mr->pages) {
@@ -156,7 +162,7 @@ struct ib_mr *srdma_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	}
 	for (i = 0; i < mr->npages; i++) {
 		mr->pages[i] = srdma_umap_page(dm->map, first + i);
-		if (WARN_ON_ONCE(!mr->pages[i])) {
+		if (!mr->pages[i]) {	/* cannot happen: end <= dm->len */
 			err = -EINVAL;
 			goto err_put_pages;
 		}

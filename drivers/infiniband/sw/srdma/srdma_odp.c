@@ -237,6 +237,7 @@ static int srdma_odp_map(struct srdma_mr *mr, u64 start, u64 end, bool fault)
 			mr->pages[i] = hmm_pfn_to_page(odp->pfn_list[pfn_idx]);
 		if (++n % SRDMA_ODP_LOCK_PAGES == 0) {
 			spin_unlock_bh(&mr->lock);
+			cond_resched();
 			spin_lock_bh(&mr->lock);
 		}
 	}

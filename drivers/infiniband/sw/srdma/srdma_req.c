@@ -1318,17 +1318,20 @@ restore:
  * @qp: the QP
  *
  * For a READ response or atomic result dropped because its on-demand
- * pages were not present: asked for again once they are.
+ * pages were not present: asked for again once they are; with nothing
+ * unacknowledged, just run.
  *
  * Context: process context, QP lock held.
  */
 void srdma_req_resend_now(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
-	if (!srdma_qp_sq_running(qp) || srdma_qp_is_ud(qp) ||
-	    srdma_qp_is_uc(qp) || qp->una_psn == qp->next_psn)
+	if (!srdma_qp_sq_running(qp))
 		return;
-	srdma_req_rewind(qp, qp->una_psn);
+	if (!srdma_qp_is_ud(qp) && !srdma_qp_is_uc(qp) &&
+	    qp->una_psn != qp->next_psn)
+		srdma_req_rewind(qp, qp->una_psn);
+	/* Also what waited for a page since (its miss merged into this). */
 	srdma_req_run(qp);
 }
 
