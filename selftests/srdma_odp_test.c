@@ -15,9 +15,11 @@
  * access error for memory unmapped under an MR, and the refusals:
  * implicit MRs, ibv_rereg_mr(), memory windows.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "kselftest_harness.h"
 #include "srdma_test.h"
@@ -532,6 +534,90 @@ TEST_F(odp, unmapped)
 			  dmr, dst + 8192));
 	EXPECT_REQ_WC(14, IBV_WC_RDMA_WRITE, 0);
 	EXPECT_TRUE(is_pattern((unsigned char *)dst + 8192, 0, 4096, 0x40));
+}
+
+/* The invalidator of the race below: drops the mappings until told. */
+struct dropper {
+	char *bufs[2];
+	volatile int stop;
+	long rounds;
+};
+
+static void *drop_loop(void *arg)
+{
+	struct dropper *d = arg;
+
+	/*
+	 * With a pause: an invalidation (of pages mapped or not) during a
+	 * fault makes the fault start over, so back to back they would keep
+	 * every fault retrying, under emulation, and nothing would move.
+	 */
+	while (!d->stop) {
+		madvise(d->bufs[d->rounds & 1], LEN, MADV_DONTNEED);
+		d->rounds++;
+		usleep(10000);
+	}
+	return NULL;
+}
+
+/*
+ * Invalidations racing with transfers: a thread drops the mappings of a
+ * memfd's pages (shared: the page cache keeps the bytes) in a loop while
+ * READs copy out of one and WRITEs into the other. Every READ must bring
+ * the file's bytes, every WRITE must reach the file: a copy through a
+ * page the invalidation took would show stale or lost bytes (and, on the
+ * debug kernel, a use-after-free).
+ */
+TEST_F(odp, invalidate_race)
+{
+	char *src = keep(self, fresh_pattern(0x60));
+	char *dst = keep(self, fresh_pattern(0));
+	char *plain = keep(self, fresh());
+	struct dropper d = { .bufs = { src, dst } };
+	long long inval = srdma_test_counter("odp_invalidations");
+	struct ibv_mr *smr, *dmr, *pmr;
+	struct timespec t0, t;
+	pthread_t th;
+	int i, bad = 0;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_NE(NULL, plain);
+	smr = reg(self, src, ACCESS_ODP);
+	dmr = reg(self, dst, ACCESS_ODP);
+	pmr = reg(self, plain, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, smr);
+	ASSERT_NE(NULL, dmr);
+	ASSERT_NE(NULL, pmr);
+	ASSERT_EQ(0, pthread_create(&th, NULL, drop_loop, &d));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < 200; i++) {
+		memset(plain, 0, LEN);
+		ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 100 + i, pmr,
+				  plain, LEN, smr, src));
+		EXPECT_REQ_WC(100 + i, IBV_WC_RDMA_READ, LEN);
+		if (!is_pattern((unsigned char *)plain, 0, LEN, 0x60))
+			bad++;
+		/* Then WRITE pattern i into the other file, and look. */
+		memset(plain, i, LEN);
+		ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 1000 + i, pmr,
+				  plain, LEN, dmr, dst));
+		EXPECT_REQ_WC(1000 + i, IBV_WC_RDMA_WRITE, 0);
+		if (!is_byte((unsigned char *)dst, LEN, (unsigned char)i))
+			bad++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 20 * (srdma_test_slow() + 1))
+			break;
+	}
+	d.stop = 1;
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, bad);
+	TH_LOG("%d rounds of READ and WRITE, %ld invalidations by the thread, %lld counted",
+	       i, d.rounds, srdma_test_counter("odp_invalidations") - inval);
+	EXPECT_LT(10, i);
+	EXPECT_LT(inval, srdma_test_counter("odp_invalidations"));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qa));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qb));
 }
 
 /* What on-demand MRs refuse, with the errno. */

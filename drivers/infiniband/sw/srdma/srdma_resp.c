@@ -1409,7 +1409,7 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
  * response before it gives up (a remote access error): each time, an
  * invalidation took them again before the response was built.
  */
-#define SRDMA_READ_ODP_TRIES	8
+#define SRDMA_READ_ODP_TRIES	32
 /* How much of a READ the read work faults in at a time. */
 #define SRDMA_READ_ODP_SPAN	SZ_1M
 
