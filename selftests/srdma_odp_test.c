@@ -568,7 +568,7 @@ static void *drop_loop(void *arg)
  * page the invalidation took would show stale or lost bytes (and, on the
  * debug kernel, a use-after-free).
  */
-TEST_F(odp, invalidate_race)
+TEST_F_TIMEOUT(odp, invalidate_race, 300)
 {
 	char *src = keep(self, fresh_pattern(0x60));
 	char *dst = keep(self, fresh_pattern(0));
@@ -606,7 +606,7 @@ TEST_F(odp, invalidate_race)
 		if (!is_byte((unsigned char *)dst, LEN, (unsigned char)i))
 			bad++;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 20 * (srdma_test_slow() + 1))
+		if (t.tv_sec - t0.tv_sec > 10 * (srdma_test_slow() + 1))
 			break;
 	}
 	d.stop = 1;
@@ -614,7 +614,7 @@ TEST_F(odp, invalidate_race)
 	EXPECT_EQ(0, bad);
 	TH_LOG("%d rounds of READ and WRITE, %ld invalidations by the thread, %lld counted",
 	       i, d.rounds, srdma_test_counter("odp_invalidations") - inval);
-	EXPECT_LT(10, i);
+	EXPECT_LE(5, i);
 	EXPECT_LT(inval, srdma_test_counter("odp_invalidations"));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qa));
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qb));
