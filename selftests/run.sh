@@ -26,15 +26,23 @@ report() {	# report STATUS NAME [OUTPUT]
 	fi
 }
 
+# took NAME T0: say how long a test ran, if 10 s or more, so that a slow
+# suite shows where its time goes (make check is kept under 45 minutes).
+took() {
+	local s=$((SECONDS - $2))
+	[ $s -lt 10 ] || echo "# time $1: $s s"
+}
+
 dmesg_new() { dmesg | tail -n +$((mark + 1)); }
 
 # run_shell NAME: run the shell function test_NAME in a subshell.
 run_shell() {
-	local name=$1 out rc bad
+	local name=$1 out rc bad t0=$SECONDS
 	grep -qE -- "$pattern" <<< "$name" || return 0
 	mark=$(dmesg | wc -l)
 	out=$( (set -u; "test_$name") 2>&1 )
 	rc=$?
+	took "$name" "$t0"
 	env_reset >/dev/null 2>&1
 	bad=$(dmesg_new | dmesg_bad)
 	dmesg_new | dmesg_bad known | sed 's/^/# known kernel report, not srdma: /'
@@ -55,12 +63,13 @@ dmesg: $bad"
 # run_harness BIN SETUP: run a kselftest_harness binary after the shell
 # function SETUP, and count each of its test cases as one test.
 run_harness() {
-	local bin=$1 setup=$2 out rc bad line name status
+	local bin=$1 setup=$2 out rc bad line name status t0=$SECONDS
 	grep -qE -- "$pattern" <<< "$bin" || return 0
 	mark=$(dmesg | wc -l)
 	out=$("$setup" 2>&1) || { report fail "$bin.setup" "$out"; env_reset; return; }
 	out=$("$B/selftests/$bin" 2>&1)
 	rc=$?
+	took "$bin" "$t0"
 	env_reset >/dev/null 2>&1
 	bad=$(dmesg_new | dmesg_bad)
 	local cases=0
