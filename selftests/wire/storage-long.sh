@@ -3,7 +3,8 @@
 #
 # The long storage runs (make check-storage), sourced by storage-peer.sh
 # with "long": 1% loss, link failure under fio, rdma link delete under
-# an NVMe-oF controller and an NFS mount.
+# an NVMe-oF controller and an NFS mount. With "delete", the link delete
+# phases alone.
 # Its variables and helpers are storage-peer.sh's.
 # shellcheck disable=SC2154
 
@@ -38,6 +39,7 @@ if [ "$kind" = rxe ] || [ "$peer_kind" = rxe ]; then
 	loss_big=8 loss_small=2 loss_nfs=16
 	STORAGE_RESETS_OK="rdma_rxe under loss"
 fi
+if [ "$mode" = long ]; then
 run "$kind.loss_on" loss_on
 nvme_phase "$(role host)" $loss_big $loss_small
 nfs_phase "$(role client)" $loss_nfs
@@ -47,6 +49,7 @@ if [ "$kind" != "$peer_kind" ]; then
 fi
 run "$kind.loss_dropped" loss_check
 unset STORAGE_RESETS_OK
+fi
 
 # ---------------------------------------------------------------- link down
 
@@ -86,7 +89,7 @@ flap_host_steps() {
 	run "$tag.flap_disconnect" host_disconnect "$before"
 }
 
-nvme_pair "$(role host)" flap link_down_10s flap_host_steps
+[ "$mode" = long ] && nvme_pair "$(role host)" flap link_down_10s flap_host_steps
 
 # ---------------------------------------------------------------- link delete
 
@@ -240,6 +243,15 @@ target_mods_gone() {
 	! lsmod | grep -qE '^nvmet|^nfsd '
 }
 
+# What nfsd's threads are doing (each holds a reference on the module).
+nfsd_threads_dump() {
+	local t
+	echo "# nfsd threads: $(cat /proc/fs/nfsd/threads 2>/dev/null || echo '(nfsd fs gone)')"
+	for t in $(pgrep -x nfsd); do
+		echo "# nfsd $t: $(cat /proc/"$t"/stack 2>/dev/null | awk '{ print $1 }' | tr '\n' ' ')"
+	done
+}
+
 # When the host deleted its device, nothing told this side: the host's
 # CM could not send its DREQs through a device going away. nvmet lets go
 # when the controller's keep-alive expires; svcrdma keeps its transport
@@ -247,11 +259,26 @@ target_mods_gone() {
 # it out, minutes later, or until this side's device goes, which the
 # next phase does. So only then must everything go.
 del_target_teardown() {
+	local t0=$SECONDS t1 pid
 	nvme_storage_teardown
+	t1=$SECONDS
+	# nfsd's threads stop first, watched: a thread that does not stop
+	# keeps the module.
+	rpc.nfsd 0 > /dev/null 2>&1 &
+	pid=$!
+	if ! wait_pid 20 $pid; then
+		echo "# rpc.nfsd 0 still running after 20 s: $(awk '{ print $1 }' /proc/$pid/stack 2>/dev/null | tr '\n' ' ')"
+		nfsd_threads_dump
+	fi
+	wait $pid
+	echo "# rpc.nfsd 0: exit $? after $((SECONDS - t1)) s"
 	nfs_storage_teardown
+	echo "# teardown: nvmet $((t1 - t0)) s, nfsd $((SECONDS - t1)) s"
 	if [ "$1" = target ]; then
-		wait_for 60 target_mods_gone ||
+		if ! wait_for 60 target_mods_gone; then
+			nfsd_threads_dump
 			fail "nvmet/nfsd still loaded: $(lsmod | grep -E '^nvmet|^nfsd ')"
+		fi
 		unload_check
 	elif ! wait_for 30 target_mods_gone; then
 		echo "# still loaded after the host's device went: $(lsmod | grep -E '^nvmet|^nfsd ' | awk '{ print $1 }' | tr '\n' ' ')"
@@ -310,6 +337,9 @@ delete_phase() {
 }
 
 delete_phase "$(role host)" host
-if [ "$([ "$me" = b ] && echo "$kind" || echo "$peer_kind")" = srdma ]; then
+# The target deleting its own device: srdma's, or with "delete" (the
+# delete phases alone, storage-run delete) any kind, to compare.
+if [ "$mode" = delete ] ||
+   [ "$([ "$me" = b ] && echo "$kind" || echo "$peer_kind")" = srdma ]; then
 	delete_phase "$(role host)" target
 fi

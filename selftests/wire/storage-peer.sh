@@ -5,7 +5,7 @@
 # NVMe over Fabrics (nvmet-rdma target, nvme-rdma host) and NFS over RDMA
 # (nfsd with an RDMA listener on port 20049, a client mounted with
 # proto=rdma). Usage, in both guests:
-#   storage-peer.sh KIND_A KIND_B [long]    KIND is srdma or rxe
+#   storage-peer.sh KIND_A KIND_B [long|delete]    KIND is srdma or rxe
 # Guest a binds a KIND_A device to eth0, guest b a KIND_B device.
 #
 # Without "long" (make check): target and NFS server in guest b, host and
@@ -19,7 +19,8 @@
 # the host down for 10 s in the middle of fio (nvme-rdma must reconnect by
 # itself, fio must finish without a data error); and rdma link delete of
 # the device under an NVMe-oF controller and an NFS mount, first on the
-# host, then (if guest b is srdma) on the target.
+# host, then (if guest b is srdma) on the target. With "delete": the link
+# delete phases alone, the target's for either kind (to compare rxe's).
 #
 # Each guest prints one KTAP line per check it makes; scripts/run-tests
 # prefixes them with the guest's name. The helpers of
