@@ -122,7 +122,8 @@ $(CHECKPATCH):
 # The MPI check program (selftests/mpi, tests/ucx.sh), where Open MPI's
 # mpicc is installed.
 MPICC ?= $(shell command -v mpicc 2>/dev/null)
-MPI_BINS := $(if $(MPICC),$(BUILD)/selftests/srdma_mpi_check)
+MPI_BINS := $(if $(MPICC),$(BUILD)/selftests/srdma_mpi_check \
+	$(BUILD)/selftests/srdma_mpi_pingpong)
 
 # LD_PRELOAD for perftest's -R clients (selftests/wire/peer.sh).
 CM_DELAY_SO := $(BUILD)/selftests/srdma_cm_delay.so
@@ -134,6 +135,10 @@ $(CM_DELAY_SO): selftests/preload/srdma_cm_delay.c
 	$(CC) $(USER_CFLAGS) -fPIC -shared -o $@ $< -ldl
 
 $(BUILD)/selftests/srdma_mpi_check: selftests/mpi/srdma_mpi_check.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(USER_CFLAGS) -o $@ $<
+
+$(BUILD)/selftests/srdma_mpi_pingpong: selftests/mpi/srdma_mpi_pingpong.c
 	@mkdir -p $(dir $@)
 	$(MPICC) $(USER_CFLAGS) -o $@ $<
 
@@ -205,6 +210,8 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(ROOT)/tools/bench/run
 	@$(ROOT)/tools/bench/loss-run
+	@$(ROOT)/tools/bench/storage-run
+	@$(ROOT)/tools/bench/hpc-run
 	@$(ROOT)/tools/bench/profile
 
 # The demo needs no second kernel (install-deps would fetch 6.12).

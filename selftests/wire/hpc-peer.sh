@@ -3,7 +3,7 @@
 #
 # UCX and Open MPI across two guests on one virtual wire (scripts/vm/run2).
 # Usage, in both guests:
-#   hpc-peer.sh KIND_A KIND_B [quick]    KIND is srdma or rxe
+#   hpc-peer.sh KIND_A KIND_B [quick|bench]    KIND is srdma or rxe
 # Guest a binds a KIND_A device to eth0 and guest b a KIND_B device, each
 # named after its kind (srdma0, rxe0). Guest b runs sshd with a key guest
 # a made for the run and sent over TCP; guest a launches everything on
@@ -12,7 +12,8 @@
 # guest /tmp/hpc-env.sh sets UCX_NET_DEVICES to its own device (and, for
 # rdma_rxe, UCX_UD_VERBS_ETH_DGID_CHECK=n, see Documentation/hpc.rst), so
 # one command line serves both. With "quick" only UCX's tag latency and
-# bandwidth over rc_verbs and MPI with the UCX PML run.
+# bandwidth over rc_verbs and MPI with the UCX PML run; with "bench" (make
+# bench, tools/bench/hpc-run) no test, the benchmark's RESULT lines.
 #
 # Guest a prints one KTAP line per test (KIND_A-to-KIND_B.NAME), guest b
 # one for its teardown; scripts/run-tests prefixes them with a. and b.
@@ -194,6 +195,43 @@ under_loss() {
 	fi
 }
 
+# make bench (tools/bench/hpc-run), mode "bench": RESULT lines, no test.
+# MPI ping-pong, one rank per guest, over the UCX PML on the devices and,
+# in the srdma pair, over the TCP BTL; ucx_perftest tag latency at 8 B and
+# tag bandwidth at 64 KiB and 1 MiB over rc_verbs.
+#   RESULT mpi LABEL SIZE LATENCY_US MB_PER_S
+#   RESULT ucx LABEL TEST SIZE VALUE    (tag_lat: us; tag_bw: MB/s)
+bench_mpi() {
+	local label=$1
+	shift
+	timeout 900 mpirun --allow-run-as-root -np 2 \
+		--host "$me_ip:1,$peer:1" --bind-to none \
+		--mca plm_rsh_agent ssh --mca plm_rsh_args "$SSH_OPTS" \
+		--mca oob_tcp_if_include eth0 "$@" \
+		/tmp/hpc-env.sh "$B/selftests/srdma_mpi_pingpong" "$label" 50 \
+		2>&1 | grep '^RESULT' || echo "# MPI ping-pong over $label failed"
+}
+
+bench_ucx() {
+	local t=$1 size=$2 iters=$3 v
+	ucx2 rc_verbs,ud_verbs:aux "$t" "$size" "$iters" \
+		"$([ "$t" = tag_lat ] && echo lat || echo bw)" > /dev/null ||
+		{ echo "RESULT ucx $kind $t $size NA"; return; }
+	v=$(awk -v t="$t" '/^Final:/ { print (t == "tag_lat") ? $4 : $7 }' /tmp/client.log)
+	echo "RESULT ucx $kind $t $size ${v:-NA}"
+}
+
+bench() {
+	bench_ucx tag_lat 8 2000
+	bench_ucx tag_bw 65536 200
+	bench_ucx tag_bw 1048576 40
+	bench_mpi "$kind" --mca pml ucx --mca btl self \
+		-x UCX_TLS=rc_verbs,ud_verbs:aux,self
+	[ "$kind" = srdma ] || return 0
+	bench_mpi tcp --mca pml ob1 --mca btl tcp,self \
+		--mca btl_tcp_if_include eth0
+}
+
 final() {
 	pkill -x sshd
 	rdma link delete "$dev" || fail "rdma link delete $dev"
@@ -217,7 +255,9 @@ if [ "$me" = b ]; then
 	exit 0
 fi
 
-if run "$tag.ssh" connect; then
+if [ "$mode" = bench ]; then
+	connect > "$LOG" 2>&1 && bench || { echo "bench: no ssh to $peer"; cat "$LOG"; }
+elif run "$tag.ssh" connect; then
 	run "$tag.ucx_rc" ucx_rc
 	[ "$mode" = quick ] || run "$tag.ucx_ud" ucx_ud
 	run "$tag.mpi_ucx" mpi_ucx
