@@ -652,7 +652,8 @@ TEST(opflag_bits)
 		SRDMA_F_FIRST, SRDMA_F_MIDDLE, SRDMA_F_LAST, SRDMA_F_RETH,
 		SRDMA_F_AETH, SRDMA_F_IMM, SRDMA_F_PAYLOAD, SRDMA_F_ACK,
 		SRDMA_F_DETH, SRDMA_F_UD, SRDMA_F_ATOMIC, SRDMA_F_AACK,
-		SRDMA_F_UC, SRDMA_F_IETH, SRDMA_F_AWRITE,
+		SRDMA_F_UC, SRDMA_F_IETH, SRDMA_F_AWRITE, SRDMA_F_XRC,
+		SRDMA_F_XRCETH,
 	};
 	u32 seen = 0, i, f;
 
@@ -668,7 +669,10 @@ TEST(opflag_bits)
 	for (i = 0; i <= 0xff; i++) {
 		f = srdma_op_flags(i);
 		EXPECT_EQ(i == SRDMA_OP_SEND_LAST_INV ||
-			  i == SRDMA_OP_SEND_ONLY_INV, !!(f & SRDMA_F_IETH));
+			  i == SRDMA_OP_SEND_ONLY_INV ||
+			  i == (SRDMA_OP_XRC | SRDMA_OP_SEND_LAST_INV) ||
+			  i == (SRDMA_OP_XRC | SRDMA_OP_SEND_ONLY_INV),
+			  !!(f & SRDMA_F_IETH));
 		EXPECT_FALSE((f & SRDMA_F_IETH) &&
 			     (f & (SRDMA_F_UC | SRDMA_F_UD | SRDMA_F_IMM |
 				   SRDMA_F_ATOMIC | SRDMA_F_AACK)));
@@ -676,6 +680,117 @@ TEST(opflag_bits)
 		/* ATOMIC WRITE: RC 0x1d alone, never in the UC group */
 		EXPECT_EQ(i == SRDMA_OP_ATOMIC_WRITE, !!(f & SRDMA_F_AWRITE));
 	}
+}
+
+/*
+ * XRC: RC's opcodes up to SEND ONLY with Invalidate in the XRC group
+ * (0xa0), never ATOMIC WRITE; requests carry an XRCETH right after the
+ * BTH, answers do not. Every one built and parsed back; one of each kind
+ * written out by hand.
+ */
+TEST(xrc_opcodes)
+{
+	u8 buf[SRDMA_MAX_HDR_LEN + 64 + SRDMA_ICRC_LEN];
+	struct srdma_pkt in, out;
+	u32 op, rc, f, hl, pay;
+
+	for (op = 0; op <= 0xff; op++)
+		if ((op & SRDMA_OP_TRANSPORT_MASK) != SRDMA_OP_XRC)
+			EXPECT_FALSE(srdma_op_flags(op) &
+				     (SRDMA_F_XRC | SRDMA_F_XRCETH));
+	for (op = SRDMA_OP_XRC; op <= SRDMA_OP_XRC + 0x1f; op++) {
+		rc = op & 0x1f;
+		f = srdma_op_flags(op);
+		if (rc > 0x17 || !srdma_op_flags(rc)) {
+			EXPECT_EQ(0U, f);
+			continue;
+		}
+		EXPECT_EQ(srdma_op_flags(rc) | SRDMA_F_XRC |
+			  (srdma_op_flags(rc) & SRDMA_F_REQ ?
+			   SRDMA_F_XRCETH : 0), f);
+		EXPECT_EQ(srdma_hdr_len(rc) +
+			  (f & SRDMA_F_XRCETH ? SRDMA_XRCETH_LEN : 0),
+			  srdma_hdr_len(op));
+		ASSERT_GE(SRDMA_MAX_HDR_LEN, srdma_hdr_len(op));
+		memset(&in, 0, sizeof(in));
+		in.opcode = op;
+		in.pkey = 0xffff;
+		in.dqpn = 0x000042;
+		in.psn = 0x7;
+		in.va = 0x0102030405060708ULL;
+		in.rkey = 0x55aa55aa;
+		in.dmalen = 300;
+		in.imm = 0xa1b2c3d4;
+		in.swap_add = 0x11;
+		in.compare = 0x22;
+		in.syndrome = SRDMA_AETH_ACK;
+		in.msn = 0x3;
+		in.inv_rkey = 0x99;
+		in.xrc_srqn = 0xabcdef;
+		pay = f & SRDMA_F_PAYLOAD ? 64 : 0;
+		hl = srdma_build_hdr(buf, &in);
+		EXPECT_EQ(srdma_hdr_len(op), hl);
+		ASSERT_EQ(0, srdma_parse(buf, hl, hl + pay + SRDMA_ICRC_LEN,
+					 &out));
+		EXPECT_EQ(f, out.flags);
+		EXPECT_EQ(f & SRDMA_F_XRCETH ? 0xabcdefU : 0U, out.xrc_srqn);
+		if (f & (SRDMA_F_RETH | SRDMA_F_ATOMIC)) {
+			EXPECT_EQ(in.va, out.va);
+			EXPECT_EQ(in.rkey, out.rkey);
+		}
+		if (f & SRDMA_F_IMM)
+			EXPECT_EQ(in.imm, out.imm);
+		if (f & SRDMA_F_IETH)
+			EXPECT_EQ(in.inv_rkey, out.inv_rkey);
+		if (f & SRDMA_F_AETH)
+			EXPECT_EQ(in.msn, out.msn);
+	}
+	/* XRC SEND ONLY (0xa4) to XRC SRQ 0x010203, by hand */
+	{
+		static const u8 p[] = {
+			0xa4, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x42,
+			0x80, 0x00, 0x00, 0x09,
+			0xee, 0x01, 0x02, 0x03,			/* XRCETH */
+			1, 2, 3, 4,				/* data */
+			0, 0, 0, 0,				/* ICRC */
+		};
+
+		ASSERT_EQ(0, srdma_parse(p, 16, sizeof(p), &out));
+		EXPECT_EQ(SRDMA_F_XRC | SRDMA_F_XRCETH | SRDMA_F_SEND |
+			  SRDMA_F_ONLY | SRDMA_F_PAYLOAD, out.flags);
+		EXPECT_EQ(0x010203U, out.xrc_srqn);	/* resv8 ignored */
+		EXPECT_EQ(4U, out.paylen);
+		EXPECT_EQ(1, out.ackreq);
+	}
+	/* XRC RDMA WRITE FIRST: BTH, XRCETH, RETH */
+	{
+		static const u8 p[] = {
+			0xa6, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x42,
+			0x00, 0x00, 0x00, 0x01,
+			0x00, 0x00, 0x00, 0x07,			/* XRCETH */
+			0, 0, 0, 0, 0, 0, 0x10, 0x00,		/* RETH VA */
+			0x12, 0x34, 0x56, 0x78,			/* R_Key */
+			0x00, 0x00, 0x08, 0x00,			/* DMA len */
+			9, 9, 9, 9,				/* data */
+			0, 0, 0, 0,				/* ICRC */
+		};
+
+		ASSERT_EQ(32U, srdma_hdr_len(0xa6));
+		ASSERT_EQ(0, srdma_parse(p, 32, sizeof(p), &out));
+		EXPECT_EQ(7U, out.xrc_srqn);
+		EXPECT_EQ(0x1000ULL, out.va);
+		EXPECT_EQ(0x12345678U, out.rkey);
+		EXPECT_EQ(0x800U, out.dmalen);
+		EXPECT_EQ(4U, out.paylen);
+		/* and with no payload: a FIRST must carry some */
+		EXPECT_EQ(-EPROTO, srdma_parse(p, 32, sizeof(p) - 4, &out));
+	}
+	/* XRC ACK (0xb1): no XRCETH; ATOMIC WRITE (0xbd) is not taken */
+	EXPECT_EQ(SRDMA_BTH_LEN + SRDMA_AETH_LEN, srdma_hdr_len(0xb1));
+	EXPECT_EQ(0U, srdma_op_flags(0xbd));
+	/* an XRC SEND ONLY cut inside its XRCETH */
+	EXPECT_EQ(-EMSGSIZE, srdma_parse((const u8[]){ 0xa4, 0, 0xff, 0xff,
+			0, 0, 0, 1, 0, 0, 0, 1, 0, 0 }, 14, 14 + 4, &out));
 }
 
 TEST(psn_arithmetic)

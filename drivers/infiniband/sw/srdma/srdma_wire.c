@@ -36,6 +36,8 @@
 #define SRDMA_ATOMIC_ETH_CMP	20
 /* IETH (IBTA 9.3.7): one R_Key. */
 #define SRDMA_IETH_RKEY		0
+/* XRCETH (IBTA 9.3.8): a reserved byte, the XRC SRQ number. */
+#define SRDMA_XRCETH_SRQN	1
 
 /*
  * Variant fields of the IP and UDP headers, which the ICRC covers as ones
@@ -104,6 +106,20 @@ static const u16 srdma_opflags_tbl[SRDMA_OP_FETCH_ADD + 1] = {
  */
 u32 srdma_op_flags(u8 opcode)
 {
+	u32 f;
+
+	/*
+	 * XRC: RC's opcodes up to SEND ONLY with Invalidate (not ATOMIC
+	 * WRITE), in the XRC group; its requests carry an XRCETH.
+	 */
+	if ((opcode & SRDMA_OP_TRANSPORT_MASK) == SRDMA_OP_XRC) {
+		if (opcode > SRDMA_OP_XRC_LAST)
+			return 0;
+		f = srdma_op_flags(opcode - SRDMA_OP_XRC);
+		if (!f)
+			return 0;
+		return f | SRDMA_F_XRC | (f & SRDMA_F_REQ ? SRDMA_F_XRCETH : 0);
+	}
 	/* UC: the SEND and WRITE opcodes of RC, in the UC group. */
 	if ((opcode & SRDMA_OP_TRANSPORT_MASK) == SRDMA_OP_UC)
 		return opcode <= SRDMA_OP_UC_WRITE_ONLY_IMM ?
@@ -133,7 +149,8 @@ u32 srdma_hdr_len(u8 opcode)
 {
 	u32 f = srdma_op_flags(opcode);
 
-	return SRDMA_BTH_LEN + (f & SRDMA_F_RETH ? SRDMA_RETH_LEN : 0) +
+	return SRDMA_BTH_LEN + (f & SRDMA_F_XRCETH ? SRDMA_XRCETH_LEN : 0) +
+	       (f & SRDMA_F_RETH ? SRDMA_RETH_LEN : 0) +
 	       (f & SRDMA_F_DETH ? SRDMA_DETH_LEN : 0) +
 	       (f & SRDMA_F_AETH ? SRDMA_AETH_LEN : 0) +
 	       (f & SRDMA_F_IMM ? SRDMA_IMM_LEN : 0) +
@@ -191,15 +208,19 @@ static int srdma_parse_lengths(struct srdma_pkt *pkt, u32 avail,
 }
 
 /*
- * The extension headers pkt->flags announce, in their wire order: RETH,
- * DETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH (which no opcode srdma
- * takes carries with any of the others). DETH's reserved byte is ignored
- * on receive.
+ * The extension headers pkt->flags announce, in their wire order: XRCETH,
+ * RETH, DETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH (which no opcode
+ * srdma takes carries with any of the others). The reserved bytes of DETH
+ * and XRCETH are ignored on receive.
  */
 static void srdma_parse_ext(const u8 *hdr, struct srdma_pkt *pkt)
 {
 	u32 off = SRDMA_BTH_LEN;
 
+	if (pkt->flags & SRDMA_F_XRCETH) {
+		pkt->xrc_srqn = srdma_get_be24(hdr + off + SRDMA_XRCETH_SRQN);
+		off += SRDMA_XRCETH_LEN;
+	}
 	if (pkt->flags & SRDMA_F_RETH) {
 		pkt->va = (u64)srdma_get_be32(hdr + off + SRDMA_RETH_VA) << 32 |
 			  srdma_get_be32(hdr + off + SRDMA_RETH_VA + 4);
@@ -307,6 +328,12 @@ u32 srdma_build_hdr(u8 *buf, const struct srdma_pkt *pkt)
 	buf[SRDMA_BTH_ACKREQ] = pkt->ackreq ? SRDMA_BTH_ACKREQ_BIT : 0;
 	srdma_put_be24(buf + SRDMA_BTH_PSN, pkt->psn & SRDMA_PSN_MASK);
 
+	if (f & SRDMA_F_XRCETH) {
+		buf[off] = 0;
+		srdma_put_be24(buf + off + SRDMA_XRCETH_SRQN,
+			       pkt->xrc_srqn & SRDMA_QPN_MASK);
+		off += SRDMA_XRCETH_LEN;
+	}
 	if (f & SRDMA_F_RETH) {
 		srdma_put_be32(buf + off + SRDMA_RETH_VA, (u32)(pkt->va >> 32));
 		srdma_put_be32(buf + off + SRDMA_RETH_VA + 4, (u32)pkt->va);

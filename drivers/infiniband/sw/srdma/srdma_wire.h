@@ -29,8 +29,14 @@
 #define SRDMA_ATOMIC_ETH_LEN	28
 /* AtomicAckETH (IBTA 9.3.3.4): the original data at the address. */
 #define SRDMA_ATOMIC_ACK_ETH_LEN 8
-/* The longest headers: BTH and AtomicETH (BTH, RETH, ImmDt is 32). */
-#define SRDMA_MAX_HDR_LEN	(SRDMA_BTH_LEN + SRDMA_ATOMIC_ETH_LEN)
+/* XRCETH (IBTA 9.3.8): a reserved byte and the 24-bit XRC SRQ number. */
+#define SRDMA_XRCETH_LEN	4
+/*
+ * The longest headers: BTH, XRCETH and AtomicETH (BTH, XRCETH, RETH,
+ * ImmDt is 36).
+ */
+#define SRDMA_MAX_HDR_LEN	(SRDMA_BTH_LEN + SRDMA_XRCETH_LEN + \
+				 SRDMA_ATOMIC_ETH_LEN)
 
 /* The transport bits of a BTH opcode: 000b RC, 001b UC, 011b UD. */
 #define SRDMA_OP_TRANSPORT_MASK	0xe0
@@ -96,6 +102,12 @@ enum srdma_opcode {
 	SRDMA_OP_UC			= 0x20,	/* the UC group */
 	SRDMA_OP_UC_WRITE_ONLY_IMM	= 0x2b,	/* the last UC opcode */
 	SRDMA_OP_UD_SEND_ONLY		= 0x64,
+	/*
+	 * XRC (IBTA 9.2.1): the RC opcodes in the XRC group, up to SEND
+	 * ONLY with Invalidate; requests carry an XRCETH, answers do not.
+	 */
+	SRDMA_OP_XRC			= 0xa0,
+	SRDMA_OP_XRC_LAST		= 0xb7,
 	SRDMA_OP_UD_SEND_ONLY_IMM	= 0x65,
 };
 
@@ -125,6 +137,8 @@ enum srdma_opflags {
 	/* IETH (IBTA 9.3.7): out of the others' way, past the u16 table */
 	SRDMA_F_IETH	= 1 << 20,
 	SRDMA_F_AWRITE	= 1 << 21,	/* ATOMIC WRITE, also a WRITE ONLY */
+	SRDMA_F_XRC	= 1 << 22,	/* an XRC opcode */
+	SRDMA_F_XRCETH	= 1 << 23,	/* XRCETH: an XRC request */
 	SRDMA_F_REQ	= SRDMA_F_SEND | SRDMA_F_WRITE | SRDMA_F_READ |
 			  SRDMA_F_ATOMIC,
 	SRDMA_F_ONLY	= SRDMA_F_FIRST | SRDMA_F_LAST,
@@ -167,6 +181,7 @@ struct srdma_pkt {
 	u64 compare;
 	u64 orig;		/* AtomicAckETH */
 	u32 inv_rkey;		/* IETH: the R_Key to invalidate */
+	u32 xrc_srqn;		/* XRCETH: the XRC SRQ the request is for */
 	u32 hdr_len;		/* BTH + extension headers */
 	u32 paylen;		/* payload bytes, without pad and ICRC */
 };
