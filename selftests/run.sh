@@ -126,6 +126,7 @@ run_harness srdma_atomic_test setup_bound_veth
 run_harness srdma_mw_test setup_bound_veth
 run_harness srdma_odp_test setup_bound_veth
 run_harness srdma_dm_test setup_bound_veth
+run_harness srdma_xrc_test setup_bound_veth
 
 run_harness srdma_srq_test setup_bound_veth
 run_harness srdma_resize_test setup_bound_veth

@@ -119,10 +119,20 @@ struct srdma_qp {
 	bool wr_need_ah;		/* wr_cur is UD: needs wr_set_ud_addr */
 };
 
-/* An SRQ: its mapped ring, which the kernel takes receives from. */
+/*
+ * An SRQ: its mapped ring, which the kernel takes receives from. Made by
+ * create_srq_ex it is a verbs_srq, which an XRC SRQ's number is kept in.
+ */
 struct srdma_srq {
-	struct ibv_srq ibsrq;
+	union {
+		struct ibv_srq ibsrq;
+		struct verbs_srq vsrq;
+	};
 	struct srdma_uring rq;
+};
+
+struct srdma_xrcd {
+	struct verbs_xrcd vxrcd;
 };
 
 struct srdma_create_srq_resp_all {
@@ -1014,7 +1024,8 @@ static struct ibv_qp *srdma_create_qp(struct ibv_pd *pd,
 	if (ret)
 		goto err_free_qp;
 	ret = srdma_qp_map(pd->context, qp, &resp.drv,
-			   attr->cap.max_inline_data, attr->srq != NULL);
+			   attr->cap.max_inline_data,
+			   attr->srq != NULL || attr->qp_type == IBV_QPT_XRC_SEND);
 	if (ret)
 		goto err_destroy_qp;
 	return &qp->vqp.qp;
@@ -1159,6 +1170,12 @@ static uint64_t srdma_send_ops(enum ibv_qp_type type)
 		       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
 		       IBV_QP_EX_WITH_SEND_WITH_INV |
 		       IBV_QP_EX_WITH_ATOMIC_WRITE;
+	case IBV_QPT_XRC_SEND:	/* RC's but ATOMIC WRITE and binds */
+		return send | write | IBV_QP_EX_WITH_RDMA_READ |
+		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		       IBV_QP_EX_WITH_LOCAL_INV |
+		       IBV_QP_EX_WITH_SEND_WITH_INV;
 	case IBV_QPT_UC:
 		return send | write;
 	case IBV_QPT_UD:
@@ -1278,6 +1295,9 @@ static int srdma_send_wr_check(const struct ibv_qp *qp,
 	if (qp->qp_type == IBV_QPT_UD &&
 	    !srdma_ud_dest_ok(qp, wr->wr.ud.ah, wr->wr.ud.remote_qpn))
 		return EINVAL;
+	if (qp->qp_type == IBV_QPT_XRC_SEND &&
+	    wr->qp_type.xrc.remote_srqn > SRDMA_QPN_MAX)
+		return EINVAL;
 	if (srdma_wr_is_atomic(wr->opcode) &&
 	    !srdma_atomic_sges_ok(wr->sg_list, wr->num_sge))
 		return EINVAL;
@@ -1391,6 +1411,9 @@ static int srdma_sq_put(struct srdma_qp *sqp, uint32_t prod,
 	/* SEND with Invalidate, LOCAL_INV: invalidate_rkey, the same bits. */
 	u->imm_data = wr->imm_data;
 	u->num_sge = inl || srdma_wr_is_local(wr->opcode) ? 0 : wr->num_sge;
+	u->xrc_srqn = qp->qp_type == IBV_QPT_XRC_SEND ?
+		      wr->qp_type.xrc.remote_srqn : 0;
+	u->reserved = 0;
 	u->compare_add = 0;
 	u->swap = 0;
 	if (wr->opcode == IBV_WR_BIND_MW) {
@@ -1475,7 +1498,8 @@ static int srdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t prod, first;
 	int ret = 0, err;
 
-	if (srdma_qp_in_reset(ibqp)) {
+	/* An XRC receive QP (or one opened) has no SQ. */
+	if (srdma_qp_in_reset(ibqp) || !r->hdr) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -1576,8 +1600,11 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t prod, first;
 	int ret = 0;
 
-	/* A QP with an SRQ has no RQ: receives go to the SRQ. */
-	if (srdma_qp_in_reset(ibqp) || ibqp->srq) {
+	/*
+	 * A QP with an SRQ has no RQ: receives go to the SRQ. Neither has
+	 * an XRC QP (its receives go to XRC SRQs).
+	 */
+	if (srdma_qp_in_reset(ibqp) || ibqp->srq || !r->hdr) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -1836,6 +1863,20 @@ static void srdma_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
 	qp->wr_need_ah = false;
 }
 
+/* The XRC SRQ the entry being built is for (XRC send QPs). */
+static void srdma_wr_set_xrc_srqn(struct ibv_qp_ex *ibqp,
+				  uint32_t remote_srqn)
+{
+	struct srdma_qp *qp = to_sqp_ex(ibqp);
+
+	if (!qp->wr_cur)
+		return;
+	if (remote_srqn > SRDMA_QPN_MAX)
+		srdma_wr_fail(qp, EINVAL);
+	else
+		qp->wr_cur->xrc_srqn = remote_srqn;
+}
+
 static void srdma_wr_set_sge_list(struct ibv_qp_ex *ibqp, size_t num_sge,
 				  const struct ibv_sge *sg_list)
 {
@@ -1913,6 +1954,8 @@ static void srdma_qp_ex_init(struct srdma_qp *qp, uint64_t ops)
 	ex->wr_complete = srdma_wr_complete;
 	ex->wr_abort = srdma_wr_abort;
 	ex->wr_set_ud_addr = srdma_wr_set_ud_addr;
+	if (qp->vqp.qp.qp_type == IBV_QPT_XRC_SEND)
+		ex->wr_set_xrc_srqn = srdma_wr_set_xrc_srqn;
 	ex->wr_set_sge = srdma_wr_set_sge;
 	ex->wr_set_sge_list = srdma_wr_set_sge_list;
 	ex->wr_set_inline_data = srdma_wr_set_inline_data;
@@ -1948,8 +1991,46 @@ static void srdma_qp_ex_init(struct srdma_qp *qp, uint64_t ops)
 				 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 
 /*
+ * An XRC receive QP (SRDMA_CAP_XRC): of an XRC domain, no PD, no queue
+ * and nothing mapped; it only answers the requests for the domain's XRC
+ * SRQs. The kernel makes it with no private data.
+ */
+static struct ibv_qp *srdma_create_xrc_recv(struct ibv_context *ctx,
+					    struct ibv_qp_init_attr_ex *attr)
+{
+	struct srdma_create_qp_resp_all resp;
+	struct ibv_qp_init_attr_ex a;
+	struct ibv_create_qp cmd;
+	struct srdma_qp *qp;
+	int ret;
+
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd ||
+	    (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	a = *attr;
+	a.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	memset(&resp, 0, sizeof(resp));
+	ret = ibv_cmd_create_qp_ex(ctx, &qp->vqp, &a, &cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+	attr->cap = a.cap;
+	return &qp->vqp.qp;
+}
+
+/*
  * ibv_create_qp_ex(). libibverbs calls create_qp itself when comp_mask is
- * just IBV_QP_INIT_ATTR_PD. Taken here: a PD (required: no XRC), create
+ * just IBV_QP_INIT_ATTR_PD. An XRC receive QP has an XRC domain and
+ * nothing else (srdma_create_xrc_recv()); for the others, taken here: a
+ * PD (required; an XRC send QP's SQ is as an RC QP's), create
  * flags and a TSO header size if they are 0 (srdma has no such feature
  * to turn on), and send_ops_flags naming operations of srdma_send_ops()
  * for the QP type (ATOMIC WRITE if the kernel takes it:
@@ -1966,6 +2047,14 @@ static struct ibv_qp *srdma_create_qp_ex(struct ibv_context *ctx,
 	uint32_t mask = attr->comp_mask;
 	int ret;
 
+	if ((attr->qp_type == IBV_QPT_XRC_SEND ||
+	     attr->qp_type == IBV_QPT_XRC_RECV) &&
+	    !(to_sctx(ctx)->caps & SRDMA_CAP_XRC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return srdma_create_xrc_recv(ctx, attr);
 	if (!(mask & IBV_QP_INIT_ATTR_PD)) {
 		errno = EINVAL;
 		return NULL;
@@ -1992,8 +2081,9 @@ static struct ibv_qp *srdma_create_qp_ex(struct ibv_context *ctx,
 				   &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free_qp;
+	/* An XRC send QP has no RQ, as a QP with an SRQ. */
 	ret = srdma_qp_map(ctx, qp, &resp.drv, a.cap.max_inline_data,
-			   a.srq != NULL);
+			   a.srq != NULL || a.qp_type == IBV_QPT_XRC_SEND);
 	if (ret)
 		goto err_destroy_qp;
 	attr->cap = a.cap;
@@ -2007,6 +2097,35 @@ err_free_qp:
 	free(qp);
 	errno = ret;
 	return NULL;
+}
+
+/*
+ * ibv_open_qp(): another handle on an XRC receive QP of a domain this
+ * process has opened too; like the QP itself, it has no queue.
+ */
+static struct ibv_qp *srdma_open_qp(struct ibv_context *ctx,
+				    struct ibv_qp_open_attr *attr)
+{
+	struct ib_uverbs_create_qp_resp resp;
+	struct ibv_open_qp cmd;
+	struct srdma_qp *qp;
+	int ret;
+
+	if (!(to_sctx(ctx)->caps & SRDMA_CAP_XRC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	ret = ibv_cmd_open_qp(ctx, &qp->vqp, sizeof(qp->vqp), attr, &cmd,
+			      sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+	return &qp->vqp.qp;
 }
 
 static int srdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -2098,13 +2217,32 @@ static int srdma_destroy_qp(struct ibv_qp *ibqp)
  * matching are EOPNOTSUPP, and so is resizing (modify_srq with
  * IBV_SRQ_MAX_WR), which the kernel refuses.
  */
+/* Map the ring of an SRQ the kernel just made, as @q describes it. */
+static int srdma_srq_map(struct ibv_context *ctx, struct srdma_srq *srq,
+			 const struct srdma_uqueue *q)
+{
+	int ret;
+
+	/* The ring never holds more than max_wr: one slot stays free. */
+	if (!q->max_wr || q->max_wr >= q->slots)
+		return EPROTO;
+	ret = srdma_uring_map(ctx, &srq->rq, q->offset, q->len, q->slots,
+			      q->slot_size, sizeof(struct srdma_urecv_wqe) +
+			      q->max_sge * sizeof(struct srdma_usge));
+	if (ret)
+		return ret;
+	srq->rq.max_wr = q->max_wr;
+	srq->rq.max_sge = q->max_sge;
+	srq->rq.max_len = SRDMA_MAX_MSG;
+	return 0;
+}
+
 static struct ibv_srq *srdma_create_srq(struct ibv_pd *pd,
 					struct ibv_srq_init_attr *attr)
 {
 	struct srdma_create_srq_resp_all resp;
 	struct ibv_create_srq cmd;
 	struct srdma_srq *srq;
-	struct srdma_uqueue *q;
 	int ret;
 
 	if (!(to_sctx(pd->context)->caps & SRDMA_CAP_SRQ)) {
@@ -2119,19 +2257,9 @@ static struct ibv_srq *srdma_create_srq(struct ibv_pd *pd,
 				 &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free_srq;
-	q = &resp.drv.rq;
-	/* The ring never holds more than max_wr: one slot stays free. */
-	ret = q->max_wr && q->max_wr < q->slots ? 0 : EPROTO;
-	if (!ret)
-		ret = srdma_uring_map(pd->context, &srq->rq, q->offset, q->len,
-				      q->slots, q->slot_size,
-				      sizeof(struct srdma_urecv_wqe) +
-				      q->max_sge * sizeof(struct srdma_usge));
+	ret = srdma_srq_map(pd->context, srq, &resp.drv.rq);
 	if (ret)
 		goto err_destroy_srq;
-	srq->rq.max_wr = q->max_wr;
-	srq->rq.max_sge = q->max_sge;
-	srq->rq.max_len = SRDMA_MAX_MSG;
 	return &srq->ibsrq;
 
 err_destroy_srq:
@@ -2143,9 +2271,105 @@ err_free_srq:
 }
 
 /*
+ * An XRC SRQ (SRDMA_CAP_XRC): of a PD, an XRC domain and a CQ, which its
+ * receives complete on; its number (ibv_get_srq_num()) is what XRC
+ * senders name in each work request.
+ */
+static struct ibv_srq *srdma_create_xsrq(struct ibv_context *ctx,
+					 struct ibv_srq_init_attr_ex *attr)
+{
+	const uint32_t need = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+			      IBV_SRQ_INIT_ATTR_CQ;
+	struct srdma_create_srq_resp_all resp;
+	struct ibv_create_xsrq cmd;
+	struct srdma_srq *srq;
+	int ret;
+
+	if (!(to_sctx(ctx)->caps & SRDMA_CAP_XRC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((attr->comp_mask & need) != need || !attr->pd || !attr->xrcd ||
+	    !attr->cq) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	memset(&resp, 0, sizeof(resp));
+	ret = ibv_cmd_create_srq_ex(ctx, &srq->vsrq, attr, &cmd, sizeof(cmd),
+				    &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_free_srq;
+	ret = srdma_srq_map(ctx, srq, &resp.drv.rq);
+	if (ret)
+		goto err_destroy_srq;
+	return &srq->ibsrq;
+
+err_destroy_srq:
+	ibv_cmd_destroy_srq(&srq->ibsrq);
+err_free_srq:
+	free(srq);
+	errno = ret;
+	return NULL;
+}
+
+/* ibv_get_srq_num(): an XRC SRQ's number; EINVAL for another SRQ. */
+static int srdma_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	struct srdma_srq *srq = to_ssrq(ibsrq);
+
+	if (srq->vsrq.srq_type != IBV_SRQT_XRC)
+		return EINVAL;
+	*srq_num = srq->vsrq.srq_num;
+	return 0;
+}
+
+/*
+ * ibv_open_xrcd(): an XRC domain, shared between the processes that open
+ * it through the same file (the kernel's; srdma keeps nothing for it).
+ */
+static struct ibv_xrcd *srdma_open_xrcd(struct ibv_context *ctx,
+					struct ibv_xrcd_init_attr *attr)
+{
+	struct ib_uverbs_open_xrcd_resp resp;
+	struct ibv_open_xrcd cmd;
+	struct srdma_xrcd *xrcd;
+	int ret;
+
+	if (!(to_sctx(ctx)->caps & SRDMA_CAP_XRC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	xrcd = calloc(1, sizeof(*xrcd));
+	if (!xrcd)
+		return NULL;
+	ret = ibv_cmd_open_xrcd(ctx, &xrcd->vxrcd, sizeof(xrcd->vxrcd), attr,
+				&cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(xrcd);
+		errno = ret;
+		return NULL;
+	}
+	return &xrcd->vxrcd.xrcd;
+}
+
+static int srdma_close_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	struct srdma_xrcd *xrcd = (struct srdma_xrcd *)ibxrcd;	/* first */
+	int ret = ibv_cmd_close_xrcd(&xrcd->vxrcd);
+
+	if (ret)
+		return ret;
+	free(xrcd);
+	return 0;
+}
+
+/*
  * ibv_create_srq_ex(): libibverbs calls create_srq itself for a basic SRQ
- * with nothing but a PD and the type, so this sees the rest: XRC and tag
- * matching SRQs, or other comp_mask bits, all EOPNOTSUPP; a basic SRQ
+ * with nothing but a PD and the type, so this sees the rest: XRC SRQs,
+ * tag matching SRQs or other comp_mask bits (EOPNOTSUPP); a basic SRQ
  * that merely comes this way is made as create_srq makes it.
  */
 static struct ibv_srq *srdma_create_srq_ex(struct ibv_context *ctx,
@@ -2155,6 +2379,9 @@ static struct ibv_srq *srdma_create_srq_ex(struct ibv_context *ctx,
 	struct ibv_srq_init_attr init;
 	struct ibv_srq *srq;
 
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type == IBV_SRQT_XRC)
+		return srdma_create_xsrq(ctx, attr);
 	if ((attr->comp_mask & ~known) ||
 	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
 	     attr->srq_type != IBV_SRQT_BASIC)) {
@@ -2246,6 +2473,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.alloc_pd = srdma_alloc_pd,
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.bind_mw = srdma_bind_mw,
+	.close_xrcd = srdma_close_xrcd,
 	.create_ah = srdma_create_ah,
 	.create_cq = srdma_create_cq,
 	.create_cq_ex = srdma_create_cq_ex,
@@ -2257,6 +2485,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.dealloc_pd = srdma_dealloc_pd,
 	.dereg_mr = srdma_dereg_mr,
 	.free_dm = srdma_free_dm,
+	.get_srq_num = srdma_get_srq_num,
 	.destroy_ah = srdma_destroy_ah,
 	.destroy_cq = srdma_destroy_cq,
 	.destroy_qp = srdma_destroy_qp,
@@ -2265,6 +2494,8 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.free_context = srdma_free_context,
 	.modify_qp = srdma_modify_qp,
 	.modify_srq = srdma_modify_srq,
+	.open_qp = srdma_open_qp,
+	.open_xrcd = srdma_open_xrcd,
 	.poll_cq = srdma_poll_cq,
 	.post_recv = srdma_post_recv,
 	.post_send = srdma_post_send,

@@ -96,6 +96,22 @@ struct verbs_dm {
 	uint32_t handle;
 };
 
+/* An XRC domain: the kernel's handle. */
+struct verbs_xrcd {
+	struct ibv_xrcd xrcd;
+	uint32_t comp_mask;
+	uint32_t handle;
+};
+
+/* Every SRQ made by create_srq_ex: an XRC SRQ's number and domain. */
+struct verbs_srq {
+	struct ibv_srq srq;
+	enum ibv_srq_type srq_type;
+	struct verbs_xrcd *xrcd;
+	struct ibv_cq *cq;
+	uint32_t srq_num;
+};
+
 /* libibverbs' ioctl command buffer: only ever passed as NULL here. */
 struct ibv_command_buffer;
 
@@ -121,7 +137,7 @@ struct verbs_qp {
 		struct ibv_qp_ex qp_ex;
 	};
 	uint32_t comp_mask;		/* enum srdma_verbs_qp_mask */
-	void *xrcd;			/* struct verbs_xrcd *; srdma has none */
+	struct verbs_xrcd *xrcd;	/* XRC QPs, with SRDMA_VERBS_QP_XRCD */
 };
 
 enum srdma_verbs_qp_mask {
@@ -160,7 +176,7 @@ struct verbs_context_ops {
 			    uint16_t lid);
 	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
 		       struct ibv_mw_bind *mw_bind);
-	void *close_xrcd;
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
 				    struct ibv_ah_attr *attr);
@@ -197,15 +213,19 @@ struct verbs_context_ops {
 			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
-	void *get_srq_num, *import_dm, *import_mr, *import_pd;
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
+	void *import_dm, *import_mr, *import_pd;
 	void *modify_cq, *modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);
 	void *modify_qp_rate_limit;
 	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 			  int attr_mask);
-	void *modify_wq, *open_qp;
-	void *open_xrcd;
+	void *modify_wq;
+	struct ibv_qp *(*open_qp)(struct ibv_context *context,
+				  struct ibv_qp_open_attr *attr);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *context,
+				      struct ibv_xrcd_init_attr *attr);
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
@@ -250,6 +270,7 @@ SRDMA_OPS_SLOT(alloc_pd, 5);
 SRDMA_OPS_SLOT(async_event, 7);
 SRDMA_OPS_SLOT(attach_mcast, 9);
 SRDMA_OPS_SLOT(bind_mw, 10);
+SRDMA_OPS_SLOT(close_xrcd, 11);
 SRDMA_OPS_SLOT(cq_event, 12);
 SRDMA_OPS_SLOT(advise_mr, 0);
 SRDMA_OPS_SLOT(alloc_dm, 1);
@@ -270,8 +291,11 @@ SRDMA_OPS_SLOT(destroy_srq, 36);
 SRDMA_OPS_SLOT(detach_mcast, 38);
 SRDMA_OPS_SLOT(free_context, 39);
 SRDMA_OPS_SLOT(free_dm, 40);
+SRDMA_OPS_SLOT(get_srq_num, 41);
 SRDMA_OPS_SLOT(modify_qp, 47);
 SRDMA_OPS_SLOT(modify_srq, 49);
+SRDMA_OPS_SLOT(open_qp, 51);
+SRDMA_OPS_SLOT(open_xrcd, 52);
 SRDMA_OPS_SLOT(poll_cq, 53);
 SRDMA_OPS_SLOT(post_recv, 54);
 SRDMA_OPS_SLOT(post_send, 55);
@@ -332,6 +356,9 @@ SRDMA_DECLARE_CMD(ibv_query_qp, ib_uverbs_query_qp);
 SRDMA_DECLARE_CMD(ibv_create_srq, ib_uverbs_create_srq);
 SRDMA_DECLARE_CMD(ibv_modify_srq, ib_uverbs_modify_srq);
 SRDMA_DECLARE_CMD(ibv_query_srq, ib_uverbs_query_srq);
+SRDMA_DECLARE_CMD(ibv_create_xsrq, ib_uverbs_create_xsrq);
+SRDMA_DECLARE_CMD(ibv_open_xrcd, ib_uverbs_open_xrcd);
+SRDMA_DECLARE_CMD(ibv_open_qp, ib_uverbs_open_qp);
 
 /* An extended command: both headers, then the kernel's struct. */
 struct ibv_create_cq_ex {
@@ -426,6 +453,20 @@ int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 		      struct ibv_query_srq *cmd, size_t cmd_size);
 int ibv_cmd_destroy_srq(struct ibv_srq *srq);
+int ibv_cmd_create_srq_ex(struct ibv_context *context, struct verbs_srq *srq,
+			  struct ibv_srq_init_attr_ex *attr_ex,
+			  struct ibv_create_xsrq *cmd, size_t cmd_size,
+			  struct ib_uverbs_create_srq_resp *resp,
+			  size_t resp_size);
+int ibv_cmd_open_xrcd(struct ibv_context *context, struct verbs_xrcd *xrcd,
+		      int vxrcd_size, struct ibv_xrcd_init_attr *attr,
+		      struct ibv_open_xrcd *cmd, size_t cmd_size,
+		      struct ib_uverbs_open_xrcd_resp *resp, size_t resp_size);
+int ibv_cmd_close_xrcd(struct verbs_xrcd *xrcd);
+int ibv_cmd_open_qp(struct ibv_context *context, struct verbs_qp *qp,
+		    int vqp_sz, struct ibv_qp_open_attr *attr,
+		    struct ibv_open_qp *cmd, size_t cmd_size,
+		    struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
 /* Reads <ibdev_path>/<file> into buf, minus its trailing newline. */
 int ibv_read_ibdev_sysfs_file(char *buf, size_t size,

@@ -12,7 +12,7 @@
 #include <linux/types.h>
 
 /* uverbs driver ABI version, reported in sysfs and matched by the provider */
-#define SRDMA_UVERBS_ABI_VERSION	3
+#define SRDMA_UVERBS_ABI_VERSION	4
 
 /*
  * node_desc of every srdma ib_device. An srdma device may have any name and
@@ -29,6 +29,7 @@ enum srdma_ucontext_caps {
 	SRDMA_CAP_SRQ = 1 << 3,		/* SRQs, mapped, see below */
 	SRDMA_CAP_ATOMIC_WRITE = 1 << 4, /* IB_UVERBS_WR_ATOMIC_WRITE, below */
 	SRDMA_CAP_DM = 1 << 5,		/* device memory, mapped, see below */
+	SRDMA_CAP_XRC = 1 << 6,		/* XRC, see srdma_usend_wqe */
 };
 
 struct srdma_alloc_ucontext_resp {
@@ -140,6 +141,11 @@ struct srdma_usge {
  * the window's new key in rkey, its address in remote_addr, and the
  * length, the lkey of the MR it goes on and its IB_UVERBS_ACCESS_* rights
  * in bind; ibv_bind_mw() of a type 1 window posts the same entry.
+ *
+ * On an XRC initiator QP (IB_QPT_XRC_INI, SRDMA_CAP_XRC) every entry names
+ * the XRC SRQ of the target it is for in xrc_srqn (24 bits); other QPs
+ * ignore it. XRC has RC's operations but ATOMIC WRITE and memory window
+ * binds.
  */
 struct srdma_usend_wqe {
 	__aligned_u64 wr_id;
@@ -159,6 +165,8 @@ struct srdma_usend_wqe {
 	__u32 imm_data;		/* network order */
 	__u32 num_sge;
 	__u32 inline_len;	/* bytes of inline data, see above */
+	__u32 xrc_srqn;		/* XRC initiators, see above */
+	__u32 reserved;
 	union {
 		struct {
 			__aligned_u64 compare_add;	/* atomics */

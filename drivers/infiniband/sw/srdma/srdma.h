@@ -214,6 +214,12 @@ struct srdma_dev {
 	 */
 	struct xarray ah_xa;
 	u32 ah_next;			/* next AH number, under ah_xa's lock */
+	/*
+	 * XRC SRQ number -> srdma_srq, for the XRCETH of arriving packets;
+	 * its lock guards it (lookups: RCU and a reference, srdma_srq.c).
+	 */
+	struct xarray xsrq_xa;
+	u32 xsrq_next;			/* next XRC SRQ number, the same */
 	atomic64_t counters[SRDMA_NUM_COUNTERS];
 	/* Bytes registered on demand, against odp_max_mb (srdma_odp.c). */
 	atomic64_t odp_bytes;
@@ -241,6 +247,11 @@ struct srdma_ucontext {
 
 struct srdma_pd {
 	struct ib_pd ibpd;
+};
+
+/* An XRC domain: the core keeps its QPs and users; srdma has nothing. */
+struct srdma_xrcd {
+	struct ib_xrcd ibxrcd;
 };
 
 /*
@@ -456,6 +467,7 @@ struct srdma_send_wqe {
 	__be32 imm;
 	u32 length;			/* sum of the SGE lengths */
 	u32 num_sge;			/* 0 with IB_SEND_INLINE */
+	u32 xrc_srqn;			/* XRC INI QPs: the XRCETH's SRQ */
 	/* Transport progress, guarded by the QP lock. */
 	u32 first_psn;
 	u32 last_psn;
@@ -524,6 +536,13 @@ struct srdma_srq {
 	struct srdma_uring urq;		/* user SRQs: the mapped ring */
 	u32 limit;			/* armed srq_limit, 0: not armed */
 	bool error;			/* urq held garbage: takes nothing */
+	/*
+	 * XRC SRQs: found by number (srq_num, in sdev->xsrq_xa) by packets
+	 * for any XRC target QP of the domain, each lookup counted in ref
+	 * (+ 1 while the SRQ exists); destroy_srq waits for released.
+	 */
+	refcount_t ref;
+	struct completion released;
 };
 
 /*
@@ -539,6 +558,8 @@ struct srdma_read_job {
 	u32 mtu;			/* path MTU when it was accepted */
 	u64 serial;			/* the MR checked then; 0: no payload */
 	u64 orig;			/* atomics: the value found */
+	/* XRC target QPs: the PD of the XRC SRQ it named, compared only */
+	struct ib_pd *pd;
 	u8 atomic_op;			/* SRDMA_OP_COMPARE_SWAP, _FETCH_ADD,
 					 * _ATOMIC_WRITE; 0 for a READ
 					 */
@@ -664,6 +685,21 @@ struct srdma_qp {
 	u32 write_left;
 	u32 write_len;
 	bool uc_dropping;		/* UC: the message in progress is dropped */
+	/*
+	 * XRC target QPs. A request names the XRC SRQ it is for in its
+	 * XRCETH: the SRQ gives its receives, its CQ and, for WRITE, READ
+	 * and atomics too, the PD memory is checked against. The SRQ is
+	 * looked up (and counted) for each packet and let go after it, so
+	 * no QP keeps an SRQ from being destroyed; between packets only its
+	 * number stays: of the message in progress (xrc_srqn) and of the
+	 * receive taken and held in the one-slot RQ (xrc_rq_srqn, 0: none).
+	 * xrc_pd is the PD of the packet being handled, or of the READ whose
+	 * response the read work builds: only ever compared, never followed.
+	 */
+	struct srdma_srq *xrc_srq;	/* while a packet is handled */
+	u32 xrc_srqn;
+	u32 xrc_rq_srqn;
+	struct ib_pd *xrc_pd;
 	struct srdma_read_job *rd_jobs;	/* ring of max_dest_rd_atomic + 1 */
 	u32 rd_mask;
 	/*
@@ -784,10 +820,36 @@ static inline struct srdma_srq *to_ssrq(struct ib_srq *ibsrq)
 	return container_of(ibsrq, struct srdma_srq, ibsrq);
 }
 
-/* The SRQ a QP takes its receives from, or NULL if it has its own RQ. */
+static inline bool srdma_qp_is_xrc_tgt(const struct srdma_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+/* Either end of XRC: its packets carry XRC opcodes. */
+static inline bool srdma_qp_is_xrc(const struct srdma_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_XRC_INI ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+/*
+ * The SRQ a QP takes its receives from, or NULL if it has its own RQ. An
+ * XRC target QP's is the SRQ of the packet being handled, if any.
+ */
 static inline struct srdma_srq *srdma_qp_srq(const struct srdma_qp *qp)
 {
+	if (srdma_qp_is_xrc_tgt(qp))
+		return qp->xrc_srq;
 	return qp->ibqp.srq ? to_ssrq(qp->ibqp.srq) : NULL;
+}
+
+/*
+ * The PD the QP's memory accesses are checked against: an XRC target
+ * QP's is its current XRC SRQ's (NULL, which no MR has, if none).
+ */
+static inline struct ib_pd *srdma_qp_pd(const struct srdma_qp *qp)
+{
+	return srdma_qp_is_xrc_tgt(qp) ? qp->xrc_pd : qp->ibqp.pd;
 }
 
 /*
@@ -974,6 +1036,11 @@ int srdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int srdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
 int srdma_srq_take(struct srdma_srq *srq, struct srdma_recv_wqe *wqe);
+struct srdma_srq *srdma_xsrq_get(struct srdma_dev *sdev, u32 srqn,
+				 const struct ib_xrcd *xrcd);
+void srdma_srq_put(struct srdma_srq *srq);
+int srdma_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int srdma_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 
 /* srdma_net.c */
 int srdma_net_init(void);

@@ -280,7 +280,7 @@ int srdma_fr_invalidate(struct srdma_qp *qp, u32 key, bool remote)
 	if (!mr)
 		return -EINVAL;
 	spin_lock_bh(&mr->lock);
-	if (mr->ibmr.pd != qp->ibqp.pd || mr->key != key ||
+	if (mr->ibmr.pd != srdma_qp_pd(qp) || mr->key != key ||
 	    mr->state == SRDMA_MR_INVALID)
 		err = -EINVAL;
 	else if (remote && (mr->state != SRDMA_MR_VALID ||

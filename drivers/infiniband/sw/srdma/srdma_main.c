@@ -63,6 +63,7 @@ void srdma_dealloc_driver(struct ib_device *ibdev)
 		netdev_put(sdev->ndev, &sdev->ndev_tracker);
 	xa_destroy(&sdev->mr_xa);
 	xa_destroy(&sdev->ah_xa);
+	xa_destroy(&sdev->xsrq_xa);
 }
 
 /*

@@ -653,7 +653,7 @@ int srdma_mr_check(struct srdma_mr *mr, struct srdma_qp *qp, u32 key,
 	int err;
 
 	/* The PD is fixed for life, a window's too. */
-	if (mr->ibmr.pd != qp->ibqp.pd)
+	if (mr->ibmr.pd != srdma_qp_pd(qp))
 		return -EACCES;
 	if (mr->type != SRDMA_MR_FAST && mr->type != SRDMA_MR_WINDOW) {
 		if (mr->key != key || (*serial && mr->serial != *serial))

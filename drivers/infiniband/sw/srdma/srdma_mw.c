@@ -288,7 +288,7 @@ static int srdma_mw_invalidate(struct srdma_qp *qp, struct srdma_mr *win,
 	int err = 0;
 
 	spin_lock_bh(&win->lock);
-	if (win->ibmr.pd != qp->ibqp.pd || win->key != key ||
+	if (win->ibmr.pd != srdma_qp_pd(qp) || win->key != key ||
 	    win->mw_type != IB_MW_TYPE_2 || win->state != SRDMA_MR_VALID)
 		err = -EINVAL;
 	else if (remote && win->mw_qp_uid != qp->uid)

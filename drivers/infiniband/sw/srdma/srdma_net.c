@@ -304,7 +304,8 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	struct net_device *ndev = qp->sdev->ndev;
 	unsigned int head = LL_RESERVED_SPACE(ndev) +
 			    sizeof(struct ipv6hdr) + sizeof(struct udphdr);
-	u32 hlen = srdma_hdr_len(pkt->opcode), body = 0, size;
+	struct srdma_pkt xrc;
+	u32 hlen, body = 0, size;
 	struct sk_buff *skb;
 	u8 *p;
 
@@ -312,6 +313,19 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	if (WARN_ON_ONCE(pkt->paylen > ib_mtu_enum_to_int(IB_MTU_4096)))
 		return NULL;
 	pkt->pad = srdma_pad_len(pkt->paylen);
+	/*
+	 * An XRC QP sends RC's opcodes in the XRC group; its requests
+	 * carry an XRCETH (pkt->xrc_srqn). The caller's @pkt stays RC's.
+	 * post_send lets no opcode through that XRC lacks.
+	 */
+	if (srdma_qp_is_xrc(qp)) {
+		xrc = *pkt;
+		xrc.opcode |= SRDMA_OP_XRC;
+		if (WARN_ON_ONCE(!srdma_op_flags(xrc.opcode)))
+			return NULL;
+		pkt = &xrc;
+	}
+	hlen = srdma_hdr_len(pkt->opcode);
 	if (payload)
 		body = pkt->paylen + pkt->pad + SRDMA_ICRC_LEN;
 	if (check_add_overflow(head + hlen, body, &size) ||

@@ -532,8 +532,8 @@ int srdma_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
  * srdma_odp_query() - The on-demand paging capabilities, for query_device.
  * @attr: the attributes being filled in
  *
- * RC: SEND, RECV (also through an SRQ), WRITE, READ and atomics; UD:
- * SEND and RECV. No implicit MRs.
+ * RC and XRC: SEND, RECV (also through an SRQ), WRITE, READ and atomics;
+ * UD: SEND and RECV. No implicit MRs.
  */
 void srdma_odp_query(struct ib_device_attr *attr)
 {
@@ -546,6 +546,7 @@ void srdma_odp_query(struct ib_device_attr *attr)
 	attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
 	attr->odp_caps.general_caps = IB_ODP_SUPPORT;
 	attr->odp_caps.per_transport_caps.rc_odp_caps = rc;
+	attr->odp_caps.per_transport_caps.xrc_odp_caps = rc;
 	attr->odp_caps.per_transport_caps.ud_odp_caps = IB_ODP_SUPPORT_SEND |
 							 IB_ODP_SUPPORT_RECV |
 							 IB_ODP_SUPPORT_SRQ_RECV;

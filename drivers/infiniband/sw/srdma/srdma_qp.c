@@ -183,8 +183,11 @@ static int srdma_create_uqp(struct srdma_qp *qp, struct ib_udata *udata)
 				 &resp.sq);
 	if (err)
 		return err;
-	/* A QP with an SRQ has no RQ of its own to map: resp.rq stays 0. */
-	if (!srdma_qp_srq(qp)) {
+	/*
+	 * A QP with an SRQ has no RQ of its own to map, nor has an XRC
+	 * initiator: resp.rq stays 0.
+	 */
+	if (!srdma_qp_srq(qp) && qp->ibqp.qp_type != IB_QPT_XRC_INI) {
 		err = srdma_uring_create(&uctx->ibuc, &qp->urq,
 					 qp->rq.mask + 1,
 					 sizeof(struct srdma_urecv_wqe) +
@@ -216,8 +219,14 @@ static int srdma_qp_check_init(struct srdma_dev *sdev,
 {
 	const struct ib_qp_cap *cap = &init->cap;
 
+	/*
+	 * XRC: the initiator posts its XRC SRQ numbers through the mapped
+	 * SQ only; the core makes every target QP with no udata, user or not.
+	 */
 	if (init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
 	    init->qp_type != IB_QPT_UD &&
+	    init->qp_type != IB_QPT_XRC_TGT &&
+	    (init->qp_type != IB_QPT_XRC_INI || !is_user) &&
 	    (init->qp_type != IB_QPT_GSI || is_user)) {
 		srdma_dbg(sdev, "create_qp: type %d not supported\n",
 			  init->qp_type);
@@ -233,8 +242,14 @@ static int srdma_qp_check_init(struct srdma_dev *sdev,
 			  init->qp_type);
 		return -EOPNOTSUPP;
 	}
-	if (!init->send_cq || !init->recv_cq)
+	if (init->qp_type == IB_QPT_XRC_TGT) {
+		/* No queue of its own: the core gives it no PD or CQ. */
+		if (!init->xrcd)
+			return -EINVAL;
+	} else if (!init->send_cq ||
+		   (!init->recv_cq && init->qp_type != IB_QPT_XRC_INI)) {
 		return -EINVAL;
+	}
 	if (cap->max_send_wr > SRDMA_MAX_QP_WR ||
 	    cap->max_recv_wr > SRDMA_MAX_QP_WR ||
 	    cap->max_send_sge > SRDMA_MAX_SGE ||
@@ -379,16 +394,37 @@ static int srdma_qp_srq_caps(struct srdma_dev *sdev, struct ib_qp *ibqp,
 	return 0;
 }
 
+/*
+ * The queues of the XRC QPs: an initiator sends only, its RQ is never
+ * used; a target only answers, and takes each receive from the XRC SRQ a
+ * request names, into an RQ of one receive as large as any SRQ's.
+ */
+static void srdma_qp_xrc_caps(struct ib_qp_init_attr *init)
+{
+	struct ib_qp_cap *cap = &init->cap;
+
+	if (init->qp_type == IB_QPT_XRC_TGT) {
+		*cap = (struct ib_qp_cap){
+			.max_recv_wr = 1,
+			.max_recv_sge = SRDMA_MAX_SGE,
+		};
+	} else if (init->qp_type == IB_QPT_XRC_INI) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
+}
+
 /**
- * srdma_create_qp() - ib_device_ops.create_qp: make an RC, UC, UD or GSI QP
- * in RESET.
+ * srdma_create_qp() - ib_device_ops.create_qp: make an RC, UC, UD, GSI or
+ * XRC QP in RESET.
  * @ibqp: the QP, allocated by the core
  * @init: the attributes asked for; the caps are updated to what was made
  * @udata: the provider's command and response, NULL for a kernel QP
  *
  * A user QP also gets its SQ and RQ mapped into the process. An RC, UC or UD
  * QP may take its receives from an SRQ (@init->srq): it then gets an RQ
- * of one receive of the SRQ's size, and none mapped.
+ * of one receive of the SRQ's size, and none mapped. An XRC initiator is
+ * a user QP with an SQ only; an XRC target has no queue for its user.
  *
  * Context: Process context; sleeps.
  * Return: 0; -EOPNOTSUPP for a type or feature srdma lacks; -EINVAL for
@@ -408,6 +444,7 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	      srdma_qp_check_init(sdev, init, !!udata);
 	if (err)
 		return err;
+	srdma_qp_xrc_caps(init);
 	err = srdma_res_get(sdev, SRDMA_RES_QP);
 	if (err)
 		return err;
@@ -420,10 +457,12 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_free_rings;
 	qp->uid = srdma_mr_new_serial();
 	cap->max_inline_data = qp->max_inline;
-	if (init->srq) {
+	if (init->srq || init->qp_type == IB_QPT_XRC_TGT) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 	}
+	if (init->qp_type == IB_QPT_XRC_TGT)
+		*cap = (struct ib_qp_cap){};
 
 	if (udata) {
 		err = srdma_create_uqp(qp, udata);
@@ -454,18 +493,31 @@ err_put_res:
  *
  * Every posted receive and every unfinished send completes with
  * IB_WC_WR_FLUSH_ERR. A user QP's mapped rings are flagged first, so that
- * the provider rings the doorbell for whatever it posts from then on.
+ * the provider rings the doorbell for whatever it posts from then on. The
+ * receive an XRC target QP holds completes on the CQ of the XRC SRQ it
+ * came from, if that still exists.
  *
  * Context: QP lock held (BHs disabled).
  */
 void srdma_qp_flush(struct srdma_qp *qp)
 {
-	struct srdma_cq *rcq = to_scq(qp->ibqp.recv_cq);
+	struct srdma_srq *xsrq = NULL;
 	struct srdma_send_wqe *swqe;
 	struct srdma_recv_wqe *rwqe;
+	struct srdma_cq *rcq;
 	struct ib_wc wc;
 
 	lockdep_assert_held(&qp->lock);
+	if (srdma_qp_is_xrc_tgt(qp)) {
+		if (qp->xrc_rq_srqn)
+			xsrq = srdma_xsrq_get(qp->sdev, qp->xrc_rq_srqn,
+					      qp->ibqp.xrcd);
+		rcq = xsrq ? to_scq(xsrq->ibsrq.ext.cq) : NULL;
+		qp->xrc_rq_srqn = 0;
+		qp->xrc_srqn = 0;
+	} else {
+		rcq = to_scq(qp->ibqp.recv_cq);
+	}
 	if (qp->usq.map) {
 		/*
 		 * From now on the provider rings a doorbell for everything it
@@ -491,9 +543,12 @@ void srdma_qp_flush(struct srdma_qp *qp)
 		wc.status = IB_WC_WR_FLUSH_ERR;
 		wc.opcode = IB_WC_RECV;
 		wc.qp = &qp->ibqp;
-		srdma_cq_post(rcq, &wc, false);
+		if (rcq)
+			srdma_cq_post(rcq, &wc, false);
 		qp->rq.cons++;
 	}
+	if (xsrq)
+		srdma_srq_put(xsrq);
 	qp->rq.cons = qp->rq.prod;
 	srdma_uring_consumed(&qp->urq, qp->rq.cons);
 	while ((s32)(qp->sq.prod - qp->sq.cons) > 0) {
@@ -601,6 +656,8 @@ static void srdma_qp_to_reset(struct srdma_qp *qp)
 	qp->resp_opcode = SRDMA_OP_ACK;
 	qp->rd_end_psn = U32_MAX;
 	qp->uc_dropping = false;
+	qp->xrc_srqn = 0;
+	qp->xrc_rq_srqn = 0;
 }
 
 /* Transition to RTS: from RTR, arm the retry counters. */
@@ -1020,6 +1077,8 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cap.max_recv_wr = srdma_qp_srq(qp) ? 0 : qp->rq.max_wr;
 	attr->cap.max_send_sge = qp->sq.max_sge;
 	attr->cap.max_recv_sge = srdma_qp_srq(qp) ? 0 : qp->rq.max_sge;
+	if (srdma_qp_is_xrc_tgt(qp))	/* no queue of its own */
+		attr->cap = (struct ib_qp_cap){};
 	attr->cap.max_inline_data = qp->max_inline;
 
 	init->qp_type = ibqp->qp_type;

@@ -68,16 +68,22 @@ static bool srdma_rcv_parse(struct sk_buff *skb, bool ipv6, int *payoff,
  * Hand @pkt to the responder (requests) or the completer (responses) of
  * @qp, under the QP lock, if it comes from the QP's peer. UD packets go to
  * UD QPs only, and anyone may send them; UC packets to UC QPs only; XRC
- * packets to none; the rest to RC QPs.
+ * requests to XRC target QPs and XRC responses to XRC initiators, as RC
+ * opcodes from then on; the rest to RC QPs.
  */
 static bool srdma_rcv_deliver(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			      struct sk_buff *skb, int payoff, bool ipv6)
 {
-	/* No XRC QP takes anything yet: the wire format alone is here. */
 	if (srdma_qp_is_ud(qp) != !!(pkt->flags & SRDMA_F_UD) ||
 	    srdma_qp_is_uc(qp) != !!(pkt->flags & SRDMA_F_UC) ||
-	    (pkt->flags & SRDMA_F_XRC))
+	    srdma_qp_is_xrc(qp) != !!(pkt->flags & SRDMA_F_XRC))
 		return false;
+	if (pkt->flags & SRDMA_F_XRC) {
+		if (srdma_qp_is_xrc_tgt(qp) != !!(pkt->flags & SRDMA_F_REQ))
+			return false;
+		/* The flags keep SRDMA_F_XRC and the XRCETH's. */
+		pkt->opcode &= ~SRDMA_OP_TRANSPORT_MASK;
+	}
 	spin_lock_bh(&qp->lock);
 	if (srdma_qp_is_ud(qp)) {
 		srdma_ud_rcv(qp, pkt, skb, payoff + pkt->hdr_len, ipv6);

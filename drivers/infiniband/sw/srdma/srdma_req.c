@@ -754,6 +754,7 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		.dqpn = qp->attr.dest_qp_num,
 		.psn = srdma_psn_add(wqe->first_psn,
 				     qp->sq_next_off / qp->mtu),
+		.xrc_srqn = wqe->xrc_srqn,	/* XRC initiators only */
 	};
 
 	lockdep_assert_held(&qp->lock);
@@ -1445,14 +1446,17 @@ static bool srdma_opcode_ok(struct srdma_qp *qp, u32 opcode)
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 		return !srdma_qp_is_ud(qp);
-	/* UC has no READ and no atomics (IBTA table 38). */
+	/*
+	 * UC has no READ and no atomics (IBTA table 38); XRC has RC's
+	 * opcodes up to SEND with Invalidate, not ATOMIC WRITE.
+	 */
 	case IB_WR_RDMA_READ:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		return qp->ibqp.qp_type == IB_QPT_RC;
 	case IB_WR_SEND_WITH_INV:
 	case IB_WR_LOCAL_INV:
-		return qp->ibqp.qp_type == IB_QPT_RC;
+		return qp->ibqp.qp_type == IB_QPT_RC ||
+		       qp->ibqp.qp_type == IB_QPT_XRC_INI;
 	case IB_WR_REG_MR:
 		return qp->ibqp.qp_type == IB_QPT_RC && !qp->is_user;
 	case IB_WR_BIND_MW:
@@ -1809,6 +1813,15 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 	w->wr.send_flags = flags;
 	w->wr.ex.imm_data = (__force __be32)READ_ONCE(u->imm_data);
 	w->wr.num_sge = n;
+	if (qp->ibqp.qp_type == IB_QPT_XRC_INI) {
+		wqe->xrc_srqn = READ_ONCE(u->xrc_srqn);
+		if (wqe->xrc_srqn > SRDMA_QPN_MASK) {
+			srdma_err_qp(qp, "send ring entry %u: XRC SRQ %#x\n",
+				     qp->sq.prod, wqe->xrc_srqn);
+			qp->uring_bad = true;
+			return -EINVAL;
+		}
+	}
 	if (srdma_qp_is_ud(qp))
 		return srdma_sq_read_ud(qp, u, wqe);
 	if (srdma_wr_is_atomic(op))
@@ -1897,8 +1910,8 @@ static int srdma_post_send_user(struct srdma_qp *qp,
  *
  * Context: any context, also with IRQs off; does not sleep; takes the QP
  * lock.
- * Return: 0, -EINVAL for a bad work request or a QP not yet in RTS,
- * -ENOMEM if the SQ is full.
+ * Return: 0, -EINVAL for a bad work request, a QP not yet in RTS or an
+ * XRC target QP, -ENOMEM if the SQ is full.
  */
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
@@ -1911,6 +1924,11 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 
 	if (qp->usq.map)
 		return srdma_post_send_user(qp, wr, bad_wr);
+	if (srdma_qp_is_xrc_tgt(qp)) {
+		srdma_dbg_qp(qp, "post_send on an XRC target QP\n");
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	irqs_off = srdma_qp_lock_post(qp);
 	if (!srdma_qp_sq_postable(qp)) {
 		srdma_dbg_qp(qp, "post_send in state %d\n", qp->state);

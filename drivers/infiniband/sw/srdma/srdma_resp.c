@@ -65,6 +65,8 @@ static void srdma_rq_from_srq(struct srdma_qp *qp, struct srdma_srq *srq)
 	err = srdma_srq_take(srq, srdma_ring_slot(&qp->rq, qp->rq.prod));
 	if (!err) {
 		qp->rq.prod++;
+		if (srdma_qp_is_xrc_tgt(qp))
+			qp->xrc_rq_srqn = srq->ibsrq.ext.xrc.srq_num;
 	} else if (err == -EAGAIN) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_SRQ_EMPTY);
 	} else {
@@ -124,8 +126,8 @@ static int srdma_post_recv_user(struct srdma_qp *qp,
  *
  * Context: any context, also with IRQs off; does not sleep; takes the QP
  * lock.
- * Return: 0, -EINVAL for a bad receive, a QP in RESET or a QP with an
- * SRQ, -ENOMEM if the RQ is full.
+ * Return: 0, -EINVAL for a bad receive, a QP in RESET, a QP with an SRQ
+ * or an XRC QP, -ENOMEM if the RQ is full.
  */
 int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
@@ -136,9 +138,12 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	int err = 0;
 	u32 len;
 
-	if (srdma_qp_srq(qp)) {
-		/* Its receives are posted to the SRQ; a doorbell is moot. */
-		srdma_dbg_qp(qp, "post_recv on a QP with an SRQ\n");
+	if (srdma_qp_srq(qp) || srdma_qp_is_xrc(qp)) {
+		/*
+		 * Its receives are posted to the SRQ (an XRC target's to its
+		 * XRC SRQs; an XRC initiator has none); a doorbell is moot.
+		 */
+		srdma_dbg_qp(qp, "post_recv on a QP with an SRQ or of XRC\n");
 		*bad_wr = wr;
 		return -EINVAL;
 	}
@@ -273,15 +278,28 @@ static int srdma_resp_odp_miss(struct srdma_qp *qp, struct srdma_pkt *pkt)
 
 /*
  * Consume the receive at rq.cons (in the kernel ring and, for a user QP,
- * in the mapped one) and post @wc, its completion. QP lock held.
+ * in the mapped one) and post @wc, its completion: on the QP's receive
+ * CQ, or for an XRC target QP on the CQ of the XRC SRQ the receive came
+ * from (none if that SRQ was destroyed since). QP lock held.
  */
 static void srdma_rq_complete(struct srdma_qp *qp, const struct ib_wc *wc,
 			      bool solicited)
 {
+	struct srdma_srq *srq;
+
 	lockdep_assert_held(&qp->lock);
 	qp->rq.cons++;
 	srdma_uring_consumed(&qp->urq, qp->rq.cons);
-	srdma_cq_post(to_scq(qp->ibqp.recv_cq), wc, solicited);
+	if (!srdma_qp_is_xrc_tgt(qp)) {
+		srdma_cq_post(to_scq(qp->ibqp.recv_cq), wc, solicited);
+		return;
+	}
+	srq = srdma_xsrq_get(qp->sdev, qp->xrc_rq_srqn, qp->ibqp.xrcd);
+	if (srq) {
+		srdma_cq_post(to_scq(srq->ibsrq.ext.cq), wc, solicited);
+		srdma_srq_put(srq);
+	}
+	qp->xrc_rq_srqn = 0;
 }
 
 /* Complete the receive in progress with @status; QP lock held. */
@@ -697,6 +715,8 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 	struct sk_buff *skb;
 
 	lockdep_assert_held(&qp->lock);
+	if (srdma_qp_is_xrc_tgt(qp))
+		qp->xrc_pd = job->pd;	/* its XRC SRQ's, when accepted */
 	if (pkt.paylen) {
 		/* The MR the READ was accepted for, not one with its key. */
 		src.mr = srdma_resp_mr(qp, job->rkey, src.iova, pkt.paylen,
@@ -979,6 +999,7 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		.mtu = qp->mtu,
 		.serial = serial,
 		.dup = dup,
+		.pd = srdma_qp_pd(qp),
 	};
 	if (!dup)
 		srdma_rd_remember(qp, job);
@@ -1339,6 +1360,58 @@ static void srdma_uc_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		qp->uc_dropping = false;	/* its message is over */
 }
 
+/*
+ * An XRC request for target QP @qp: find the XRC SRQ its XRCETH names,
+ * counted in qp->xrc_srq until srdma_resp_xrc_end(), with its PD in
+ * qp->xrc_pd. The expected packet must name an SRQ of the QP's domain,
+ * the one its message began with and the one of the receive the QP holds,
+ * if any: else an invalid request, fatal. Other packets (duplicates,
+ * beyond a gap) naming no such SRQ are dropped. True if @pkt goes on.
+ */
+static bool srdma_resp_xrc_begin(struct srdma_qp *qp, struct srdma_pkt *pkt)
+{
+	bool cur = !srdma_psn_diff(pkt->psn, qp->epsn);
+	u32 srqn = pkt->xrc_srqn;
+	struct srdma_srq *srq;
+
+	lockdep_assert_held(&qp->lock);
+	srq = srdma_xsrq_get(qp->sdev, srqn, qp->ibqp.xrcd);
+	if (srq && cur &&
+	    ((!(pkt->flags & SRDMA_F_FIRST) && srqn != qp->xrc_srqn) ||
+	     (qp->xrc_rq_srqn && srqn != qp->xrc_rq_srqn))) {
+		srdma_dbg_qp(qp, "psn %u: XRC SRQ %u, but the message or its receive is SRQ %u's\n",
+			     pkt->psn, srqn, qp->xrc_rq_srqn ?: qp->xrc_srqn);
+		srdma_srq_put(srq);
+		srq = NULL;
+	} else if (!srq) {
+		srdma_dbg_qp(qp, "psn %u: no XRC SRQ %u in the QP's domain\n",
+			     pkt->psn, srqn);
+	}
+	if (!srq) {
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+		if (cur)
+			srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
+					 IB_WC_REM_INV_REQ_ERR);
+		return false;
+	}
+	if (cur && (pkt->flags & SRDMA_F_FIRST))
+		qp->xrc_srqn = srqn;
+	qp->xrc_srq = srq;
+	qp->xrc_pd = srq->ibsrq.pd;
+	return true;
+}
+
+/* Done with the packet srdma_resp_xrc_begin() took an XRC SRQ for. */
+static void srdma_resp_xrc_end(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	srdma_srq_put(qp->xrc_srq);
+	qp->xrc_srq = NULL;
+}
+
+static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			  struct sk_buff *skb, int payoff);
+
 /**
  * srdma_resp_rcv() - take a SEND, WRITE, READ or atomic request
  * @qp: the QP it is for
@@ -1352,13 +1425,13 @@ static void srdma_uc_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
  * request the peer had no right to make draws a NAK and moves the QP to
  * ERR.
  *
+ * An XRC target QP's request also names the XRC SRQ it is for.
+ *
  * Context: softirq, QP lock held (srdma_rcv() takes it).
  */
 void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff)
 {
-	int d, err;
-
 	lockdep_assert_held(&qp->lock);
 	if (!srdma_qp_rq_running(qp)) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
@@ -1372,6 +1445,20 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		srdma_uc_rcv(qp, pkt, skb, payoff);
 		return;
 	}
+	if (!srdma_qp_is_xrc_tgt(qp)) {
+		srdma_resp_rc(qp, pkt, skb, payoff);
+	} else if (srdma_resp_xrc_begin(qp, pkt)) {
+		srdma_resp_rc(qp, pkt, skb, payoff);
+		srdma_resp_xrc_end(qp);
+	}
+}
+
+/* A request for an RC QP, or an XRC target QP with its SRQ found. */
+static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			  struct sk_buff *skb, int payoff)
+{
+	int d, err;
+
 	d = srdma_psn_diff(pkt->psn, qp->epsn);
 	if (d > 0) {
 		srdma_resp_gap(qp, pkt);

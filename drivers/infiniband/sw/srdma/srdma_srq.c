@@ -14,6 +14,13 @@
  * The limit (srq_limit, armed by modify_srq with IB_SRQ_LIMIT) raises
  * IB_EVENT_SRQ_LIMIT_REACHED once, at the first take that leaves fewer
  * receives posted than the limit, and disarms itself.
+ *
+ * An XRC SRQ belongs to an XRC domain, not to QPs: a request to any XRC
+ * target QP of the domain names it by its number in its XRCETH, and it
+ * completes receives on its own CQ. Its number indexes the device's
+ * xsrq_xa, where packets look it up under RCU and take a reference for as
+ * long as they use it; destroy_srq unpublishes it and waits for those.
+ * XRC domains themselves are the core's: srdma keeps nothing for them.
  */
 #include <linux/log2.h>
 #include <linux/overflow.h>
@@ -49,7 +56,7 @@ static int srdma_srq_check_init(struct srdma_dev *sdev,
 {
 	const struct ib_srq_attr *a = &init->attr;
 
-	if (init->srq_type != IB_SRQT_BASIC) {
+	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC) {
 		srdma_dbg(sdev, "create_srq: type %d not supported\n",
 			  init->srq_type);
 		return -EOPNOTSUPP;
@@ -104,10 +111,14 @@ static int srdma_usrq_create(struct srdma_srq *srq, struct ib_udata *udata)
  * A user SRQ is a ring mapped into the process.
  *
  * Context: Process context; sleeps.
- * Return: 0; -EOPNOTSUPP for an XRC or tag-matching SRQ; -EINVAL for
- * max_wr 0 or over max_srq_wr, max_sge over max_srq_sge, srq_limit over
- * max_wr, or a short response buffer; -ENOMEM, also when the device has
- * its limit of SRQs.
+ * An XRC SRQ (of @init->ext.xrc.xrcd, completing on @init->ext.cq) gets a
+ * number for XRCETHs, in ibsrq->ext.xrc.srq_num, and is published under
+ * it only once complete.
+ *
+ * Return: 0; -EOPNOTSUPP for a tag-matching SRQ; -EINVAL for max_wr 0 or
+ * over max_srq_wr, max_sge over max_srq_sge, or a short response buffer;
+ * -ENOMEM, also when the device has its limit of SRQs; -EBUSY when no XRC
+ * SRQ number is free.
  */
 int srdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
@@ -129,6 +140,8 @@ int srdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		return err;
 	srq->sdev = sdev;
 	spin_lock_init(&srq->lock);
+	refcount_set(&srq->ref, 1);
+	init_completion(&srq->released);
 	srq->rq.max_wr = init->attr.max_wr;
 	srq->rq.max_sge = max(init->attr.max_sge, 1U);
 	srq->rq.slot_size = sizeof(struct srdma_recv_wqe) +
@@ -140,16 +153,34 @@ int srdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	 */
 	srq->limit = init->attr.srq_limit <= init->attr.max_wr ?
 		     init->attr.srq_limit : 0;
+	if (init->srq_type == IB_SRQT_XRC) {
+		/* Reserved now, published once the SRQ is complete. */
+		err = xa_alloc_cyclic(&sdev->xsrq_xa,
+				      &ibsrq->ext.xrc.srq_num, NULL,
+				      XA_LIMIT(1, SRDMA_QPN_MASK),
+				      &sdev->xsrq_next, GFP_KERNEL);
+		if (err < 0) {
+			err = err == -EBUSY ? -EBUSY : -ENOMEM;
+			goto err_put_res;
+		}
+	}
 	err = udata ? srdma_usrq_create(srq, udata) : srdma_ksrq_alloc(srq);
 	if (err)
-		goto err_put_res;
+		goto err_erase_num;
 	init->attr.max_wr = srq->rq.max_wr;
 	init->attr.max_sge = srq->rq.max_sge;
-	srdma_dbg(sdev, "%s SRQ created, %u x %u sge, limit %u\n",
-		  udata ? "user" : "kernel", srq->rq.max_wr, srq->rq.max_sge,
-		  srq->limit);
+	if (init->srq_type == IB_SRQT_XRC)
+		xa_store(&sdev->xsrq_xa, ibsrq->ext.xrc.srq_num, srq,
+			 GFP_KERNEL);	/* reserved: allocates nothing */
+	srdma_dbg(sdev, "%s %sSRQ created, %u x %u sge, limit %u\n",
+		  udata ? "user" : "kernel",
+		  init->srq_type == IB_SRQT_XRC ? "XRC " : "",
+		  srq->rq.max_wr, srq->rq.max_sge, srq->limit);
 	return 0;
 
+err_erase_num:
+	if (init->srq_type == IB_SRQT_XRC)
+		xa_erase(&sdev->xsrq_xa, ibsrq->ext.xrc.srq_num);
 err_put_res:
 	srdma_res_put(sdev, SRDMA_RES_SRQ);
 	return err;
@@ -224,15 +255,24 @@ int srdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
  *
  * The core refuses (EBUSY) to destroy an SRQ that a QP still uses, and a
  * QP's destroy_qp waits for every packet that could take from the SRQ:
- * nothing reaches the SRQ any more. A mapped ring's memory stays while
- * the process maps it.
+ * nothing reaches the SRQ any more. An XRC SRQ, which no QP holds, is
+ * unpublished first; then destroy_srq waits for the packets that found it
+ * before. A mapped ring's memory stays while the process maps it.
  *
- * Context: Process context.
+ * Context: Process context; sleeps.
  * Return: 0.
  */
 int srdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct srdma_srq *srq = to_ssrq(ibsrq);
+
+	if (ibsrq->srq_type == IB_SRQT_XRC) {
+		xa_erase(&srq->sdev->xsrq_xa, ibsrq->ext.xrc.srq_num);
+		/* Lookups that found it have counted it by now. */
+		synchronize_rcu();
+		srdma_srq_put(srq);
+		wait_for_completion(&srq->released);
+	}
 
 	srdma_uring_destroy(&srq->urq);
 	vfree(srq->rq.buf);
@@ -413,4 +453,72 @@ int srdma_srq_take(struct srdma_srq *srq, struct srdma_recv_wqe *wqe)
 		err = -EIO;
 	}
 	return err;
+}
+
+/**
+ * srdma_xsrq_get() - Find an XRC SRQ by the number an XRCETH names.
+ * @sdev: the device the packet came to
+ * @srqn: the number, from the wire
+ * @xrcd: the XRC domain of the target QP the packet is for
+ *
+ * Context: Any context.
+ * Return: the SRQ, counted (srdma_srq_put()), if it exists and is of
+ * @xrcd; else NULL.
+ */
+struct srdma_srq *srdma_xsrq_get(struct srdma_dev *sdev, u32 srqn,
+				 const struct ib_xrcd *xrcd)
+{
+	struct srdma_srq *srq;
+
+	rcu_read_lock();
+	srq = srqn ? xa_load(&sdev->xsrq_xa, srqn) : NULL;
+	if (srq && !refcount_inc_not_zero(&srq->ref))
+		srq = NULL;
+	rcu_read_unlock();
+	if (srq && srq->ibsrq.ext.xrc.xrcd != xrcd) {
+		srdma_srq_put(srq);
+		srq = NULL;
+	}
+	return srq;
+}
+
+/**
+ * srdma_srq_put() - Drop a reference srdma_xsrq_get() took.
+ * @srq: the SRQ
+ *
+ * Context: Any context.
+ */
+void srdma_srq_put(struct srdma_srq *srq)
+{
+	if (refcount_dec_and_test(&srq->ref))
+		complete(&srq->released);
+}
+
+/**
+ * srdma_alloc_xrcd() - ib_device_ops.alloc_xrcd
+ * @ibxrcd: the XRC domain, allocated by the core
+ * @udata: the provider's command, unused
+ *
+ * The core keeps an XRC domain's target QPs and counts its users; its
+ * SRQs point to it. srdma needs nothing more.
+ *
+ * Context: Process context.
+ * Return: 0.
+ */
+int srdma_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+/**
+ * srdma_dealloc_xrcd() - ib_device_ops.dealloc_xrcd
+ * @ibxrcd: the XRC domain, which nothing uses any more (the core counts)
+ * @udata: the provider's command, unused
+ *
+ * Context: Process context.
+ * Return: 0.
+ */
+int srdma_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	return 0;
 }

@@ -95,6 +95,7 @@ static int srdma_query_device(struct ib_device *ibdev,
 				 IB_DEVICE_MEM_MGT_EXTENSIONS |
 				 IB_DEVICE_MEM_WINDOW |
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IB_DEVICE_XRC |
 				 SRDMA_DEVICE_ATOMIC_WRITE;
 	attr->max_fast_reg_page_list_len = SRDMA_MAX_FAST_REG_PAGES;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
@@ -208,7 +209,8 @@ static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct srdma_alloc_ucontext_resp resp = {
 		.abi_version = SRDMA_UVERBS_ABI_VERSION,
 		.caps = SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD | SRDMA_CAP_SRQ |
-			SRDMA_CAP_ATOMIC_WRITE | SRDMA_CAP_DM,
+			SRDMA_CAP_ATOMIC_WRITE | SRDMA_CAP_DM |
+			SRDMA_CAP_XRC,
 	};
 	int err;
 
@@ -326,6 +328,8 @@ static const struct ib_device_ops srdma_dev_ops = {
 
 	.alloc_pd = srdma_alloc_pd,
 	.dealloc_pd = srdma_dealloc_pd,
+	.alloc_xrcd = srdma_alloc_xrcd,
+	.dealloc_xrcd = srdma_dealloc_xrcd,
 	.get_dma_mr = srdma_get_dma_mr,
 	.alloc_mr = srdma_alloc_mr,
 	.map_mr_sg = srdma_map_mr_sg,
@@ -372,6 +376,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, srdma_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, srdma_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_mw, srdma_mw, ibmw),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, srdma_xrcd, ibxrcd),
 };
 
 /* The AH table's lock class (see srdma_init_device()). */
@@ -397,6 +402,7 @@ void srdma_init_device(struct srdma_dev *sdev)
 	sdev->res_max[SRDMA_RES_DM] = SRDMA_MAX_DM;
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	xa_init_flags(&sdev->xsrq_xa, XA_FLAGS_ALLOC1);
 	/*
 	 * Both xa_init_flags() calls above share one lock class (the key is
 	 * per call site of the inline). The AH table's lock nests inside
