@@ -5,7 +5,8 @@
 usage: hostile.py NETNS TEST GIDX
 
 Starts srdma_target (one RC QP on $SRDMA_DEV, default srdma0, at
-10.0.0.1; a UC QP for the tests named uc_*) in the current namespace, connected to a peer QP that does not
+10.0.0.1; a UC QP for the tests named uc_*, an XRC receive QP with two XRC
+SRQs for those named xrc_*) in the current namespace, connected to a peer QP that does not
 exist: this script, which then enters network namespace NETNS (10.0.0.2),
 speaks RoCEv2 itself over a raw IPv4 socket (ICRC computed here), listens
 on UDP 4791 for what the QP answers, and asserts the QP's answers, state,
@@ -38,6 +39,7 @@ QPS_RTS, QPS_ERR = 3, 6
 WC_RECV_RDMA_WITH_IMM, WC_WITH_IMM, WC_FLUSH = 129, 2, 5
 WC_RECV = 128
 UC = 0x20                           # the UC group: UC | an RC opcode
+XRC = 0xa0                          # the XRC group: XRC | an RC opcode
 WC_REM_INV_REQ = 9
 
 
@@ -49,11 +51,11 @@ def fail(msg):
 class Target:
     """srdma_target, driven over its stdin/stdout."""
 
-    def __init__(self, gidx, uc=False):
+    def __init__(self, gidx, uc=False, xrc=False):
         self.p = subprocess.Popen(
             ["srdma_target", "-d", os.environ.get("SRDMA_DEV", "srdma0"),
              "-g", str(gidx), "-r", SRC, "-q", str(PEER_QPN)] +
-            (["-u"] if uc else []),
+            (["-u"] if uc else []) + (["-x"] if xrc else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         hello = self.p.stdout.readline().split()
         if not hello:
@@ -61,6 +63,7 @@ class Target:
         kv = dict(x.split("=") for x in hello)
         self.qpn, self.rkey = int(kv["qpn"]), int(kv["rkey"])
         self.addr, self.len = int(kv["addr"]), int(kv["len"])
+        self.srqa, self.srqb = int(kv.get("srqa", 0)), int(kv.get("srqb", 0))
 
     def cmd(self, line):
         self.p.stdin.write(line + "\n")
@@ -116,13 +119,18 @@ class Wire:
         self.udp.bind(("0.0.0.0", 4791))
 
     def send(self, op, psn, payload=b"", va=None, rkey=None, dmalen=None,
-             imm=None, ackreq=False, dqpn=None, atomic=None):
+             imm=None, ackreq=False, dqpn=None, atomic=None, srqn=None):
+        """With srqn, an XRC request: XRC | op, an XRCETH naming srqn."""
         pad = -len(payload) & 3
+        if srqn is not None:
+            op |= XRC
         b = struct.pack(">BBHBBHBBH", op, pad << 4, 0xffff, 0,
                         0, 0, 0x80 if ackreq else 0, 0, 0)
         b = bytearray(b)
         struct.pack_into(">I", b, 4, (dqpn if dqpn is not None else self.dqpn) & 0xffffff)
         struct.pack_into(">I", b, 8, (0x80000000 if ackreq else 0) | (psn & 0xffffff))
+        if srqn is not None:
+            b += struct.pack(">I", srqn & 0xffffff)
         if atomic is not None:      # AtomicETH: (va, rkey, swap_add, cmp)
             b += struct.pack(">QIQQ", *atomic)
         elif va is not None:
@@ -152,7 +160,10 @@ class Wire:
         except socket.timeout:
             return None
         pkt = {"op": d[0], "dqpn": struct.unpack(">I", d[4:8])[0] & 0xffffff,
-               "psn": struct.unpack(">I", d[8:12])[0] & 0xffffff}
+               "psn": struct.unpack(">I", d[8:12])[0] & 0xffffff,
+               "xrc": d[0] & 0xe0 == XRC}
+        if pkt["xrc"]:              # XRC answers: RC's in the XRC group
+            pkt["op"] &= 0x1f
         if pkt["op"] in (OP["ACK"], OP["ATOMIC_ACK"], 13, 15, 16):
             pkt["syn"] = d[12]
         if pkt["op"] == OP["ATOMIC_ACK"] and len(d) >= 24:
@@ -785,12 +796,91 @@ def t_send_inv_dup(t, w):
         fail("a duplicate SEND with Invalidate was placed")
 
 
+def t_xrc_srqs(t, w):
+    """XRC requests land in the SRQ their XRCETH names, answered with XRC
+    ACKs; the completions (one CQ for both SRQs) name the receive QP; a
+    message's packets may not change SRQ: invalid request, QP to ERR."""
+    if t.cmd("recv 1") != "ok" or t.cmd("recvb 2") != "ok":
+        fail("post_srq_recv")
+    one, two = b"\x11" * 100, b"\x22" * 200
+    w.send(OP["SEND_ONLY"], RQ_PSN, one, srqn=t.srqb, ackreq=True)
+    expect_syn(w, RQ_PSN, SYN_ACK | 0x1f, "SEND ONLY to SRQ B")
+    w.send(OP["SEND_ONLY"], RQ_PSN + 1, two, srqn=t.srqa, ackreq=True)
+    p = w.recv(5.0)
+    if not p or not p["xrc"] or p["op"] != OP["ACK"] or p["psn"] != RQ_PSN + 1:
+        fail("answer to the SEND ONLY to SRQ A: %s, want an XRC ACK" % p)
+    base = {"status": 0, "opcode": WC_RECV, "imm": 0, "wc_flags": 0,
+            "src_qp": PEER_QPN, "qp_num": t.qpn}
+    want = [dict(base, wr_id=0x101, byte_len=len(one)),
+            dict(base, wr_id=0x100, byte_len=len(two))]
+    wcs = t.poll()
+    if wcs != want:
+        fail("completions %s, want %s" % (wcs, want))
+    # FIRST to B, then a LAST naming A: the message cannot change SRQ.
+    w.send(OP["SEND_FIRST"], RQ_PSN + 2, b"\x33" * MTU, srqn=t.srqb)
+    w.send(OP["SEND_LAST"], RQ_PSN + 3, b"\x44" * 8, srqn=t.srqa,
+           ackreq=True)
+    expect_syn(w, RQ_PSN + 3, NAK_INV, "SEND LAST naming another SRQ")
+    expect_state(t, QPS_ERR)
+    wcs = t.poll()
+    if [(c["wr_id"], c["status"]) for c in wcs] != [(0x102, WC_REM_INV_REQ)]:
+        fail("after the switch: completions %s, want wr_id 0x102 with status %d"
+             % (wcs, WC_REM_INV_REQ))
+
+
+def t_xrc_bad_srqn(t, w):
+    """An XRCETH naming no SRQ of the domain (none, or numbers around the
+    real ones): invalid request, QP to ERR, no receive taken."""
+    if t.cmd("recv 1") != "ok":
+        fail("post_recv")
+    # Behind the expected PSN: dropped, nothing happens.
+    w.send(OP["SEND_ONLY"], RQ_PSN - 1, b"\x55" * 8, srqn=0, ackreq=True)
+    if w.drain(0.3):
+        fail("a duplicate naming no SRQ was answered")
+    expect_state(t, 2)              # RTR
+    bad = max(t.srqa, t.srqb) + 1
+    w.send(OP["SEND_ONLY"], RQ_PSN, b"\x55" * 8, srqn=bad, ackreq=True)
+    expect_syn(w, RQ_PSN, NAK_INV, "SEND ONLY to SRQ %d" % bad)
+    expect_state(t, QPS_ERR)
+    if t.poll():
+        fail("a receive completed")
+    if t.cmd("dump 0 8") != "00" * 8:
+        fail("data placed")
+
+
+def t_xrc_transport(t, w):
+    """Packets of the wrong transport for the QP are dropped unanswered:
+    RC requests to an XRC receive QP, XRC answers to it."""
+    if t.cmd("recv 1") != "ok":
+        fail("post_recv")
+    w.send(OP["SEND_ONLY"], RQ_PSN, b"\x66" * 8, ackreq=True)
+    w.send(XRC | OP["ACK"], RQ_PSN, b"", imm=0x1f000000)
+    if w.drain(0.3):
+        fail("an XRC receive QP answered an RC request")
+    if t.poll():
+        fail("a receive completed")
+    expect_state(t, 2)              # RTR
+
+
+def t_xrc_to_rc(t, w):
+    """An XRC request to an RC QP is dropped unanswered."""
+    if t.cmd("recv 1") != "ok":
+        fail("post_recv")
+    w.send(OP["SEND_ONLY"], RQ_PSN, b"\x77" * 8, srqn=1, ackreq=True)
+    if w.drain(0.3):
+        fail("an RC QP answered an XRC request")
+    if t.poll():
+        fail("a receive completed")
+    expect_state(t, QPS_RTS)
+
+
 def main():
     ns, test, gidx = sys.argv[1], sys.argv[2], int(sys.argv[3])
     fn = globals().get("t_" + test)
     if not fn:
         fail("no test " + test)
-    t = Target(gidx, uc=test.startswith("uc_"))
+    t = Target(gidx, uc=test.startswith("uc_"),
+               xrc=test.startswith("xrc_") and test != "xrc_to_rc")
     enter_netns(ns)
     w = Wire(t.qpn)
     try:

@@ -7,9 +7,14 @@
  * sequences; this program shows what they did to the QP, its memory and
  * its completions.
  *
- *   srdma_target -d DEV -g GIDX -r PEER_IPV4 -q PEER_QPN [-u]
+ *   srdma_target -d DEV -g GIDX -r PEER_IPV4 -q PEER_QPN [-u | -x]
  *
- * Prints "qpn=N rkey=N addr=N len=N", then answers each command with one
+ * With -x the QP is an XRC receive QP (in RTR) of a domain with two XRC
+ * SRQs, A and B, both on the one CQ; receives go to A ("recv N") or B
+ * ("recvb N").
+ *
+ * Prints "qpn=N rkey=N addr=N len=N" (with -x, then "srqa=N srqb=N"),
+ * then answers each command with one
  * line (or, for poll, several lines ending with "end"):
  *   recv N           post N receives of the whole MR (wr_id 0x100, 0x101...)
  *   poll             every completion: wr_id status opcode byte_len imm
@@ -25,6 +30,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,6 +54,9 @@ static uint8_t *buf;
 static union ibv_gid peer_gid;
 static int gidx;
 static bool uc;		/* -u: a UC QP, no READ, atomics, ACK timers */
+static bool xrc;	/* -x: an XRC receive QP, receives on XRC SRQs */
+static struct ibv_xrcd *xrcd;
+static struct ibv_srq *srq_a, *srq_b;
 static char events[256];
 
 static int modify(enum ibv_qp_state state, uint32_t dqpn)
@@ -84,6 +93,8 @@ static int modify(enum ibv_qp_state state, uint32_t dqpn)
 				IBV_QP_MIN_RNR_TIMER;
 		break;
 	case IBV_QPS_RTS:
+		if (xrc)	/* an XRC receive QP answers in RTR */
+			return 0;
 		a.timeout = 14;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
@@ -112,6 +123,43 @@ static struct ibv_qp *uc_qp(void)
 	return ibv_create_qp(pd, &init);
 }
 
+/* -x: the XRC domain, its SRQs A and B, and the receive QP. */
+static struct ibv_qp *xrc_qp(void)
+{
+	char name[] = "/tmp/srdma_target_xrcd.XXXXXX";
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.oflags = O_CREAT,
+	};
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = { .max_wr = 64, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC,
+		.pd = pd,
+		.cq = cq,
+	};
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+	};
+
+	xa.fd = mkstemp(name);
+	if (xa.fd < 0)
+		return NULL;
+	unlink(name);
+	xrcd = ibv_open_xrcd(ctx, &xa);
+	if (!xrcd)
+		return NULL;
+	sa.xrcd = xrcd;
+	srq_a = ibv_create_srq_ex(ctx, &sa);
+	srq_b = ibv_create_srq_ex(ctx, &sa);
+	if (!srq_a || !srq_b)
+		return NULL;
+	qa.xrcd = xrcd;
+	return ibv_create_qp_ex(ctx, &qa);
+}
+
 static int connect_to(uint32_t dqpn)
 {
 	return modify(IBV_QPS_INIT, 0) || modify(IBV_QPS_RTR, dqpn) ||
@@ -133,7 +181,8 @@ static void drain_events(void)
 	}
 }
 
-static void cmd_recv(int n)
+/* N receives of the whole MR: on the QP, or with -x on SRQ @srq. */
+static void cmd_recv(int n, struct ibv_srq *srq)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = MR_LEN,
 			       .lkey = mr->lkey };
@@ -143,7 +192,8 @@ static void cmd_recv(int n)
 
 	for (i = 0; i < n; i++) {
 		wr.wr_id = next++;
-		if (ibv_post_recv(qp, &wr, &bad)) {
+		if (srq ? ibv_post_srq_recv(srq, &wr, &bad) :
+		    ibv_post_recv(qp, &wr, &bad)) {
 			printf("fail errno=%d\n", errno);
 			return;
 		}
@@ -220,13 +270,14 @@ int main(int argc, char **argv)
 	char line[256];
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:g:r:q:u")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:r:q:ux")) != -1) {
 		switch (opt) {
 		case 'd': setenv("SRDMA_DEV", optarg, 1); break;
 		case 'g': gidx = atoi(optarg); break;
 		case 'r': peer = optarg; break;
 		case 'q': peer_qpn = strtoul(optarg, NULL, 0); break;
 		case 'u': uc = true; break;
+		case 'x': xrc = true; break;
 		default: return 2;
 		}
 	}
@@ -251,17 +302,26 @@ int main(int argc, char **argv)
 			     IBV_ACCESS_REMOTE_WRITE |
 			     IBV_ACCESS_REMOTE_READ |
 			     IBV_ACCESS_REMOTE_ATOMIC) : NULL;
-	qp = !cq ? NULL : uc ? uc_qp() : srdma_test_rc_qp(pd, cq, 16, 64, 1);
+	qp = !cq ? NULL : uc ? uc_qp() : xrc ? xrc_qp() :
+	     srdma_test_rc_qp(pd, cq, 16, 64, 1);
 	if (!mr || !qp || connect_to(peer_qpn)) {
 		fprintf(stderr, "setup failed: %s\n", strerror(errno));
 		return 1;
 	}
-	printf("qpn=%u rkey=%u addr=%llu len=%u\n", qp->qp_num, mr->rkey,
+	printf("qpn=%u rkey=%u addr=%llu len=%u", qp->qp_num, mr->rkey,
 	       (unsigned long long)(uintptr_t)buf, MR_LEN);
+	if (xrc) {
+		if (ibv_get_srq_num(srq_a, &n1) || ibv_get_srq_num(srq_b, &n2))
+			return 1;
+		printf(" srqa=%u srqb=%u", n1, n2);
+	}
+	printf("\n");
 
 	while (fgets(line, sizeof(line), stdin)) {
 		if (sscanf(line, "recv %u", &n1) == 1) {
-			cmd_recv(n1);
+			cmd_recv(n1, srq_a);
+		} else if (sscanf(line, "recvb %u", &n1) == 1 && xrc) {
+			cmd_recv(n1, srq_b);
 		} else if (!strncmp(line, "poll", 4)) {
 			cmd_poll();
 		} else if (!strncmp(line, "state", 5)) {
@@ -313,6 +373,12 @@ int main(int argc, char **argv)
 		}
 	}
 	ibv_destroy_qp(qp);
+	if (srq_a)
+		ibv_destroy_srq(srq_a);
+	if (srq_b)
+		ibv_destroy_srq(srq_b);
+	if (xrcd)
+		ibv_close_xrcd(xrcd);
 	if (mr)
 		ibv_dereg_mr(mr);
 	ibv_destroy_cq(cq);

@@ -59,3 +59,11 @@ test_hostile_send_inv_dup() {
 	[ "$(counter remote_invalidate_errors)" = 0 ] &&
 		[ "$(counter remote_invalidate)" = 0 ] || fail "a duplicate invalidated"
 }
+
+# XRC: requests land in the SRQ they name, a message cannot change SRQ,
+# no SRQ (or one of no use) is an invalid request, and packets of the
+# wrong transport are dropped both ways.
+test_hostile_xrc_srqs() { hostile xrc_srqs; }
+test_hostile_xrc_bad_srqn() { hostile xrc_bad_srqn; }
+test_hostile_xrc_transport() { hostile xrc_transport; }
+test_hostile_xrc_to_rc() { hostile xrc_to_rc; }

@@ -29,11 +29,12 @@ exec {pyverbs_out}>&1
 # completion events, UD QPs, extended CQs (ibv_create_cq_ex) and extended
 # QPs (ibv_create_qp_ex, also with create flags 0, which the suite picks at
 # random, and the ibv_qp_ex posting API), RC atomics and ATOMIC WRITE
-# (the XRC ones skip: srdma has no XRC), UC QPs, QP creation and query
+# (XRC ones too), UC QPs, QP creation and query
 # with the caps written back (max_inline_data among them), memory
 # windows of both types, CQ resizing, parent domains (with huge pages),
-# on-demand paging (RC, UD, SRQ, huge pages, prefetch; not implicit MRs,
-# not XRC) and device memory (not imported into another context).
+# on-demand paging (RC, UD, SRQ, XRC, huge pages, prefetch; not implicit
+# MRs), device memory (not imported into another context) and XRC (SEND,
+# with immediate, atomics, the extended CQ and posting API).
 PYVERBS_SRDMA_MUST_PASS=(
 	test_parent_domain.ParentDomainTrafficTest.test_without_allocators_rc_traffic
 	test_parent_domain.ParentDomainTrafficTest.test_default_allocators_rc_traffic
@@ -137,6 +138,12 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_mr.DeviceMemoryAPITest.test_dm_bad_registration
 	test_mr.DeviceMemoryTest.test_dm_traffic
 	test_mr.DeviceMemoryTest.test_dm_remote_traffic
+	test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add
+	test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap
+	test_cqex.CqExTestCase.test_xrc_traffic_cq_ex
+	test_odp.OdpTestCase.test_odp_xrc_traffic
+	test_qpex.QpExTestCase.test_qp_ex_xrc_send
+	test_qpex.QpExTestCase.test_qp_ex_xrc_send_imm
 )
 
 # Tests rdma_rxe passes that srdma0 may not, each with the reason. Every

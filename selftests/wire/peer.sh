@@ -82,6 +82,11 @@ SRQP="ibv_srq_pingpong -d $dev -g $gidx -c"
 # ping-pong then waits forever: 20 round trips of 4 KiB (4 packets, one
 # message in flight), buffers checked.
 UCP="ibv_uc_pingpong -d $dev -g $gidx -c"
+# XRC between srdma devices (rdma_rxe 6.1 has none): ibv_xsrq_pingpong's
+# server with two clients in the other guest, which share one XRC domain
+# (/tmp/xrc_domain); one client on on-demand paging memory.
+XSRQP="ibv_xsrq_pingpong -d $dev -g $gidx -n 100 -s 4096 -m 1024"
+xrc_pair() { [ "$kind" = srdma ] && [ "$peer_kind" = srdma ]; }
 # The atomic counter (srdma_atomic_pair): two client processes, 1000
 # FETCH ADDs and 100 COMPARE SWAPs each, on one word of the server's.
 COUNTER="srdma_atomic_pair -d $dev -c 2 -n 1000 -k 100"
@@ -139,6 +144,7 @@ server_side() {
 	timeout 120 $UP -p $((p + 4)) -n 20 -s 1024 > /dev/null 2>&1
 	pp_server_side srq_pingpong 200 $SRQP -p $((p + 5)) -n 200
 	pp_server_side uc_pingpong 20 $UCP -p $((p + 6)) -n 20 -s 4096
+	xrc_pair && xsrq_server_side $((p + 8))
 	p=19010
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
 		p=$((p + 1))
@@ -229,6 +235,42 @@ pp_client() {	# pp_client NAME ITERS CMD...
 		{ echo "no '$iters iters in'" >> /tmp/client.log; rc=1; }
 	report $rc "$tag.$name"
 	grep " iters in " /tmp/client.log | sed "s/^/# $name: /"
+}
+
+# ibv_xsrq_pingpong: every process must exit 0 and say "success".
+xsrq_server_side() {	# xsrq_server_side PORT
+	local rc
+	rm -f /tmp/xrc_domain
+	timeout 180 $XSRQP -p "$1" -c 2 > /tmp/server.log 2>&1
+	rc=$?
+	[ $rc = 0 ] && ! grep -qx success /tmp/server.log && rc=1
+	report $rc "$kind-from-$peer_kind.xsrq_pingpong" /tmp/server.log
+}
+
+# One client into LOG, again while the server does not listen yet.
+xsrq_client() {	# xsrq_client LOG PORT [-o]
+	local log=$1 port=$2 end=$((SECONDS + 150))
+	shift 2
+	while [ $SECONDS -lt $end ]; do
+		timeout 180 $XSRQP -p "$port" "$@" "$peer" > "$log" 2>&1 &&
+			return 0
+		grep -q "Couldn't connect" "$log" || return 1
+		sleep 0.5
+	done
+	return 1
+}
+
+xsrq_client_side() {	# xsrq_client_side PORT
+	local rc=0 pid
+	rm -f /tmp/xrc_domain
+	xsrq_client /tmp/client2.log "$1" -o &
+	pid=$!
+	xsrq_client /tmp/client.log "$1" || rc=1
+	wait $pid || rc=1
+	grep -qx success /tmp/client.log && grep -qx success /tmp/client2.log ||
+		rc=1
+	[ $rc = 0 ] || cat /tmp/client2.log >> /tmp/client.log
+	report $rc "$tag.xsrq_pingpong"
 }
 
 # The atomic counter: the server holds the word; its clients report its
@@ -458,6 +500,7 @@ client_side() {
 	retry timeout 120 $UP -p $((p + 4)) -n 20 -s 1024 "$peer"; report $? "$tag.ud_pingpong"
 	pp_client srq_pingpong 200 $SRQP -p $((p + 5)) -n 200
 	pp_client uc_pingpong 20 $UCP -p $((p + 6)) -n 20 -s 4096
+	xrc_pair && xsrq_client_side $((p + 8))
 	p=19010
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
 		p=$((p + 1))
