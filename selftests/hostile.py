@@ -822,10 +822,33 @@ def t_xrc_srqs(t, w):
            ackreq=True)
     expect_syn(w, RQ_PSN + 3, NAK_INV, "SEND LAST naming another SRQ")
     expect_state(t, QPS_ERR)
+    if "last WQE" in t.state()[1]:
+        fail("an XRC receive QP raised Last WQE Reached")
     wcs = t.poll()
     if [(c["wr_id"], c["status"]) for c in wcs] != [(0x102, WC_REM_INV_REQ)]:
         fail("after the switch: completions %s, want wr_id 0x102 with status %d"
              % (wcs, WC_REM_INV_REQ))
+
+
+def t_xrc_reset_held(t, w):
+    """The receive an XRC receive QP took for a message in progress is its
+    SRQ's owner's: the QP moved to RESET completes it as flushed on the
+    SRQ's CQ, never drops it; an XRC receive QP raises no Last WQE
+    Reached (no SRQ is its own)."""
+    if t.cmd("recv 1") != "ok":
+        fail("post_srq_recv")
+    w.send(OP["SEND_FIRST"], RQ_PSN, b"\x99" * MTU, srqn=t.srqa)
+    time.sleep(0.3)
+    if t.poll():
+        fail("a completion before the message ended")
+    if t.cmd("reset") != "ok":
+        fail("modify to RESET")
+    wcs = t.poll()
+    if [(c["wr_id"], c["status"]) for c in wcs] != [(0x100, WC_FLUSH)]:
+        fail("after RESET: completions %s, want wr_id 0x100 flushed" % wcs)
+    st, ev = t.state()
+    if st != 0 or "last WQE" in ev:
+        fail("state %d events %s, want RESET and no Last WQE Reached" % (st, ev))
 
 
 def t_xrc_bad_srqn(t, w):

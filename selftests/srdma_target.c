@@ -24,6 +24,7 @@
  *   dereg            deregister the MR
  *   reuse KEY        register 4 KiB MRs at the old MR's iova until one
  *                    gets rkey KEY (a reused key), keep it: "ok" or "fail"
+ *   reset            straight to RESET
  *   reconnect QPN    ERR -> RESET -> INIT -> RTR -> RTS towards PEER_QPN
  *                    QPN: "ok" once the QP answers the new peer only
  *   quit
@@ -338,6 +339,8 @@ int main(int argc, char **argv)
 			       "fail\n" : "ok\n");
 		} else if (sscanf(line, "reuse %u", &n1) == 1) {
 			cmd_reuse(n1);
+		} else if (!strncmp(line, "reset", 5)) {
+			printf(modify(IBV_QPS_RESET, 0) ? "fail\n" : "ok\n");
 		} else if (sscanf(line, "reconnect %u", &n1) == 1) {
 			printf(modify(IBV_QPS_ERR, 0) ||
 			       modify(IBV_QPS_RESET, 0) || connect_to(n1) ?

@@ -65,5 +65,6 @@ test_hostile_send_inv_dup() {
 # wrong transport are dropped both ways.
 test_hostile_xrc_srqs() { hostile xrc_srqs; }
 test_hostile_xrc_bad_srqn() { hostile xrc_bad_srqn; }
+test_hostile_xrc_reset_held() { hostile xrc_reset_held; }
 test_hostile_xrc_transport() { hostile xrc_transport; }
 test_hostile_xrc_to_rc() { hostile xrc_to_rc; }

@@ -1015,6 +1015,11 @@ static struct ibv_qp *srdma_create_qp(struct ibv_pd *pd,
 	struct srdma_qp *qp;
 	int ret;
 
+	if (attr->qp_type == IBV_QPT_XRC_SEND &&
+	    !(to_sctx(pd->context)->caps & SRDMA_CAP_XRC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
@@ -2278,14 +2283,15 @@ err_free_srq:
 static struct ibv_srq *srdma_create_xsrq(struct ibv_context *ctx,
 					 struct ibv_srq_init_attr_ex *attr)
 {
-	const uint32_t need = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
-			      IBV_SRQ_INIT_ATTR_CQ;
+	const uint32_t need = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
 	struct srdma_create_srq_resp_all resp;
 	struct ibv_create_xsrq cmd;
 	struct srdma_srq *srq;
 	int ret;
 
-	if (!(to_sctx(ctx)->caps & SRDMA_CAP_XRC)) {
+	if (!(to_sctx(ctx)->caps & SRDMA_CAP_XRC) ||
+	    (attr->comp_mask & ~need)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -543,6 +543,11 @@ struct srdma_srq {
 	 */
 	refcount_t ref;
 	struct completion released;
+	/*
+	 * Never reused, unlike the number: what an XRC target QP holding one
+	 * of its receives remembers of it (xrc_rq_serial).
+	 */
+	u64 serial;
 };
 
 /*
@@ -699,6 +704,7 @@ struct srdma_qp {
 	struct srdma_srq *xrc_srq;	/* while a packet is handled */
 	u32 xrc_srqn;
 	u32 xrc_rq_srqn;
+	u64 xrc_rq_serial;		/* the SRQ's serial, with xrc_rq_srqn */
 	struct ib_pd *xrc_pd;
 	struct srdma_read_job *rd_jobs;	/* ring of max_dest_rd_atomic + 1 */
 	u32 rd_mask;
@@ -1038,6 +1044,7 @@ int srdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 int srdma_srq_take(struct srdma_srq *srq, struct srdma_recv_wqe *wqe);
 struct srdma_srq *srdma_xsrq_get(struct srdma_dev *sdev, u32 srqn,
 				 const struct ib_xrcd *xrcd);
+struct srdma_srq *srdma_qp_held_srq(struct srdma_qp *qp);
 void srdma_srq_put(struct srdma_srq *srq);
 int srdma_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 int srdma_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);

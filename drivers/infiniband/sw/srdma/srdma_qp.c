@@ -448,7 +448,13 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = srdma_res_get(sdev, SRDMA_RES_QP);
 	if (err)
 		return err;
-	srdma_qp_init(qp, sdev, init, !!udata);
+	/*
+	 * XRC domains exist only in user space: every XRC target QP is a
+	 * process's, though the core makes it without udata. Its receives
+	 * then use user MRs only, as any user QP's.
+	 */
+	srdma_qp_init(qp, sdev, init,
+		      !!udata || init->qp_type == IB_QPT_XRC_TGT);
 	err = srdma_qp_alloc_rings(qp, cap);
 	if (err)
 		goto err_put_res;
@@ -509,9 +515,7 @@ void srdma_qp_flush(struct srdma_qp *qp)
 
 	lockdep_assert_held(&qp->lock);
 	if (srdma_qp_is_xrc_tgt(qp)) {
-		if (qp->xrc_rq_srqn)
-			xsrq = srdma_xsrq_get(qp->sdev, qp->xrc_rq_srqn,
-					      qp->ibqp.xrcd);
+		xsrq = srdma_qp_held_srq(qp);
 		rcq = xsrq ? to_scq(xsrq->ibsrq.ext.cq) : NULL;
 		qp->xrc_rq_srqn = 0;
 		qp->xrc_srqn = 0;
@@ -571,7 +575,8 @@ void srdma_qp_flush(struct srdma_qp *qp)
 static void srdma_qp_last_wqe(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
-	if (srdma_qp_srq(qp))
+	/* Not an XRC target: no SRQ is its own, nor waits for it. */
+	if (qp->ibqp.srq)
 		srdma_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
 
@@ -613,10 +618,16 @@ void srdma_qp_error(struct srdma_qp *qp)
 	srdma_qp_error_event(qp, IB_EVENT_QP_FATAL);
 }
 
-/* Transition to RESET: drop everything posted and all transport state. */
+/*
+ * Transition to RESET: drop everything posted and all transport state. The
+ * receive an XRC target QP holds is its XRC SRQ's owner's, maybe another
+ * process: it completes as flushed on the SRQ's CQ, not silently dropped.
+ */
 static void srdma_qp_to_reset(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
+	if (srdma_qp_is_xrc_tgt(qp))
+		srdma_qp_flush(qp);
 	qp->sq.prod = 0;
 	qp->rq.prod = 0;
 	if (qp->usq.map) {
@@ -1077,9 +1088,9 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cap.max_recv_wr = srdma_qp_srq(qp) ? 0 : qp->rq.max_wr;
 	attr->cap.max_send_sge = qp->sq.max_sge;
 	attr->cap.max_recv_sge = srdma_qp_srq(qp) ? 0 : qp->rq.max_sge;
+	attr->cap.max_inline_data = qp->max_inline;
 	if (srdma_qp_is_xrc_tgt(qp))	/* no queue of its own */
 		attr->cap = (struct ib_qp_cap){};
-	attr->cap.max_inline_data = qp->max_inline;
 
 	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;
@@ -1112,6 +1123,8 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	spin_lock_bh(&qp->lock);
 	qp->state = IB_QPS_RESET;	/* stop the requester and responder */
+	if (srdma_qp_is_xrc_tgt(qp))	/* its held receive: see to_reset */
+		srdma_qp_flush(qp);
 	spin_unlock_bh(&qp->lock);
 	del_timer_sync(&qp->retrans_timer);
 	cancel_work_sync(&qp->read_work);

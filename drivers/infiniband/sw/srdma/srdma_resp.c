@@ -65,8 +65,10 @@ static void srdma_rq_from_srq(struct srdma_qp *qp, struct srdma_srq *srq)
 	err = srdma_srq_take(srq, srdma_ring_slot(&qp->rq, qp->rq.prod));
 	if (!err) {
 		qp->rq.prod++;
-		if (srdma_qp_is_xrc_tgt(qp))
+		if (srdma_qp_is_xrc_tgt(qp)) {
 			qp->xrc_rq_srqn = srq->ibsrq.ext.xrc.srq_num;
+			qp->xrc_rq_serial = srq->serial;
+		}
 	} else if (err == -EAGAIN) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_SRQ_EMPTY);
 	} else {
@@ -294,7 +296,7 @@ static void srdma_rq_complete(struct srdma_qp *qp, const struct ib_wc *wc,
 		srdma_cq_post(to_scq(qp->ibqp.recv_cq), wc, solicited);
 		return;
 	}
-	srq = srdma_xsrq_get(qp->sdev, qp->xrc_rq_srqn, qp->ibqp.xrcd);
+	srq = srdma_qp_held_srq(qp);
 	if (srq) {
 		srdma_cq_post(to_scq(srq->ibsrq.ext.cq), wc, solicited);
 		srdma_srq_put(srq);
@@ -1378,7 +1380,8 @@ static bool srdma_resp_xrc_begin(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	srq = srdma_xsrq_get(qp->sdev, srqn, qp->ibqp.xrcd);
 	if (srq && cur &&
 	    ((!(pkt->flags & SRDMA_F_FIRST) && srqn != qp->xrc_srqn) ||
-	     (qp->xrc_rq_srqn && srqn != qp->xrc_rq_srqn))) {
+	     (qp->xrc_rq_srqn && (srqn != qp->xrc_rq_srqn ||
+				  srq->serial != qp->xrc_rq_serial)))) {
 		srdma_dbg_qp(qp, "psn %u: XRC SRQ %u, but the message or its receive is SRQ %u's\n",
 			     pkt->psn, srqn, qp->xrc_rq_srqn ?: qp->xrc_srqn);
 		srdma_srq_put(srq);
@@ -1407,6 +1410,7 @@ static void srdma_resp_xrc_end(struct srdma_qp *qp)
 	lockdep_assert_held(&qp->lock);
 	srdma_srq_put(qp->xrc_srq);
 	qp->xrc_srq = NULL;
+	qp->xrc_pd = NULL;
 }
 
 static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,

@@ -102,7 +102,7 @@ static int srdma_usrq_create(struct srdma_srq *srq, struct ib_udata *udata)
 }
 
 /**
- * srdma_create_srq() - ib_device_ops.create_srq: make a basic SRQ.
+ * srdma_create_srq() - ib_device_ops.create_srq: make a basic or XRC SRQ.
  * @ibsrq: the SRQ, allocated by the core
  * @init: the attributes asked for; max_wr and max_sge are updated to what
  *	  was made (at least one SGE). A nonzero srq_limit arms the limit.
@@ -142,6 +142,7 @@ int srdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	spin_lock_init(&srq->lock);
 	refcount_set(&srq->ref, 1);
 	init_completion(&srq->released);
+	srq->serial = srdma_mr_new_serial();
 	srq->rq.max_wr = init->attr.max_wr;
 	srq->rq.max_sge = max(init->attr.max_sge, 1U);
 	srq->rq.slot_size = sizeof(struct srdma_recv_wqe) +
@@ -476,6 +477,34 @@ struct srdma_srq *srdma_xsrq_get(struct srdma_dev *sdev, u32 srqn,
 		srq = NULL;
 	rcu_read_unlock();
 	if (srq && srq->ibsrq.ext.xrc.xrcd != xrcd) {
+		srdma_srq_put(srq);
+		srq = NULL;
+	}
+	return srq;
+}
+
+/**
+ * srdma_qp_held_srq() - The XRC SRQ the receive an XRC target QP holds
+ * came from.
+ * @qp: the XRC target QP, locked
+ *
+ * Found by the number and checked by the serial the QP kept when it took
+ * the receive: an SRQ destroyed since, even one whose number a new SRQ of
+ * the domain got, is gone.
+ *
+ * Context: QP lock held.
+ * Return: the SRQ, counted (srdma_srq_put()), or NULL if the QP holds no
+ * receive or its SRQ is gone.
+ */
+struct srdma_srq *srdma_qp_held_srq(struct srdma_qp *qp)
+{
+	struct srdma_srq *srq;
+
+	lockdep_assert_held(&qp->lock);
+	if (!qp->xrc_rq_srqn)
+		return NULL;
+	srq = srdma_xsrq_get(qp->sdev, qp->xrc_rq_srqn, qp->ibqp.xrcd);
+	if (srq && srq->serial != qp->xrc_rq_serial) {
 		srdma_srq_put(srq);
 		srq = NULL;
 	}

@@ -404,10 +404,11 @@ void srdma_init_device(struct srdma_dev *sdev)
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	xa_init_flags(&sdev->xsrq_xa, XA_FLAGS_ALLOC1);
 	/*
-	 * Both xa_init_flags() calls above share one lock class (the key is
+	 * The xa_init_flags() calls above share one lock class (the key is
 	 * per call site of the inline). The AH table's lock nests inside
-	 * the QP lock, which softirq takes; the MR table's is process
-	 * context only. Tell lockdep they are different locks.
+	 * the QP lock, which softirq takes; the MR and XRC SRQ tables' are
+	 * process context only (XRC SRQ lookups take RCU, not the lock) and
+	 * never nest. Tell lockdep the AH table's is a different lock.
 	 */
 	lockdep_set_class(&sdev->ah_xa.xa_lock, &srdma_ah_xa_key);
 	ib_set_device_ops(&sdev->ibdev, &srdma_dev_ops);
