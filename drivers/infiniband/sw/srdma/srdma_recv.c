@@ -238,7 +238,7 @@ static enum srdma_rcv_result srdma_rcv(struct sk_buff *skb, u64 net_cookie,
 	    dev_net(sdev->ndev)->net_cookie != net_cookie ||
 	    srdma_rcv_to_mcast(skb, ipv6) ||
 	    !srdma_rcv_deliver(qp, &pkt, skb, payoff, ipv6)) {
-		srdma_dbg_qp(qp, "opcode %#x psn %u dropped: not for this QP's type, peer or namespace\n",
+		srdma_dbg_qp(qp, "opcode %#x psn %u dropped: wrong kind, peer or state\n",
 			     pkt.opcode, pkt.psn);
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
 		goto drop_put;
