@@ -23,14 +23,12 @@
 #define ACCESS_DM	(IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE | \
 			 ACCESS_QP)
 
-static int connect_to(struct ibv_qp *qp, uint32_t dqpn, int gidx,
-		      const union ibv_gid *gid)
-{
-	if (srdma_test_qp_init_access(qp, ACCESS_QP))
-		return -1;
-	return srdma_test_qp_rtr_to(qp, dqpn, gidx, gid, IBV_MTU_1024) ||
-	       srdma_test_qp_rts(qp) ? -1 : 0;
-}
+#define connect_to(qp, dqpn, gidx, gid) \
+	srdma_test_connect_to(qp, dqpn, gidx, gid, ACCESS_QP)
+#define fill srdma_test_fill
+#define filled srdma_test_filled
+/* One completion within about 5 s. */
+#define wait_wc(cq, wc) srdma_test_wait_wc_for(cq, wc, 50000)
 
 FIXTURE(dm) {
 	struct ibv_context *ctx;
@@ -108,24 +106,6 @@ FIXTURE_TEARDOWN(dm)
 	free(self->host);
 }
 
-static void fill(unsigned char *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (unsigned char)(seed + i * 7 + (i >> 8));
-}
-
-static int filled(const unsigned char *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != (unsigned char)(seed + i * 7 + (i >> 8)))
-			return 0;
-	return 1;
-}
-
 static int post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 		struct ibv_mr *lmr, uint64_t local, uint32_t len,
 		struct ibv_mr *rmr, uint64_t remote)
@@ -147,19 +127,6 @@ static int post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 		wr.wr.rdma.rkey = rmr->rkey;
 	}
 	return ibv_post_send(qp, &wr, &bad);
-}
-
-static void wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	int i;
-
-	for (i = 0; i < 50000 * (srdma_test_slow() + 1); i++) {
-		if (ibv_poll_cq(cq, 1, wc) == 1)
-			return;
-		usleep(100);
-	}
-	memset(wc, 0, sizeof(*wc));
-	wc->status = (enum ibv_wc_status)-1;
 }
 
 #define EXPECT_REQ_WC(id, op, len) do {					\

@@ -27,21 +27,10 @@
 #define ACCESS_MR	(IBV_ACCESS_LOCAL_WRITE | ACCESS_QP | IBV_ACCESS_MW_BIND)
 
 /* RESET -> RTS, connected to QP @dqpn, with every remote right. */
-static int connect_to(struct ibv_qp *qp, uint32_t dqpn, int gidx,
-		      const union ibv_gid *gid)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = ACCESS_QP,
-	};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	return srdma_test_qp_rtr_to(qp, dqpn, gidx, gid, IBV_MTU_1024) ||
-	       srdma_test_qp_rts(qp) ? -1 : 0;
-}
+#define connect_to(qp, dqpn, gidx, gid) \
+	srdma_test_connect_to(qp, dqpn, gidx, gid, ACCESS_QP)
+/* One completion within about 2 s. */
+#define wait_wc(cq, wc) srdma_test_wait_wc_for(cq, wc, 20000)
 
 FIXTURE(mw) {
 	struct ibv_context *ctx;
@@ -118,20 +107,6 @@ FIXTURE_TEARDOWN(mw)
 		ibv_close_device(self->ctx);
 	free(self->buf);
 	free(self->lbuf);
-}
-
-/* One completion within the bound, or status -1 in a zeroed *@wc. */
-static void wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	int i;
-
-	for (i = 0; i < 20000 * (srdma_test_slow() + 1); i++) {
-		if (ibv_poll_cq(cq, 1, wc) == 1)
-			return;
-		usleep(100);
-	}
-	memset(wc, 0, sizeof(*wc));
-	wc->status = (enum ibv_wc_status)-1;
 }
 
 static int post_bind(struct ibv_qp *qp, struct ibv_mw *mw, uint32_t rkey,

@@ -30,15 +30,10 @@
 #define ACCESS_ODP	(IBV_ACCESS_LOCAL_WRITE | ACCESS_QP | \
 			 IBV_ACCESS_ON_DEMAND)
 
-/* RESET -> RTS towards QP @dqpn, with every remote right. */
-static int connect_to(struct ibv_qp *qp, uint32_t dqpn, int gidx,
-		      const union ibv_gid *gid)
-{
-	if (srdma_test_qp_init_access(qp, ACCESS_QP))
-		return -1;
-	return srdma_test_qp_rtr_to(qp, dqpn, gidx, gid, IBV_MTU_1024) ||
-	       srdma_test_qp_rts(qp) ? -1 : 0;
-}
+#define connect_to(qp, dqpn, gidx, gid) \
+	srdma_test_connect_to(qp, dqpn, gidx, gid, ACCESS_QP)
+/* One completion on @cq within about 10 s. */
+#define wait_wc(cq, wc) srdma_test_wait_wc_for(cq, wc, 100000)
 
 /* LEN fresh anonymous bytes, never touched: no page present. */
 static char *fresh(void)
@@ -197,20 +192,6 @@ static int post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 		wr.wr.rdma.rkey = rmr->rkey;
 	}
 	return ibv_post_send(qp, &wr, &bad);
-}
-
-/* One completion on @cq within about 10 s; status -1 if none. */
-static void wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	int i;
-
-	for (i = 0; i < 100000 * (srdma_test_slow() + 1); i++) {
-		if (ibv_poll_cq(cq, 1, wc) == 1)
-			return;
-		usleep(100);
-	}
-	memset(wc, 0, sizeof(*wc));
-	wc->status = (enum ibv_wc_status)-1;
 }
 
 /*

@@ -233,6 +233,61 @@ static inline int srdma_test_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	return 0;
 }
 
+/*
+ * One completion on @cq within @polls polls 100 us apart (as many again
+ * per step of srdma_test_slow()); else *@wc zeroed with status -1, which
+ * no completion has.
+ */
+static inline void srdma_test_wait_wc_for(struct ibv_cq *cq,
+					  struct ibv_wc *wc, int polls)
+{
+	int i;
+
+	for (i = 0; i < polls * (srdma_test_slow() + 1); i++) {
+		if (ibv_poll_cq(cq, 1, wc) == 1)
+			return;
+		usleep(100);
+	}
+	memset(wc, 0, sizeof(*wc));
+	wc->status = (enum ibv_wc_status)-1;
+}
+
+/*
+ * RESET -> RTS of an RC QP with remote rights @access, towards QP @dqpn
+ * behind GID @gid at a 1 KiB path MTU; -1 if a step failed.
+ */
+static inline int srdma_test_connect_to(struct ibv_qp *qp, uint32_t dqpn,
+					int gidx, const union ibv_gid *gid,
+					unsigned int access)
+{
+	if (srdma_test_qp_init_access(qp, access))
+		return -1;
+	return srdma_test_qp_rtr_to(qp, dqpn, gidx, gid, IBV_MTU_1024) ||
+	       srdma_test_qp_rts(qp) ? -1 : 0;
+}
+
+/* @len bytes of the pattern of @seed at @p. */
+static inline void srdma_test_fill(unsigned char *p, size_t len,
+				   unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (unsigned char)(seed + i * 7 + (i >> 8));
+}
+
+/* 1 if the @len bytes at @p are the pattern of @seed. */
+static inline int srdma_test_filled(const unsigned char *p, size_t len,
+				    unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != (unsigned char)(seed + i * 7 + (i >> 8)))
+			return 0;
+	return 1;
+}
+
 /* An AH on @pd from our GID @gidx to @dgid. */
 static inline struct ibv_ah *srdma_test_ah(struct ibv_pd *pd, int gidx,
 					   const union ibv_gid *dgid)

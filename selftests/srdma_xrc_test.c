@@ -205,23 +205,10 @@ FIXTURE_TEARDOWN(xrc)
 	free(self->buf2);
 }
 
-static void fill(unsigned char *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (unsigned char)(seed + i * 7 + (i >> 8));
-}
-
-static int filled(const unsigned char *p, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != (unsigned char)(seed + i * 7 + (i >> 8)))
-			return 0;
-	return 1;
-}
+#define fill srdma_test_fill
+#define filled srdma_test_filled
+/* One completion within about 10 s. */
+#define wait_wc(cq, wc) srdma_test_wait_wc_for(cq, wc, 100000)
 
 static int srq_recv(struct ibv_srq *srq, struct ibv_mr *mr, void *at,
 		    uint32_t len, uint64_t wr_id)
@@ -275,20 +262,6 @@ static uint32_t srqn(struct ibv_srq *srq)
 	if (ibv_get_srq_num(srq, &n))
 		return 0;
 	return n;
-}
-
-/* One completion on @cq within about 10 s; status -1 if none. */
-static void wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	int i;
-
-	for (i = 0; i < 100000 * (srdma_test_slow() + 1); i++) {
-		if (ibv_poll_cq(cq, 1, wc) == 1)
-			return;
-		usleep(100);
-	}
-	memset(wc, 0, sizeof(*wc));
-	wc->status = (enum ibv_wc_status)-1;
 }
 
 /* Every field of the completion of a SEND's receive on an XRC SRQ's CQ. */
