@@ -250,6 +250,8 @@ nfsd_threads_dump() {
 	for t in $(pgrep -x nfsd); do
 		echo "# nfsd $t: $(cat /proc/"$t"/stack 2>/dev/null | awk '{ print $1 }' | tr '\n' ' ')"
 	done
+	echo "# mounts: $(grep -E 'nfsd|rpc_pipefs' /proc/mounts | awk '{ print $2 }' | tr '\n' ' ')"
+	echo "# processes: $(ps -e -o comm= | grep -E 'rpc|nfs|mountd|idmap' | sort | uniq -c | tr -s ' \n' ' ')"
 }
 
 # When the host deleted its device, nothing told this side: the host's
@@ -275,9 +277,16 @@ del_target_teardown() {
 	nfs_storage_teardown
 	echo "# teardown: nvmet $((t1 - t0)) s, nfsd $((SECONDS - t1)) s"
 	if [ "$1" = target ]; then
+		# nvmet must let go. nfsd may not: after its NFSv4 client
+		# vanished it keeps module references (4 here, with no nfsd
+		# thread left and its fs unmounted), whichever side's device
+		# went (also with rdma_rxe serving, when the host deleted its
+		# device); srdma's module must unload all the same.
 		if ! wait_for 60 target_mods_gone; then
+			lsmod | grep -qE '^nvmet' &&
+				fail "nvmet still loaded: $(lsmod | grep -E '^nvmet')"
+			echo "# nfsd still loaded after its client went: $(lsmod | awk '$1 == "nfsd" { print "refcount " $3 }')"
 			nfsd_threads_dump
-			fail "nvmet/nfsd still loaded: $(lsmod | grep -E '^nvmet|^nfsd ')"
 		fi
 		unload_check
 	elif ! wait_for 30 target_mods_gone; then
