@@ -13,6 +13,9 @@
 #   make deb        the Debian packages srdma-dkms and libsrdma1, in build/deb
 #   make check-pkg  install, upgrade and purge them in a test VM (~20 min;
 #                   make check runs it too, beside the one-guest suite)
+#   make check-hpc  UCX and Open MPI across two guests, the whole set (put,
+#                   get, atomics, MPI over TCP, 1% loss); make check runs
+#                   the shorter one
 
 ROOT     := $(CURDIR)
 BUILD    := $(ROOT)/build
@@ -68,7 +71,7 @@ UNIT     := selftests/unit
 WIRE_TEST := $(BUILD)/tools/wire_test
 WIRE_FUZZ := $(BUILD)/tools/wire_fuzz
 
-.PHONY: all module provider selftests check check-debug check-storage demo lint install clean deps fuzz bench \
+.PHONY: all module provider selftests check check-debug check-storage check-hpc demo lint install clean deps fuzz bench \
 	install-provider install-dkms uninstall deb check-pkg
 
 all: module provider selftests
@@ -193,6 +196,10 @@ check: deps
 check-storage: deps
 	@$(MAKE) --no-print-directory all
 	@$(ROOT)/selftests/wire/storage-run long
+
+check-hpc: deps
+	@$(MAKE) --no-print-directory all
+	@SRDMA_HPC_MODE=full $(ROOT)/scripts/run-tests '^wire-hpc-srdma-srdma'
 
 # The whole suite on a debug kernel (KASAN, lockdep, UBSAN, kmemleak, fault
 # injection) built once per machine from linux-source (scripts/debug-kernel),

@@ -3,7 +3,7 @@
 #
 # UCX and Open MPI across two guests on one virtual wire (scripts/vm/run2).
 # Usage, in both guests:
-#   hpc-peer.sh KIND_A KIND_B [quick|bench]    KIND is srdma or rxe
+#   hpc-peer.sh KIND_A KIND_B [quick|check|full|bench]    KIND: srdma, rxe
 # Guest a binds a KIND_A device to eth0 and guest b a KIND_B device, each
 # named after its kind (srdma0, rxe0). Guest b runs sshd with a key guest
 # a made for the run and sent over TCP; guest a launches everything on
@@ -12,8 +12,11 @@
 # guest /tmp/hpc-env.sh sets UCX_NET_DEVICES to its own device (and, for
 # rdma_rxe, UCX_UD_VERBS_ETH_DGID_CHECK=n, see Documentation/hpc.rst), so
 # one command line serves both. With "quick" only UCX's tag latency and
-# bandwidth over rc_verbs and MPI with the UCX PML run; with "bench" (make
-# bench, tools/bench/hpc-run) no test, the benchmark's RESULT lines.
+# bandwidth over rc_verbs and MPI with the UCX PML run; "check" (make
+# check) adds them over ud_verbs; "full" (make check-hpc, the default)
+# adds UCX's put, get and fetch-and-add, MPI over the TCP BTL and a run
+# under 1% loss; with "bench" (make bench, tools/bench/hpc-run) no test,
+# the benchmark's RESULT lines.
 #
 # Guest a prints one KTAP line per test (KIND_A-to-KIND_B.NAME), guest b
 # one for its teardown; scripts/run-tests prefixes them with a. and b.
@@ -130,7 +133,7 @@ ucx_rc() {
 	local tls=rc_verbs,ud_verbs:aux
 	ucx2 $tls tag_lat 8 500 lat || fail "tag_lat"
 	ucx2 $tls tag_bw 65536 100 bw || fail "tag_bw"
-	[ "$mode" = quick ] && return 0
+	[ "$mode" = full ] || return 0
 	ucx2 $tls ucp_put_bw 65536 100 bw || fail "ucp_put_bw"
 	ucx2 $tls ucp_get 65536 100 bw || fail "ucp_get"
 	ucx2 $tls ucp_fadd 8 200 rate || fail "ucp_fadd"
@@ -261,7 +264,7 @@ elif run "$tag.ssh" connect; then
 	run "$tag.ucx_rc" ucx_rc
 	[ "$mode" = quick ] || run "$tag.ucx_ud" ucx_ud
 	run "$tag.mpi_ucx" mpi_ucx
-	if [ "$mode" != quick ]; then
+	if [ "$mode" = full ]; then
 		run "$tag.mpi_tcp" mpi_tcp
 		run "$tag.loss1.ucx_mpi" under_loss
 	fi
