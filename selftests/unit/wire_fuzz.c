@@ -69,7 +69,21 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	    pkt2.sqpn != pkt.sqpn || pkt2.paylen != pkt.paylen ||
 	    pkt2.se != pkt.se || pkt2.ackreq != pkt.ackreq ||
 	    pkt2.swap_add != pkt.swap_add || pkt2.compare != pkt.compare ||
-	    pkt2.orig != pkt.orig || pkt2.inv_rkey != pkt.inv_rkey)
+	    pkt2.orig != pkt.orig || pkt2.inv_rkey != pkt.inv_rkey ||
+	    pkt2.xrc_srqn != pkt.xrc_srqn)
+		abort();
+	/*
+	 * XRC: RC's opcodes in the XRC group, never UD or UC; an XRCETH on
+	 * the requests and on nothing else.
+	 */
+	if (!!(pkt.flags & SRDMA_F_XRC) !=
+	    ((pkt.opcode & SRDMA_OP_TRANSPORT_MASK) == SRDMA_OP_XRC) ||
+	    ((pkt.flags & SRDMA_F_XRC) &&
+	     ((pkt.flags & (SRDMA_F_UD | SRDMA_F_UC | SRDMA_F_DETH |
+			    SRDMA_F_AWRITE)) ||
+	      !!(pkt.flags & SRDMA_F_XRCETH) != !!(pkt.flags & SRDMA_F_REQ))) ||
+	    (!(pkt.flags & SRDMA_F_XRC) &&
+	     ((pkt.flags & SRDMA_F_XRCETH) || pkt.xrc_srqn)))
 		abort();
 	/* Atomic requests and ACKs: one packet, never any payload. */
 	if ((pkt.flags & (SRDMA_F_ATOMIC | SRDMA_F_AACK)) &&
@@ -82,7 +96,8 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	     (pkt.flags & (SRDMA_F_IMM | SRDMA_F_RETH | SRDMA_F_DETH |
 			   SRDMA_F_AETH | SRDMA_F_UD | SRDMA_F_UC |
 			   SRDMA_F_ATOMIC | SRDMA_F_AACK)) ||
-	     pkt.hdr_len != SRDMA_BTH_LEN + SRDMA_IETH_LEN))
+	     pkt.hdr_len != SRDMA_BTH_LEN + SRDMA_IETH_LEN +
+			     (pkt.flags & SRDMA_F_XRCETH ? SRDMA_XRCETH_LEN : 0)))
 		abort();
 	if (!(pkt.flags & SRDMA_F_IETH) && pkt.inv_rkey)
 		abort();
