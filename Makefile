@@ -14,8 +14,8 @@
 #   make check-pkg  install, upgrade and purge them in a test VM (~20 min;
 #                   make check runs it too, beside the one-guest suite)
 #   make check-hpc  UCX and Open MPI across two guests, the whole set (put,
-#                   get, atomics, MPI over TCP, 1% loss); make check runs
-#                   the shorter one
+#                   get, atomics, MPI over TCP, 1% loss, and against
+#                   rdma_rxe); make check runs the shorter one
 
 ROOT     := $(CURDIR)
 BUILD    := $(ROOT)/build
@@ -199,7 +199,7 @@ check-storage: deps
 
 check-hpc: deps
 	@$(MAKE) --no-print-directory all
-	@SRDMA_HPC_MODE=full $(ROOT)/scripts/run-tests '^wire-hpc-srdma-srdma'
+	@SRDMA_HPC_MODE=full $(ROOT)/scripts/run-tests '^wire-hpc-'
 
 # The whole suite on a debug kernel (KASAN, lockdep, UBSAN, kmemleak, fault
 # injection) built once per machine from linux-source (scripts/debug-kernel),

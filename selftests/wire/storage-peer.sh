@@ -12,7 +12,8 @@
 # NFS client in guest a; when the kinds differ, a second phase swaps the
 # roles, so srdma meets rxe both as target and as host. fio with
 # verify=crc32c at queue depths 32 and 1, 4 KiB to 1 MiB, then a read-only
-# verify pass; NFSv4.2 and NFSv3 with a 16 MiB tree each way.
+# verify pass (12 and 2 MiB); NFSv4.2 and NFSv3 with an 8 MiB tree each
+# way.
 #
 # With "long" (make check-storage): the same under 1% netem loss on both
 # guests, with no controller reset allowed and a 256 MiB tree; eth0 of
@@ -423,11 +424,11 @@ role() {
 }
 
 if [ "$mode" = quick ]; then
-	nvme_phase "$(role host)" 24 4
-	nfs_phase "$(role client)" 16
+	nvme_phase "$(role host)" 12 2
+	nfs_phase "$(role client)" 8
 	if [ "$kind" != "$peer_kind" ]; then
-		nvme_phase "$(role target)" 24 4
-		nfs_phase "$(role server)" 16
+		nvme_phase "$(role target)" 12 2
+		nfs_phase "$(role server)" 8
 	fi
 else
 	. "$here/storage-long.sh"
