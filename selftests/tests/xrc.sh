@@ -1,3 +1,4 @@
+#!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # XRC through the stock tool, ibv_xsrq_pingpong: a server with two clients
