@@ -279,7 +279,7 @@ nfs_storage_teardown() {
 	# Every rpc.mountd, not only the one started last: each holds nfsd's
 	# cache channels open, and with them nfsd's module.
 	pkill -x rpc.mountd 2>/dev/null
-	wait_for 10 sh -c '! pgrep -x rpc.mountd' 
+	wait_for 10 sh -c '! pgrep -x rpc.mountd'
 	umount "$STORAGE_EXPORT" 2>/dev/null
 	umount /proc/fs/nfsd 2>/dev/null
 	modprobe -r nfsv4 nfsv3 nfs nfsd rpcrdma 2>/dev/null
