@@ -463,7 +463,7 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_free_rings;
 	qp->uid = srdma_mr_new_serial();
 	cap->max_inline_data = qp->max_inline;
-	if (init->srq || init->qp_type == IB_QPT_XRC_TGT) {
+	if (init->srq) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 	}
