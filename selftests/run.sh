@@ -102,6 +102,13 @@ $bad"
 	fi
 }
 
+# dma-buf MRs take their buffers from vgem (srdma_dmabuf_test skips
+# without it: the debug kernel has none).
+setup_vgem_veth() {
+	modprobe vgem 2>/dev/null
+	setup_bound_veth
+}
+
 echo "KTAP version 1"
 srdma_install_module || { echo "not ok 1 install-module"; exit 1; }
 modprobe ib_uverbs
@@ -126,6 +133,7 @@ run_harness srdma_atomic_test setup_bound_veth
 run_harness srdma_mw_test setup_bound_veth
 run_harness srdma_odp_test setup_bound_veth
 run_harness srdma_dm_test setup_bound_veth
+run_harness srdma_dmabuf_test setup_vgem_veth
 run_harness srdma_xrc_test setup_bound_veth
 
 run_harness srdma_srq_test setup_bound_veth

@@ -571,6 +571,30 @@ static struct ibv_mr *srdma_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm,
 }
 
 /*
+ * ibv_reg_dmabuf_mr(): an MR of @length bytes at @offset of the dma-buf
+ * @fd, whose first byte users name @iova. The kernel checks the range
+ * and maps the buffer.
+ */
+static struct ibv_mr *srdma_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+					  size_t length, uint64_t iova, int fd,
+					  int access)
+{
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access, vmr);
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+/*
  * ibv_advise_mr(): prefetch the pages of on-demand paging MRs. The kernel
  * checks the SGEs and always finishes before it returns. A parent domain
  * carries its protection domain's handle.
@@ -2511,6 +2535,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.query_qp = srdma_query_qp,
 	.query_srq = srdma_query_srq,
 	.reg_dm_mr = srdma_reg_dm_mr,
+	.reg_dmabuf_mr = srdma_reg_dmabuf_mr,
 	.reg_mr = srdma_reg_mr,
 	.rereg_mr = srdma_rereg_mr,
 	.req_notify_cq = ibv_cmd_req_notify_cq,

@@ -7,6 +7,7 @@
 #ifndef SRDMA_H
 #define SRDMA_H
 
+#include <linux/iosys-map.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
@@ -333,6 +334,12 @@ struct srdma_mr {
 	struct ib_umem *umem;
 	struct page **pages;		/* the pinned pages, in order */
 	bool dm_pages;			/* pages[] of a DM, each referenced */
+	/*
+	 * A dma-buf MR (srdma_dmabuf.c): the buffer, with a reference, and
+	 * its kernel mapping; pages[] then holds a reference on each page.
+	 */
+	struct dma_buf *dmabuf;
+	struct iosys_map dmabuf_map;
 	/*
 	 * On-demand paging (srdma_odp.c): the umem, whose pages are not
 	 * pinned. pages[] then holds a page only while it is present and
@@ -1130,6 +1137,13 @@ int srdma_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs);
 struct ib_mr *srdma_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 			      struct ib_dm_mr_attr *attr,
 			      struct uverbs_attr_bundle *attrs);
+
+/* srdma_dmabuf.c */
+struct ib_mr *srdma_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+				       u64 length, u64 iova, int fd,
+				       int access,
+				       struct srdma_reg_dmabuf_attrs *attrs);
+void srdma_dmabuf_release(struct srdma_mr *mr);
 
 /* srdma_odp.c */
 int srdma_odp_reg(struct srdma_mr *mr, u64 start, u64 length, int access);

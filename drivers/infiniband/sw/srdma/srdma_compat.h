@@ -57,4 +57,29 @@ static inline struct ib_udata *srdma_create_cq_udata(struct ib_udata *udata)
 #define SRDMA_DEVICE_ATOMIC_WRITE	BIT_ULL(40)
 #endif
 
+/*
+ * ib_device_ops.reg_user_mr_dmabuf: since 6.12 ("RDMA: Pass
+ * uverbs_attr_bundle as part of '.reg_user_mr_dmabuf' API") it gets the
+ * command's attribute bundle instead of its driver udata; srdma uses
+ * neither.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#define srdma_reg_dmabuf_attrs uverbs_attr_bundle
+#else
+#define srdma_reg_dmabuf_attrs ib_udata
+#endif
+
+/*
+ * A kernel mapping of a whole dma-buf: since 6.2 dma_buf_vmap() wants the
+ * buffer's reservation lock held and dma_buf_vmap_unlocked() takes it;
+ * 6.1's dma_buf_vmap() takes the lock it needs by itself.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define srdma_dma_buf_vmap	dma_buf_vmap_unlocked
+#define srdma_dma_buf_vunmap	dma_buf_vunmap_unlocked
+#else
+#define srdma_dma_buf_vmap	dma_buf_vmap
+#define srdma_dma_buf_vunmap	dma_buf_vunmap
+#endif
+
 #endif /* SRDMA_COMPAT_H */

@@ -381,7 +381,7 @@ static int srdma_mr_hold_for_rereg(struct srdma_mr *old)
  * Context: Process context; sleeps.
  * Return: the new MR, or an ERR_PTR: -EINVAL for a DMA or fast-registration
  * MR, a bad range or bad @access, -EBUSY while windows are bound,
- * -EOPNOTSUPP for @access, -ENOMEM, also when the device has its limit of
+ * -EOPNOTSUPP for @access or a dma-buf MR, -ENOMEM, also when the device has its limit of
  * MRs, or the error of pinning the pages.
  */
 struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
@@ -392,6 +392,11 @@ struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	struct srdma_mr *old = to_smr(ibmr), *mr;
 	int err;
 
+	if (old->type == SRDMA_MR_USER && !old->umem && !old->odp) {
+		/* A DM MR (the core refuses those) or a dma-buf MR. */
+		srdma_dbg_mr(old, "rereg_mr: not of a dma-buf or device memory\n");
+		return ERR_PTR(-EOPNOTSUPP);
+	}
 	if (old->odp || ((flags & IB_MR_REREG_ACCESS) &&
 			 (access & IB_ACCESS_ON_DEMAND))) {
 		srdma_dbg_mr(old, "rereg_mr: not with on-demand paging\n");
@@ -488,6 +493,8 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		while (mr->npages)
 			put_page(mr->pages[--mr->npages]);
 		kvfree(mr->pages);
+	} else if (mr->dmabuf) {
+		srdma_dmabuf_release(mr);
 	}
 	kvfree(mr->fr.addr);
 	kvfree(mr->fr_map.addr);

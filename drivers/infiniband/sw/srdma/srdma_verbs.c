@@ -335,6 +335,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.map_mr_sg = srdma_map_mr_sg,
 	.reg_dm_mr = srdma_reg_dm_mr,
 	.reg_user_mr = srdma_reg_user_mr,
+	.reg_user_mr_dmabuf = srdma_reg_user_mr_dmabuf,
 	.advise_mr = srdma_advise_mr,
 	.alloc_dm = srdma_alloc_dm,
 	.dealloc_dm = srdma_dealloc_dm,

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * srdma MRs of dma-buf memory (ibv_reg_dmabuf_mr).
+ *
+ * A hardware device imports a dma-buf by attaching to it and mapping it
+ * for its own DMA. srdma moves every byte with the CPU and has no DMA
+ * device to attach with, so it asks the exporter for a kernel mapping of
+ * the whole buffer instead (dma_buf_vmap), takes a reference on each
+ * page behind it, and lists those pages in the MR like the pinned pages
+ * of a user MR: the data path does not know the difference. Exporters
+ * whose memory has no struct page (I/O memory) are refused.
+ *
+ * The mapping, the page references and a reference on the dma-buf are
+ * held for the MR's life, so the memory stays put whatever the process
+ * does with its file descriptor; move notifications never come, since
+ * srdma does not attach. Such an MR cannot be registered again
+ * (rereg_mr), as on other devices that pin dma-bufs.
+ */
+#include <linux/dma-buf.h>
+#include <linux/mm.h>
+#include <linux/vmalloc.h>
+
+#include "srdma.h"
+
+MODULE_IMPORT_NS(DMA_BUF);
+
+/* The page behind byte @off of the buffer's kernel mapping, or NULL. */
+static struct page *srdma_dmabuf_page(void *vaddr, unsigned long off)
+{
+	void *va = vaddr + off;
+
+	if (is_vmalloc_addr(va))
+		return vmalloc_to_page(va);
+	if (virt_addr_valid(va))
+		return virt_to_page(va);
+	return NULL;
+}
+
+/* Undo srdma_dmabuf_import(): the page references, the mapping, the buffer. */
+void srdma_dmabuf_release(struct srdma_mr *mr)
+{
+	while (mr->npages)
+		put_page(mr->pages[--mr->npages]);
+	kvfree(mr->pages);
+	mr->pages = NULL;
+	srdma_dma_buf_vunmap(mr->dmabuf, &mr->dmabuf_map);
+	dma_buf_put(mr->dmabuf);
+	mr->dmabuf = NULL;
+}
+
+/*
+ * Map the dma-buf of @fd and list the pages of its bytes [@offset,
+ * +@length) in @mr, each with a reference.
+ */
+static int srdma_dmabuf_import(struct srdma_dev *sdev, struct srdma_mr *mr,
+			       int fd, u64 offset, u64 length)
+{
+	unsigned long first, i;
+	struct dma_buf *dmabuf;
+	void *vaddr;
+	u64 end;
+	int err;
+
+	dmabuf = dma_buf_get(fd);
+	if (IS_ERR(dmabuf)) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: fd %d is no dma-buf\n", fd);
+		return PTR_ERR(dmabuf);
+	}
+	if (check_add_overflow(offset, length, &end) || end > dmabuf->size) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: %#llx+%#llx outside the dma-buf's %zu bytes\n",
+			  offset, length, dmabuf->size);
+		err = -EINVAL;
+		goto err_put_buf;
+	}
+	err = srdma_dma_buf_vmap(dmabuf, &mr->dmabuf_map);
+	if (err) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) gave no kernel mapping: %d\n",
+			  dmabuf->exp_name, err);
+		err = -EOPNOTSUPP;
+		goto err_put_buf;
+	}
+	if (mr->dmabuf_map.is_iomem) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) maps I/O memory\n",
+			  dmabuf->exp_name);
+		err = -EOPNOTSUPP;
+		goto err_vunmap;
+	}
+	vaddr = mr->dmabuf_map.vaddr;
+	mr->page_off = offset & ~PAGE_MASK;
+	first = offset >> PAGE_SHIFT;
+	mr->npages = (PAGE_ALIGN(end) >> PAGE_SHIFT) - first;
+	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages),
+			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!mr->pages) {
+		err = -ENOMEM;
+		goto err_vunmap;
+	}
+	for (i = 0; i < mr->npages; i++) {
+		mr->pages[i] = srdma_dmabuf_page(vaddr, (first + i) << PAGE_SHIFT);
+		if (!mr->pages[i]) {
+			srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) maps memory without pages\n",
+				  dmabuf->exp_name);
+			err = -EOPNOTSUPP;
+			goto err_put_pages;
+		}
+		get_page(mr->pages[i]);
+	}
+	mr->dmabuf = dmabuf;
+	return 0;
+
+err_put_pages:
+	while (i--)
+		put_page(mr->pages[i]);
+	kvfree(mr->pages);
+	mr->pages = NULL;
+	mr->npages = 0;
+err_vunmap:
+	srdma_dma_buf_vunmap(dmabuf, &mr->dmabuf_map);
+err_put_buf:
+	dma_buf_put(dmabuf);
+	return err;
+}
+
+/**
+ * srdma_reg_user_mr_dmabuf() - ib_device_ops.reg_user_mr_dmabuf: an MR of
+ *	dma-buf memory.
+ * @ibpd: the PD
+ * @offset: where the MR starts in the dma-buf
+ * @length: its length in bytes
+ * @iova: the address the MR's users give for byte @offset
+ * @fd: the dma-buf's file descriptor, in the calling process
+ * @access: IB_ACCESS_* flags
+ * @attrs: the command (before 6.12 its driver udata), unused
+ *
+ * Context: Process context; sleeps.
+ * Return: the MR, or an ERR_PTR: -EINVAL for a bad range or @access,
+ * -EBADF or -EINVAL for an @fd that is no dma-buf, -EOPNOTSUPP for on-demand paging
+ * or a buffer the CPU cannot reach through pages, -ENOMEM, also when the
+ * device has its limit of MRs.
+ */
+struct ib_mr *srdma_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+				       u64 length, u64 iova, int fd,
+				       int access,
+				       struct srdma_reg_dmabuf_attrs *attrs)
+{
+	struct srdma_dev *sdev = to_sdev(ibpd->device);
+	struct srdma_mr *mr;
+	u64 end;
+	int err;
+
+	if (access & (IB_ACCESS_ON_DEMAND | IB_ACCESS_HUGETLB)) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: access %#x: no on-demand paging of a dma-buf\n",
+			  access);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	if (!length || length > SRDMA_MAX_MR_SIZE ||
+	    check_add_overflow(iova, length, &end)) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: bad range %#llx+%#llx\n", iova,
+			  length);
+		return ERR_PTR(-EINVAL);
+	}
+	/* iova and the buffer offset must share their offset in a page. */
+	if ((iova ^ offset) & ~PAGE_MASK) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: iova %#llx and offset %#llx differ in page offset\n",
+			  iova, offset);
+		return ERR_PTR(-EINVAL);
+	}
+	mr = srdma_mr_alloc(ibpd, access);
+	if (IS_ERR(mr)) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: access %#x refused: %ld\n",
+			  access, PTR_ERR(mr));
+		return ERR_CAST(mr);
+	}
+	mr->type = SRDMA_MR_USER;
+	mr->iova = iova;
+	mr->length = length;
+	err = srdma_dmabuf_import(sdev, mr, fd, offset, length);
+	if (err)
+		goto err_free_mr;
+	err = srdma_mr_add(sdev, mr);
+	if (err)
+		goto err_release_buf;
+	srdma_dbg_mr(mr, "dma-buf MR: %#llx+%#llx at offset %#llx of %s's buffer, access %#x\n",
+		     iova, length, offset, mr->dmabuf->exp_name, access);
+	return &mr->ibmr;
+
+err_release_buf:
+	srdma_dmabuf_release(mr);
+err_free_mr:
+	kfree(mr);
+	srdma_res_put(sdev, SRDMA_RES_MR);
+	return ERR_PTR(err);
+}

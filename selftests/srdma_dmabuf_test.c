@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * MRs of dma-buf memory (ibv_reg_dmabuf_mr) on the device under test. The
+ * dma-buf comes from vgem, the kernel's virtual GEM driver (a dumb buffer
+ * exported with PRIME), and the test reaches its bytes through an mmap of
+ * the dma-buf itself. Two RC QPs of one PD connected to each other, a
+ * (requester, CQ ca) and b (CQ cb).
+ *
+ * Checked: WRITE, READ, SEND (from and into the buffer) and fetch and add
+ * through such an MR, with every field of every completion and the bytes
+ * in the buffer; an MR of part of the buffer at an iova of its own, and a
+ * remote access error past its end; the MR keeps working after the
+ * process closed the dma-buf and the GEM object; the refusals (no
+ * dma-buf, a range outside the buffer, an iova whose page offset differs,
+ * on-demand paging, re-registration, also by a command written directly).
+ *
+ * Skipped where the kernel has no vgem (the debug kernel).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <rdma/ib_user_verbs.h>
+
+#include "kselftest_harness.h"
+#include "srdma_test.h"
+
+/* The DRM uapi this test needs (include/uapi/drm/drm.h, drm_mode.h). */
+struct t_drm_version {
+	int major, minor, patchlevel;
+	size_t name_len;
+	char *name;
+	size_t date_len;
+	char *date;
+	size_t desc_len;
+	char *desc;
+};
+
+struct t_drm_create_dumb {
+	uint32_t height, width, bpp, flags;
+	uint32_t handle, pitch;
+	uint64_t size;
+};
+
+struct t_drm_prime_handle {
+	uint32_t handle, flags;
+	int32_t fd;
+};
+
+struct t_drm_gem_close {
+	uint32_t handle, pad;
+};
+
+#define T_DRM_IOCTL_VERSION	_IOWR('d', 0x00, struct t_drm_version)
+#define T_DRM_IOCTL_GEM_CLOSE	_IOW('d', 0x09, struct t_drm_gem_close)
+#define T_DRM_IOCTL_PRIME_HANDLE_TO_FD \
+	_IOWR('d', 0x2d, struct t_drm_prime_handle)
+#define T_DRM_IOCTL_MODE_CREATE_DUMB \
+	_IOWR('d', 0xb2, struct t_drm_create_dumb)
+
+#define BUF_LEN		(1024 * 1024)	/* 512 x 512 pixels of 32 bits */
+#define HOST_LEN	(256 * 1024)
+#define ACCESS_QP	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+			 IBV_ACCESS_REMOTE_ATOMIC)
+#define ACCESS_ALL	(IBV_ACCESS_LOCAL_WRITE | ACCESS_QP)
+#define IOVA		0x7000000000ULL
+
+#define connect_to(qp, dqpn, gidx, gid) \
+	srdma_test_connect_to(qp, dqpn, gidx, gid, ACCESS_QP)
+#define fill srdma_test_fill
+#define filled srdma_test_filled
+/* One completion within about 5 s. */
+#define wait_wc(cq, wc) srdma_test_wait_wc_for(cq, wc, 50000)
+
+/* The DRM device of vgem, opened, or -1. */
+static int vgem_open(void)
+{
+	struct dirent *e;
+	char path[300], name[16];
+	DIR *d = opendir("/dev/dri");
+	int fd = -1;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		struct t_drm_version v = { .name_len = sizeof(name) - 1,
+					   .name = name };
+
+		if (strncmp(e->d_name, "card", 4))
+			continue;
+		snprintf(path, sizeof(path), "/dev/dri/%s", e->d_name);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		memset(name, 0, sizeof(name));
+		if (!ioctl(fd, T_DRM_IOCTL_VERSION, &v) && !strcmp(name, "vgem"))
+			break;
+		close(fd);
+		fd = -1;
+	}
+	closedir(d);
+	return fd;
+}
+
+FIXTURE(dmabuf) {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *ca, *cb;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *bmr;		/* ACCESS_ALL over the whole buffer */
+	struct ibv_mr *hmr;		/* host memory */
+	unsigned char *host;
+	unsigned char *buf;		/* the dma-buf, mapped */
+	int drm, dmabuf;
+	uint32_t gem;
+	union ibv_gid gid;
+	int gidx;
+};
+
+FIXTURE_SETUP(dmabuf)
+{
+	struct t_drm_create_dumb cd = { .height = 512, .width = 512,
+					.bpp = 32 };
+	struct t_drm_prime_handle ph = { .flags = O_CLOEXEC | O_RDWR };
+
+	self->drm = self->dmabuf = -1;
+	self->drm = vgem_open();
+	if (self->drm < 0)
+		SKIP(return, "no vgem device (modprobe vgem)");
+	ASSERT_EQ(0, ioctl(self->drm, T_DRM_IOCTL_MODE_CREATE_DUMB, &cd));
+	ASSERT_EQ(BUF_LEN, cd.size);
+	self->gem = cd.handle;
+	ph.handle = cd.handle;
+	ASSERT_EQ(0, ioctl(self->drm, T_DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph));
+	self->dmabuf = ph.fd;
+	self->buf = mmap(NULL, BUF_LEN, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 self->dmabuf, 0);
+	ASSERT_NE(MAP_FAILED, self->buf) TH_LOG("mmap: %s", strerror(errno));
+	memset(self->buf, 0, BUF_LEN);
+
+	self->ctx = srdma_test_open();
+	ASSERT_NE(NULL, self->ctx);
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &self->gid);
+	ASSERT_LE(0, self->gidx);
+	self->pd = ibv_alloc_pd(self->ctx);
+	ASSERT_NE(NULL, self->pd);
+	self->ca = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
+	self->cb = ibv_create_cq(self->ctx, 64, NULL, NULL, 0);
+	ASSERT_NE(NULL, self->ca);
+	ASSERT_NE(NULL, self->cb);
+	self->qa = srdma_test_rc_qp(self->pd, self->ca, 16, 16, 1);
+	self->qb = srdma_test_rc_qp(self->pd, self->cb, 16, 16, 1);
+	ASSERT_NE(NULL, self->qa);
+	ASSERT_NE(NULL, self->qb);
+	ASSERT_EQ(0, connect_to(self->qa, self->qb->qp_num, self->gidx,
+				&self->gid));
+	ASSERT_EQ(0, connect_to(self->qb, self->qa->qp_num, self->gidx,
+				&self->gid));
+	self->bmr = ibv_reg_dmabuf_mr(self->pd, 0, BUF_LEN, IOVA,
+				      self->dmabuf, ACCESS_ALL);
+	ASSERT_NE(NULL, self->bmr) TH_LOG("reg_dmabuf_mr: %s",
+					  strerror(errno));
+	self->host = aligned_alloc(4096, HOST_LEN);
+	ASSERT_NE(NULL, self->host);
+	memset(self->host, 0, HOST_LEN);
+	self->hmr = ibv_reg_mr(self->pd, self->host, HOST_LEN, ACCESS_ALL);
+	ASSERT_NE(NULL, self->hmr);
+}
+
+FIXTURE_TEARDOWN(dmabuf)
+{
+	struct t_drm_gem_close gc = { .handle = self->gem };
+
+	if (self->qa)
+		ibv_destroy_qp(self->qa);
+	if (self->qb)
+		ibv_destroy_qp(self->qb);
+	if (self->hmr)
+		ibv_dereg_mr(self->hmr);
+	if (self->bmr)
+		ibv_dereg_mr(self->bmr);
+	if (self->ca)
+		ibv_destroy_cq(self->ca);
+	if (self->cb)
+		ibv_destroy_cq(self->cb);
+	if (self->pd)
+		ibv_dealloc_pd(self->pd);
+	if (self->ctx)
+		ibv_close_device(self->ctx);
+	free(self->host);
+	if (self->buf && self->buf != MAP_FAILED)
+		munmap(self->buf, BUF_LEN);
+	if (self->dmabuf >= 0)
+		close(self->dmabuf);
+	if (self->drm >= 0) {
+		if (self->gem)
+			ioctl(self->drm, T_DRM_IOCTL_GEM_CLOSE, &gc);
+		close(self->drm);
+	}
+}
+
+static int post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
+		struct ibv_mr *lmr, uint64_t local, uint32_t len,
+		struct ibv_mr *rmr, uint64_t remote)
+{
+	struct ibv_sge sge = {
+		.addr = local, .length = len, .lkey = lmr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = remote;
+		wr.wr.atomic.rkey = rmr->rkey;
+		wr.wr.atomic.compare_add = 3;
+	} else if (rmr) {
+		wr.wr.rdma.remote_addr = remote;
+		wr.wr.rdma.rkey = rmr->rkey;
+	}
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+#define EXPECT_REQ_WC(id, op, len) do {					\
+	struct ibv_wc __w;						\
+									\
+	wait_wc(self->ca, &__w);					\
+	EXPECT_SEND_WC(__w, id, IBV_WC_SUCCESS, op, len, self->qa);	\
+} while (0)
+
+/* What libibverbs reports of the MR. */
+TEST_F(dmabuf, reg)
+{
+	EXPECT_EQ(BUF_LEN, self->bmr->length);
+	EXPECT_EQ(0, (uintptr_t)self->bmr->addr);	/* the offset */
+	EXPECT_EQ(self->bmr->lkey, self->bmr->rkey);
+	EXPECT_EQ(self->pd, self->bmr->pd);
+}
+
+/* WRITE into the buffer and READ out of it, across page boundaries. */
+TEST_F(dmabuf, write_read)
+{
+	fill(self->host, 70000, 3);
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 1, self->hmr,
+			  (uintptr_t)self->host, 70000, self->bmr,
+			  IOVA + 4000));
+	EXPECT_REQ_WC(1, IBV_WC_RDMA_WRITE, 0);
+	EXPECT_TRUE(filled(self->buf + 4000, 70000, 3));
+	EXPECT_EQ(0, self->buf[3999]);
+	EXPECT_EQ(0, self->buf[74000]);
+
+	fill(self->buf + BUF_LEN - 65536, 65536, 8);
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 2, self->hmr,
+			  (uintptr_t)self->host + 131072, 65536, self->bmr,
+			  IOVA + BUF_LEN - 65536));
+	EXPECT_REQ_WC(2, IBV_WC_RDMA_READ, 65536);
+	EXPECT_TRUE(filled(self->host + 131072, 65536, 8));
+
+	/* One byte past the end: a remote access error. */
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 3, self->hmr,
+			  (uintptr_t)self->host, 16, self->bmr,
+			  IOVA + BUF_LEN - 15));
+	{
+		struct ibv_wc wc;
+
+		wait_wc(self->ca, &wc);
+		EXPECT_SEND_WC(wc, 3, IBV_WC_REM_ACCESS_ERR, 0, 0, self->qa);
+	}
+}
+
+/* SEND out of the buffer, SEND into it; fetch and add on a word of it. */
+TEST_F(dmabuf, send_recv_atomic)
+{
+	struct ibv_wc wc;
+	uint64_t v = 40;
+
+	fill(self->buf + 100, 5000, 5);
+	ASSERT_EQ(0, srdma_test_post_recv(self->qb, self->hmr, self->host,
+					  8192, 0x55));
+	ASSERT_EQ(0, post(self->qa, IBV_WR_SEND, 4, self->bmr, IOVA + 100,
+			  5000, NULL, 0));
+	EXPECT_REQ_WC(4, IBV_WC_SEND, 0);
+	wait_wc(self->cb, &wc);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0x55, wc.wr_id);
+	EXPECT_EQ(IBV_WC_RECV, wc.opcode);
+	EXPECT_EQ(5000, wc.byte_len);
+	EXPECT_EQ(0, wc.wc_flags);
+	EXPECT_EQ(self->qb->qp_num, wc.qp_num);
+	EXPECT_EQ(self->qa->qp_num, wc.src_qp);
+	EXPECT_TRUE(filled(self->host, 5000, 5));
+
+	/* A receive whose buffer is the dma-buf. */
+	{
+		struct ibv_sge sge = { .addr = IOVA + 200000, .length = 8192,
+				       .lkey = self->bmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 0x66, .sg_list = &sge,
+					  .num_sge = 1 }, *bad;
+
+		ASSERT_EQ(0, ibv_post_recv(self->qb, &rw, &bad));
+	}
+	fill(self->host + 16384, 6000, 6);
+	ASSERT_EQ(0, post(self->qa, IBV_WR_SEND, 5, self->hmr,
+			  (uintptr_t)self->host + 16384, 6000, NULL, 0));
+	EXPECT_REQ_WC(5, IBV_WC_SEND, 0);
+	wait_wc(self->cb, &wc);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0x66, wc.wr_id);
+	EXPECT_EQ(IBV_WC_RECV, wc.opcode);
+	EXPECT_EQ(6000, wc.byte_len);
+	EXPECT_EQ(0, wc.wc_flags);
+	EXPECT_EQ(self->qb->qp_num, wc.qp_num);
+	EXPECT_EQ(self->qa->qp_num, wc.src_qp);
+	EXPECT_TRUE(filled(self->buf + 200000, 6000, 6));
+
+	memcpy(self->buf + 512, &v, 8);
+	ASSERT_EQ(0, post(self->qa, IBV_WR_ATOMIC_FETCH_AND_ADD, 6, self->hmr,
+			  (uintptr_t)self->host + 32768, 8, self->bmr,
+			  IOVA + 512));
+	EXPECT_REQ_WC(6, IBV_WC_FETCH_ADD, 8);
+	memcpy(&v, self->host + 32768, 8);
+	EXPECT_EQ(40, v);
+	memcpy(&v, self->buf + 512, 8);
+	EXPECT_EQ(43, v);
+}
+
+/* An MR of part of the buffer: bytes 4196.. at iova 0x10000064. */
+TEST_F(dmabuf, part)
+{
+	struct ibv_mr *part;
+	struct ibv_wc wc;
+
+	part = ibv_reg_dmabuf_mr(self->pd, 4096 + 100, 8192, 0x10000064,
+				 self->dmabuf, ACCESS_ALL);
+	ASSERT_NE(NULL, part) TH_LOG("reg_dmabuf_mr: %s", strerror(errno));
+	EXPECT_NE(self->bmr->rkey, part->rkey);
+	fill(self->host, 8192, 7);
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 7, self->hmr,
+			  (uintptr_t)self->host, 8192, part, 0x10000064));
+	EXPECT_REQ_WC(7, IBV_WC_RDMA_WRITE, 0);
+	EXPECT_TRUE(filled(self->buf + 4196, 8192, 7));
+	EXPECT_EQ(0, self->buf[4195]);
+	EXPECT_EQ(0, self->buf[4196 + 8192]);
+	/* Past its end, though inside the buffer. */
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 8, self->hmr,
+			  (uintptr_t)self->host, 2, part,
+			  0x10000064 + 8191));
+	wait_wc(self->ca, &wc);
+	EXPECT_SEND_WC(wc, 8, IBV_WC_REM_ACCESS_ERR, 0, 0, self->qa);
+	EXPECT_EQ(0, self->buf[4196 + 8192]);
+	EXPECT_EQ(0, ibv_dereg_mr(part));
+}
+
+/* The MR holds the buffer: the process's handles on it can go. */
+TEST_F(dmabuf, outlives_fd)
+{
+	struct t_drm_gem_close gc = { .handle = self->gem };
+
+	fill(self->buf + 65536, 4096, 2);
+	ASSERT_EQ(0, munmap(self->buf, BUF_LEN));
+	self->buf = NULL;
+	ASSERT_EQ(0, close(self->dmabuf));
+	self->dmabuf = -1;
+	ASSERT_EQ(0, ioctl(self->drm, T_DRM_IOCTL_GEM_CLOSE, &gc));
+	self->gem = 0;
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 9, self->hmr,
+			  (uintptr_t)self->host, 4096, self->bmr,
+			  IOVA + 65536));
+	EXPECT_REQ_WC(9, IBV_WC_RDMA_READ, 4096);
+	EXPECT_TRUE(filled(self->host, 4096, 2));
+	fill(self->host, 4096, 4);
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 10, self->hmr,
+			  (uintptr_t)self->host, 4096, self->bmr, IOVA));
+	EXPECT_REQ_WC(10, IBV_WC_RDMA_WRITE, 0);
+	memset(self->host + 8192, 0, 4096);
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 11, self->hmr,
+			  (uintptr_t)self->host + 8192, 4096, self->bmr, IOVA));
+	EXPECT_REQ_WC(11, IBV_WC_RDMA_READ, 4096);
+	EXPECT_TRUE(filled(self->host + 8192, 4096, 4));
+	EXPECT_EQ(0, ibv_dereg_mr(self->bmr));
+	self->bmr = NULL;
+}
+
+/* ibv_rereg_mr()'s command as a process may write it: 0 or an errno. */
+static int raw_rereg_access(struct ibv_mr *mr, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_rereg_mr cmd;
+	} c = {
+		.hdr = { .command = IB_USER_VERBS_CMD_REREG_MR,
+			 .in_words = sizeof(c) / 4,
+			 .out_words = sizeof(resp) / 4 },
+		.cmd = { .response = (uintptr_t)&resp,
+			 .mr_handle = mr->handle,
+			 .flags = IBV_REREG_MR_CHANGE_ACCESS,
+			 .access_flags = access },
+	};
+
+	return write(mr->context->cmd_fd, &c, sizeof(c)) == sizeof(c) ? 0 :
+	       errno;
+}
+
+TEST_F(dmabuf, refused)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	ASSERT_LE(0, null);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, null,
+					  ACCESS_ALL));
+	EXPECT_EQ(EINVAL, errno);
+	close(null);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, 1000000,
+					  ACCESS_ALL));
+	EXPECT_EQ(EBADF, errno);
+	/* Past the buffer's end; no bytes; differing page offsets. */
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, BUF_LEN - 4096, 8192, 0,
+					  self->dmabuf, ACCESS_ALL));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 0, 0, self->dmabuf,
+					  ACCESS_ALL));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 100, 4096, 0,
+					  self->dmabuf, ACCESS_ALL));
+	EXPECT_EQ(EINVAL, errno);
+	/* Remote write without local write (IBTA C10-10). */
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, self->dmabuf,
+					  IBV_ACCESS_REMOTE_WRITE));
+	EXPECT_EQ(EINVAL, errno);
+	/* The core knows no on-demand paging of a dma-buf. */
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, self->dmabuf,
+					  ACCESS_ALL | IBV_ACCESS_ON_DEMAND));
+	EXPECT_EQ(EINVAL, errno);
+	/*
+	 * No re-registration: libibverbs refuses it for a dma-buf MR, and
+	 * the kernel for a process that asks anyway (new rights only, which
+	 * keep the old MR's pages); the MR stays as it was.
+	 */
+	errno = 0;
+	EXPECT_EQ(IBV_REREG_MR_ERR_INPUT,
+		  ibv_rereg_mr(self->bmr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+			       NULL, 0, IBV_ACCESS_LOCAL_WRITE));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(EOPNOTSUPP, raw_rereg_access(self->bmr,
+					       IBV_ACCESS_LOCAL_WRITE));
+	fill(self->host, 64, 1);
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 12, self->hmr,
+			  (uintptr_t)self->host, 64, self->bmr, IOVA + 64));
+	EXPECT_REQ_WC(12, IBV_WC_RDMA_WRITE, 0);
+	EXPECT_TRUE(filled(self->buf + 64, 64, 1));
+}
+
+TEST_HARNESS_MAIN
