@@ -12,7 +12,8 @@
  * remote access error past its end; the MR keeps working after the
  * process closed the dma-buf and the GEM object; the refusals (no
  * dma-buf, a range outside the buffer, an iova whose page offset differs,
- * on-demand paging, re-registration, also by a command written directly).
+ * on-demand paging, re-registration, also by a command written directly);
+ * a read-only export takes no MR that lets anyone write (EACCES).
  *
  * Skipped where the kernel has no vgem (the debug kernel).
  */
@@ -353,6 +354,57 @@ TEST_F(dmabuf, part)
 	EXPECT_SEND_WC(wc, 8, IBV_WC_REM_ACCESS_ERR, 0, 0, self->qa);
 	EXPECT_EQ(0, self->buf[4196 + 8192]);
 	EXPECT_EQ(0, ibv_dereg_mr(part));
+}
+
+/*
+ * A read-only export (PRIME without DRM_RDWR): no MR that lets anyone
+ * write it (EACCES); a remotely readable one works.
+ */
+TEST_F(dmabuf, read_only)
+{
+	struct t_drm_create_dumb cd = { .height = 1, .width = 1024,
+					.bpp = 32 };
+	struct t_drm_prime_handle ph = { .flags = O_CLOEXEC };
+	struct t_drm_gem_close gc;
+	struct ibv_mr *mr;
+	unsigned char *p;
+
+	ASSERT_EQ(0, ioctl(self->drm, T_DRM_IOCTL_MODE_CREATE_DUMB, &cd));
+	gc.handle = ph.handle = cd.handle;
+	gc.pad = 0;
+	ASSERT_EQ(0, ioctl(self->drm, T_DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph));
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ph.fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, ph.fd,
+					  ACCESS_ALL));
+	EXPECT_EQ(EACCES, errno);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, ph.fd,
+					  IBV_ACCESS_LOCAL_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	mr = ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, ph.fd,
+			       IBV_ACCESS_REMOTE_READ);
+	ASSERT_NE(NULL, mr) TH_LOG("reg_dmabuf_mr: %s", strerror(errno));
+	memset(self->host, 0xee, 4096);
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 13, self->hmr,
+			  (uintptr_t)self->host, 4096, mr, 0));
+	EXPECT_REQ_WC(13, IBV_WC_RDMA_READ, 4096);
+	EXPECT_EQ(0, memcmp(self->host, p, 4096));
+	EXPECT_EQ(0, self->host[100]);		/* a new buffer is zeroed */
+	/* Not writable remotely: a remote access error. */
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 14, self->hmr,
+			  (uintptr_t)self->host, 16, mr, 0));
+	{
+		struct ibv_wc wc;
+
+		wait_wc(self->ca, &wc);
+		EXPECT_SEND_WC(wc, 14, IBV_WC_REM_ACCESS_ERR, 0, 0, self->qa);
+	}
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	munmap(p, 4096);
+	close(ph.fd);
+	ioctl(self->drm, T_DRM_IOCTL_GEM_CLOSE, &gc);
 }
 
 /* The MR holds the buffer: the process's handles on it can go. */

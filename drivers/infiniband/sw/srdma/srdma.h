@@ -335,10 +335,12 @@ struct srdma_mr {
 	struct page **pages;		/* the pinned pages, in order */
 	bool dm_pages;			/* pages[] of a DM, each referenced */
 	/*
-	 * A dma-buf MR (srdma_dmabuf.c): the buffer, with a reference, and
-	 * its kernel mapping; pages[] then holds a reference on each page.
+	 * A dma-buf MR (srdma_dmabuf.c): the buffer, with a reference, the
+	 * attachment that keeps it in place, and its kernel mapping; pages[]
+	 * then holds a reference on each page.
 	 */
 	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *dmabuf_attach;
 	struct iosys_map dmabuf_map;
 	/*
 	 * On-demand paging (srdma_odp.c): the umem, whose pages are not

@@ -4,19 +4,34 @@
  *
  * A hardware device imports a dma-buf by attaching to it and mapping it
  * for its own DMA. srdma moves every byte with the CPU and has no DMA
- * device to attach with, so it asks the exporter for a kernel mapping of
- * the whole buffer instead (dma_buf_vmap), takes a reference on each
- * page behind it, and lists those pages in the MR like the pinned pages
- * of a user MR: the data path does not know the difference. Exporters
- * whose memory has no struct page (I/O memory) are refused.
+ * device to map for, so it attaches without mapping, asks the exporter
+ * for a kernel mapping of the whole buffer (dma_buf_vmap), takes a
+ * reference on each page behind it, and lists those pages in the MR like
+ * the pinned pages of a user MR: the data path does not know the
+ * difference, except that such pages are always copied into packets,
+ * never attached to them (srdma_mr_attach()).
  *
- * The mapping, the page references and a reference on the dma-buf are
- * held for the MR's life, so the memory stays put whatever the process
- * does with its file descriptor; move notifications never come, since
- * srdma does not attach. Such an MR cannot be registered again
- * (rereg_mr), as on other devices that pin dma-bufs.
+ * What the memory must be, and why:
+ *  - Held in place for the MR's life. A dynamic exporter (one with
+ *    pin/unpin: TTM-based GPU drivers) may move a buffer that is only
+ *    mapped, and pinning it takes a dynamic attachment, which a mismatch
+ *    with such exporters would map for DMA at once: refused. A static
+ *    exporter keeps the buffer while attached (the DRM PRIME helpers pin
+ *    the object at attach; i915 moves it to system memory then).
+ *  - Ordinary refcounted pages of RAM: not I/O memory (is_iomem), not a
+ *    page without a struct page or of ZONE_DEVICE, not a tail page of a
+ *    non-compound allocation (its count is 0: get_page_unless_zero()
+ *    refuses it). A page-aligned mapping.
+ *  - Writable through the file descriptor (FMODE_WRITE) for an MR that
+ *    lets anyone write: a read-only export stays read-only.
+ *
+ * The attachment, the mapping, the page references and a reference on the
+ * dma-buf are held until the MR is deregistered, so the memory stays
+ * whatever the process does with its file descriptor. Such an MR cannot
+ * be registered again (rereg_mr).
  */
 #include <linux/dma-buf.h>
+#include <linux/memremap.h>
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
 
@@ -24,19 +39,31 @@
 
 MODULE_IMPORT_NS(DMA_BUF);
 
-/* The page behind byte @off of the buffer's kernel mapping, or NULL. */
+/*
+ * The page behind byte @off of the buffer's kernel mapping, with a
+ * reference, or NULL if it is not an ordinary page of RAM.
+ */
 static struct page *srdma_dmabuf_page(void *vaddr, unsigned long off)
 {
 	void *va = vaddr + off;
+	unsigned long pfn;
+	struct page *pg;
 
 	if (is_vmalloc_addr(va))
-		return vmalloc_to_page(va);
-	if (virt_addr_valid(va))
-		return virt_to_page(va);
-	return NULL;
+		pfn = vmalloc_to_pfn(va);
+	else if (virt_addr_valid(va))
+		pfn = PHYS_PFN(__pa(va));
+	else
+		return NULL;
+	if (!pfn_valid(pfn))
+		return NULL;
+	pg = pfn_to_page(pfn);
+	if (is_zone_device_page(pg) || !get_page_unless_zero(pg))
+		return NULL;
+	return pg;
 }
 
-/* Undo srdma_dmabuf_import(): the page references, the mapping, the buffer. */
+/* Undo srdma_dmabuf_import(): page references, mapping, attachment, buffer. */
 void srdma_dmabuf_release(struct srdma_mr *mr)
 {
 	while (mr->npages)
@@ -44,21 +71,49 @@ void srdma_dmabuf_release(struct srdma_mr *mr)
 	kvfree(mr->pages);
 	mr->pages = NULL;
 	srdma_dma_buf_vunmap(mr->dmabuf, &mr->dmabuf_map);
+	dma_buf_detach(mr->dmabuf, mr->dmabuf_attach);
 	dma_buf_put(mr->dmabuf);
+	mr->dmabuf_attach = NULL;
 	mr->dmabuf = NULL;
 }
 
+/* May the buffer back an MR with @access at all? 0 or an errno. */
+static int srdma_dmabuf_usable(struct srdma_dev *sdev, struct dma_buf *dmabuf,
+			       u64 offset, u64 length, int access)
+{
+	u64 end;
+
+	if (check_add_overflow(offset, length, &end) || end > dmabuf->size) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: %#llx+%#llx outside the dma-buf's %zu bytes\n",
+			  offset, length, dmabuf->size);
+		return -EINVAL;
+	}
+	if ((access & (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+		       IB_ACCESS_REMOTE_ATOMIC)) &&
+	    !(dmabuf->file->f_mode & FMODE_WRITE)) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: access %#x to a read-only dma-buf\n",
+			  access);
+		return -EACCES;
+	}
+	if (dma_buf_is_dynamic(dmabuf)) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) may move the buffer\n",
+			  dmabuf->exp_name);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
 /*
- * Map the dma-buf of @fd and list the pages of its bytes [@offset,
- * +@length) in @mr, each with a reference.
+ * Attach to the dma-buf of @fd, map it and list the pages of its bytes
+ * [@offset, +@length) in @mr, each with a reference.
  */
 static int srdma_dmabuf_import(struct srdma_dev *sdev, struct srdma_mr *mr,
-			       int fd, u64 offset, u64 length)
+			       int fd, u64 offset, u64 length, int access)
 {
+	struct dma_buf_attachment *attach;
 	unsigned long first, i;
 	struct dma_buf *dmabuf;
 	void *vaddr;
-	u64 end;
 	int err;
 
 	dmabuf = dma_buf_get(fd);
@@ -66,10 +121,14 @@ static int srdma_dmabuf_import(struct srdma_dev *sdev, struct srdma_mr *mr,
 		srdma_dbg(sdev, "reg_dmabuf_mr: fd %d is no dma-buf\n", fd);
 		return PTR_ERR(dmabuf);
 	}
-	if (check_add_overflow(offset, length, &end) || end > dmabuf->size) {
-		srdma_dbg(sdev, "reg_dmabuf_mr: %#llx+%#llx outside the dma-buf's %zu bytes\n",
-			  offset, length, dmabuf->size);
-		err = -EINVAL;
+	err = srdma_dmabuf_usable(sdev, dmabuf, offset, length, access);
+	if (err)
+		goto err_put_buf;
+	attach = dma_buf_attach(dmabuf, &sdev->ibdev.dev);
+	if (IS_ERR(attach)) {
+		err = PTR_ERR(attach);
+		srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) refused an attachment: %d\n",
+			  dmabuf->exp_name, err);
 		goto err_put_buf;
 	}
 	err = srdma_dma_buf_vmap(dmabuf, &mr->dmabuf_map);
@@ -77,18 +136,18 @@ static int srdma_dmabuf_import(struct srdma_dev *sdev, struct srdma_mr *mr,
 		srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) gave no kernel mapping: %d\n",
 			  dmabuf->exp_name, err);
 		err = -EOPNOTSUPP;
-		goto err_put_buf;
+		goto err_detach;
 	}
-	if (mr->dmabuf_map.is_iomem) {
-		srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) maps I/O memory\n",
+	vaddr = mr->dmabuf_map.vaddr;
+	if (mr->dmabuf_map.is_iomem || !PAGE_ALIGNED(vaddr)) {
+		srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) maps I/O memory or not at a page\n",
 			  dmabuf->exp_name);
 		err = -EOPNOTSUPP;
 		goto err_vunmap;
 	}
-	vaddr = mr->dmabuf_map.vaddr;
 	mr->page_off = offset & ~PAGE_MASK;
 	first = offset >> PAGE_SHIFT;
-	mr->npages = (PAGE_ALIGN(end) >> PAGE_SHIFT) - first;
+	mr->npages = (PAGE_ALIGN(offset + length) >> PAGE_SHIFT) - first;
 	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages),
 			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!mr->pages) {
@@ -98,14 +157,14 @@ static int srdma_dmabuf_import(struct srdma_dev *sdev, struct srdma_mr *mr,
 	for (i = 0; i < mr->npages; i++) {
 		mr->pages[i] = srdma_dmabuf_page(vaddr, (first + i) << PAGE_SHIFT);
 		if (!mr->pages[i]) {
-			srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) maps memory without pages\n",
+			srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) maps memory that is not ordinary pages\n",
 				  dmabuf->exp_name);
 			err = -EOPNOTSUPP;
 			goto err_put_pages;
 		}
-		get_page(mr->pages[i]);
 	}
 	mr->dmabuf = dmabuf;
+	mr->dmabuf_attach = attach;
 	return 0;
 
 err_put_pages:
@@ -116,6 +175,8 @@ err_put_pages:
 	mr->npages = 0;
 err_vunmap:
 	srdma_dma_buf_vunmap(dmabuf, &mr->dmabuf_map);
+err_detach:
+	dma_buf_detach(dmabuf, attach);
 err_put_buf:
 	dma_buf_put(dmabuf);
 	return err;
@@ -134,9 +195,11 @@ err_put_buf:
  *
  * Context: Process context; sleeps.
  * Return: the MR, or an ERR_PTR: -EINVAL for a bad range or @access,
- * -EBADF or -EINVAL for an @fd that is no dma-buf, -EOPNOTSUPP for on-demand paging
- * or a buffer the CPU cannot reach through pages, -ENOMEM, also when the
- * device has its limit of MRs.
+ * -EBADF or -EINVAL for an @fd that is no dma-buf, -EACCES for write
+ * access to a read-only one, -EOPNOTSUPP for on-demand paging or a buffer
+ * the exporter may move or whose memory is not ordinary pages (see the top
+ * of this file), the exporter's error for an attachment, -ENOMEM, also
+ * when the device has its limit of MRs.
  */
 struct ib_mr *srdma_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
 				       u64 length, u64 iova, int fd,
@@ -174,7 +237,7 @@ struct ib_mr *srdma_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
 	mr->type = SRDMA_MR_USER;
 	mr->iova = iova;
 	mr->length = length;
-	err = srdma_dmabuf_import(sdev, mr, fd, offset, length);
+	err = srdma_dmabuf_import(sdev, mr, fd, offset, length, access);
 	if (err)
 		goto err_free_mr;
 	err = srdma_mr_add(sdev, mr);

@@ -1019,9 +1019,9 @@ int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
  * Context: Any context.
  * Return: 0; -EOPNOTSUPP for a DMA or fast-registration MR (kernel
  * memory, which may be slab memory and is copied, under the MR lock for
- * the latter) or a window (copied under its lock) or -EMSGSIZE if the
- * fragments run out, in which case the caller copies instead; -EFAULT if
- * the range leaves the MR.
+ * the latter), an on-demand or dma-buf MR, or a window (copied under its
+ * lock) or -EMSGSIZE if the fragments run out, in which case the caller
+ * copies instead; -EFAULT if the range leaves the MR.
  */
 int srdma_mr_attach(struct srdma_mr *mr, u64 serial, u64 iova,
 		    struct sk_buff *skb, u32 len)
@@ -1030,8 +1030,12 @@ int srdma_mr_attach(struct srdma_mr *mr, u64 serial, u64 iova,
 	u32 n, done, pgoff;
 	int i;
 
-	/* On-demand pages may go at any time: copied under the MR lock. */
-	if (mr->type != SRDMA_MR_USER || mr->odp)
+	/*
+	 * On-demand pages may go at any time: copied under the MR lock. A
+	 * dma-buf's pages are its exporter's, to reuse once the MR is gone:
+	 * no packet keeps them beyond that.
+	 */
+	if (mr->type != SRDMA_MR_USER || mr->odp || mr->dmabuf)
 		return -EOPNOTSUPP;
 	for (done = 0; done < len; done += n) {
 		i = skb_shinfo(skb)->nr_frags;
