@@ -532,10 +532,67 @@ client_side() {
 	barrier signal "$peer" 18999
 }
 
-# phase 1: a is the client; phase 2: b is.
+# Jumbo frames (phase 3, lossless runs only): both guests have raised
+# eth0's MTU to 9000, so the port MTU is 4096, the IBTA maximum. Guest a
+# (srdma in every pairing) is the client. srdma_xfer takes the port's MTU
+# and checks every byte; perftest runs at -m 4096, and a's packet counter
+# must show packets over 1 KiB: 50 messages of 64 KiB are 800 packets of
+# 4 KiB, 3200 at MTU 1024. Packets the wire dropped are sent again (go-back-N
+# resends more than it lost), so the bound is below 3200, not at 800.
+jumbo_server_side() {
+	local t p=19040
+	for t in ib_write_bw ib_read_bw; do
+		p=$((p + 1))
+		timeout 120 $t $PF -m 4096 -p $p -s 65536 -n 50 > /dev/null 2>&1
+	done
+	srdma_xfer -d "$dev" -g "$gidx" -p 18517 > /dev/null 2>&1 &
+	xpid=$!
+	barrier wait 18997
+	kill $xpid
+}
+
+jumbo_client_side() {
+	local tag="$kind-to-$peer_kind.jumbo" t p=19040 rc cnt c0 c1
+	ibv_devinfo -d "$dev" > /tmp/client.log 2>&1
+	grep -qE 'active_mtu:[[:space:]]+4096' /tmp/client.log
+	report $? "$tag.port_mtu_4096"
+	for t in ib_write_bw ib_read_bw; do
+		p=$((p + 1))
+		# The data packets a sends (WRITE) or receives (READ responses).
+		[ $t = ib_read_bw ] && cnt=rx_packets || cnt=tx_packets
+		c0=$(counter $cnt "$dev")
+		retry timeout 120 $t $PF -m 4096 -p $p -s 65536 -n 50 "$peer"
+		rc=$?
+		c1=$(counter $cnt "$dev")
+		[ $rc = 0 ] && { perf_result 65536 50 || rc=1; }
+		if [ $rc = 0 ] && { [ $((c1 - c0)) -lt 800 ] || [ $((c1 - c0)) -ge 3200 ]; }; then
+			echo "$cnt rose by $((c1 - c0)): 800 packets of 4 KiB, and fewer than 3200" >> /tmp/client.log
+			rc=1
+		fi
+		report $rc "$tag.$t"
+		grep -E '^ *65536 ' /tmp/client.log | sed "s/^/# jumbo $t: /"
+	done
+	timeout 600 srdma_xfer -d "$dev" -g "$gidx" -p 18517 -t write,read,send,write_imm \
+		"$peer" > /tmp/client.log 2>&1
+	report $? "$tag.xfer"
+	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20
+	barrier signal "$peer" 18997
+}
+
+# phase 1: a is the client; phase 2: b is; phase 3 (jumbo frames): a is.
 if [ "$me" = a ]; then client_side; else server_side; fi
 if [ "$me" = b ]; then barrier signal "$peer" 18998; else barrier wait 18998; fi
 if [ "$me" = b ]; then client_side; else server_side; fi
+if [ -z "$loss" ]; then
+	ip link set eth0 mtu 9000 || echo "# eth0: MTU 9000 refused"
+	if [ "$me" = b ]; then
+		barrier signal "$peer" 18996
+		jumbo_server_side
+	else
+		barrier wait 18996
+		jumbo_client_side
+	fi
+fi
 
 # The crashes of perftest's connect race are in the kernel log: each is
 # noted, and fails nothing (each was run again, and must have passed).
