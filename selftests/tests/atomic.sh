@@ -24,7 +24,7 @@ atomic_run() {
 	out=$(SRDMA_DEV=$1 SRDMA_ATOMIC_PEER=$2 SRDMA_ATOMIC_TESTS=${3:-} \
 		SRDMA_ATOMIC_ITERS=${4:-500} timeout 600 srdma_atomic_test 2>&1)
 	rc=$?
-	grep -E '^(not )?ok |^# (FAIL|.*Expected|.*got|.*stalled|.*value)' <<< "$out" |
+	grep -E '^(not )?ok |^# (FAIL|.*Expected|.*got|.*stalled|.*value|.*timeout)' <<< "$out" |
 		sed "s/^/# $1->$2: /"
 	grep -qE '^# PASSED|^# FAILED' <<< "$out" || echo "$out" | tail -20
 	return $rc
