@@ -17,7 +17,6 @@
  *
  * Skipped where the kernel has no vgem (the debug kernel).
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,39 +27,6 @@
 
 #include "kselftest_harness.h"
 #include "srdma_test.h"
-
-/* The DRM uapi this test needs (include/uapi/drm/drm.h, drm_mode.h). */
-struct t_drm_version {
-	int major, minor, patchlevel;
-	size_t name_len;
-	char *name;
-	size_t date_len;
-	char *date;
-	size_t desc_len;
-	char *desc;
-};
-
-struct t_drm_create_dumb {
-	uint32_t height, width, bpp, flags;
-	uint32_t handle, pitch;
-	uint64_t size;
-};
-
-struct t_drm_prime_handle {
-	uint32_t handle, flags;
-	int32_t fd;
-};
-
-struct t_drm_gem_close {
-	uint32_t handle, pad;
-};
-
-#define T_DRM_IOCTL_VERSION	_IOWR('d', 0x00, struct t_drm_version)
-#define T_DRM_IOCTL_GEM_CLOSE	_IOW('d', 0x09, struct t_drm_gem_close)
-#define T_DRM_IOCTL_PRIME_HANDLE_TO_FD \
-	_IOWR('d', 0x2d, struct t_drm_prime_handle)
-#define T_DRM_IOCTL_MODE_CREATE_DUMB \
-	_IOWR('d', 0xb2, struct t_drm_create_dumb)
 
 #define BUF_LEN		(1024 * 1024)	/* 512 x 512 pixels of 32 bits */
 #define HOST_LEN	(256 * 1024)
@@ -75,36 +41,6 @@ struct t_drm_gem_close {
 #define filled srdma_test_filled
 /* One completion within about 5 s. */
 #define wait_wc(cq, wc) srdma_test_wait_wc_for(cq, wc, 50000)
-
-/* The DRM device of vgem, opened, or -1. */
-static int vgem_open(void)
-{
-	struct dirent *e;
-	char path[300], name[16];
-	DIR *d = opendir("/dev/dri");
-	int fd = -1;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		struct t_drm_version v = { .name_len = sizeof(name) - 1,
-					   .name = name };
-
-		if (strncmp(e->d_name, "card", 4))
-			continue;
-		snprintf(path, sizeof(path), "/dev/dri/%s", e->d_name);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		memset(name, 0, sizeof(name));
-		if (!ioctl(fd, T_DRM_IOCTL_VERSION, &v) && !strcmp(name, "vgem"))
-			break;
-		close(fd);
-		fd = -1;
-	}
-	closedir(d);
-	return fd;
-}
 
 FIXTURE(dmabuf) {
 	struct ibv_context *ctx;
@@ -123,20 +59,13 @@ FIXTURE(dmabuf) {
 
 FIXTURE_SETUP(dmabuf)
 {
-	struct t_drm_create_dumb cd = { .height = 512, .width = 512,
-					.bpp = 32 };
-	struct t_drm_prime_handle ph = { .flags = O_CLOEXEC | O_RDWR };
-
 	self->drm = self->dmabuf = -1;
-	self->drm = vgem_open();
+	self->drm = srdma_test_vgem_open();
 	if (self->drm < 0)
 		SKIP(return, "no vgem device (modprobe vgem)");
-	ASSERT_EQ(0, ioctl(self->drm, T_DRM_IOCTL_MODE_CREATE_DUMB, &cd));
-	ASSERT_EQ(BUF_LEN, cd.size);
-	self->gem = cd.handle;
-	ph.handle = cd.handle;
-	ASSERT_EQ(0, ioctl(self->drm, T_DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph));
-	self->dmabuf = ph.fd;
+	/* 512 x 512 pixels of 32 bits: BUF_LEN. */
+	ASSERT_EQ(0, srdma_test_vgem_buf(self->drm, 512, 512, 1, &self->gem,
+					 &self->dmabuf));
 	self->buf = mmap(NULL, BUF_LEN, PROT_READ | PROT_WRITE, MAP_SHARED,
 			 self->dmabuf, 0);
 	ASSERT_NE(MAP_FAILED, self->buf) TH_LOG("mmap: %s", strerror(errno));
@@ -173,7 +102,6 @@ FIXTURE_SETUP(dmabuf)
 
 FIXTURE_TEARDOWN(dmabuf)
 {
-	struct t_drm_gem_close gc = { .handle = self->gem };
 
 	if (self->qa)
 		ibv_destroy_qp(self->qa);
@@ -198,7 +126,7 @@ FIXTURE_TEARDOWN(dmabuf)
 		close(self->dmabuf);
 	if (self->drm >= 0) {
 		if (self->gem)
-			ioctl(self->drm, T_DRM_IOCTL_GEM_CLOSE, &gc);
+			srdma_test_vgem_close(self->drm, self->gem);
 		close(self->drm);
 	}
 }
@@ -362,28 +290,23 @@ TEST_F(dmabuf, part)
  */
 TEST_F(dmabuf, read_only)
 {
-	struct t_drm_create_dumb cd = { .height = 1, .width = 1024,
-					.bpp = 32 };
-	struct t_drm_prime_handle ph = { .flags = O_CLOEXEC };
-	struct t_drm_gem_close gc;
 	struct ibv_mr *mr;
 	unsigned char *p;
+	uint32_t gem;
+	int fd;
 
-	ASSERT_EQ(0, ioctl(self->drm, T_DRM_IOCTL_MODE_CREATE_DUMB, &cd));
-	gc.handle = ph.handle = cd.handle;
-	gc.pad = 0;
-	ASSERT_EQ(0, ioctl(self->drm, T_DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph));
-	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ph.fd, 0);
+	ASSERT_EQ(0, srdma_test_vgem_buf(self->drm, 1024, 1, 0, &gem, &fd));
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	errno = 0;
-	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, ph.fd,
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, fd,
 					  ACCESS_ALL));
 	EXPECT_EQ(EACCES, errno);
 	errno = 0;
-	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, ph.fd,
+	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, fd,
 					  IBV_ACCESS_LOCAL_WRITE));
 	EXPECT_EQ(EACCES, errno);
-	mr = ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, ph.fd,
+	mr = ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, fd,
 			       IBV_ACCESS_REMOTE_READ);
 	ASSERT_NE(NULL, mr) TH_LOG("reg_dmabuf_mr: %s", strerror(errno));
 	memset(self->host, 0xee, 4096);
@@ -403,21 +326,20 @@ TEST_F(dmabuf, read_only)
 	}
 	EXPECT_EQ(0, ibv_dereg_mr(mr));
 	munmap(p, 4096);
-	close(ph.fd);
-	ioctl(self->drm, T_DRM_IOCTL_GEM_CLOSE, &gc);
+	close(fd);
+	srdma_test_vgem_close(self->drm, gem);
 }
 
 /* The MR holds the buffer: the process's handles on it can go. */
 TEST_F(dmabuf, outlives_fd)
 {
-	struct t_drm_gem_close gc = { .handle = self->gem };
 
 	fill(self->buf + 65536, 4096, 2);
 	ASSERT_EQ(0, munmap(self->buf, BUF_LEN));
 	self->buf = NULL;
 	ASSERT_EQ(0, close(self->dmabuf));
 	self->dmabuf = -1;
-	ASSERT_EQ(0, ioctl(self->drm, T_DRM_IOCTL_GEM_CLOSE, &gc));
+	srdma_test_vgem_close(self->drm, self->gem);
 	self->gem = 0;
 	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 9, self->hmr,
 			  (uintptr_t)self->host, 4096, self->bmr,

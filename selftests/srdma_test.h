@@ -5,14 +5,17 @@
 #ifndef SRDMA_TEST_H
 #define SRDMA_TEST_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <infiniband/verbs.h>
 
@@ -709,6 +712,117 @@ static inline int srdma_test_kmsg_count(int fd, const char *needle)
 		if (strstr(rec, needle))
 			found++;
 	}
+}
+
+/*
+ * dma-buf memory from vgem, the kernel's virtual GEM driver: the DRM uapi
+ * needed (include/uapi/drm/drm.h, drm_mode.h), the vgem device, and a
+ * dumb buffer exported with PRIME.
+ */
+struct srdma_test_drm_version {
+	int major, minor, patchlevel;
+	size_t name_len;
+	char *name;
+	size_t date_len;
+	char *date;
+	size_t desc_len;
+	char *desc;
+};
+
+struct srdma_test_drm_create_dumb {
+	uint32_t height, width, bpp, flags;
+	uint32_t handle, pitch;
+	uint64_t size;
+};
+
+struct srdma_test_drm_prime_handle {
+	uint32_t handle, flags;
+	int32_t fd;
+};
+
+struct srdma_test_drm_gem_close {
+	uint32_t handle, pad;
+};
+
+#define SRDMA_TEST_DRM_IOCTL_VERSION \
+	_IOWR('d', 0x00, struct srdma_test_drm_version)
+#define SRDMA_TEST_DRM_IOCTL_GEM_CLOSE \
+	_IOW('d', 0x09, struct srdma_test_drm_gem_close)
+#define SRDMA_TEST_DRM_IOCTL_PRIME_HANDLE_TO_FD \
+	_IOWR('d', 0x2d, struct srdma_test_drm_prime_handle)
+#define SRDMA_TEST_DRM_IOCTL_MODE_CREATE_DUMB \
+	_IOWR('d', 0xb2, struct srdma_test_drm_create_dumb)
+
+/* The DRM device of vgem, opened, or -1 (modprobe vgem). */
+static inline int srdma_test_vgem_open(void)
+{
+	char path[300], name[16];
+	struct dirent *e;
+	DIR *d = opendir("/dev/dri");
+	int fd = -1;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		struct srdma_test_drm_version v = {
+			.name_len = sizeof(name) - 1, .name = name,
+		};
+
+		if (strncmp(e->d_name, "card", 4))
+			continue;
+		snprintf(path, sizeof(path), "/dev/dri/%s", e->d_name);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		memset(name, 0, sizeof(name));
+		if (!ioctl(fd, SRDMA_TEST_DRM_IOCTL_VERSION, &v) &&
+		    !strcmp(name, "vgem"))
+			break;
+		close(fd);
+		fd = -1;
+	}
+	closedir(d);
+	return fd;
+}
+
+/*
+ * A zeroed vgem buffer of @width x @height pixels of 32 bits on @drm,
+ * exported read-write (@rw) or read-only: 0 with its GEM handle and its
+ * dma-buf's file descriptor, or an errno.
+ */
+static inline int srdma_test_vgem_buf(int drm, uint32_t width,
+				      uint32_t height, int rw,
+				      uint32_t *handle, int *fd)
+{
+	struct srdma_test_drm_create_dumb cd = {
+		.height = height, .width = width, .bpp = 32,
+	};
+	struct srdma_test_drm_prime_handle ph = {
+		.flags = O_CLOEXEC | (rw ? O_RDWR : 0),
+	};
+	struct srdma_test_drm_gem_close gc = { 0 };
+	int err;
+
+	if (ioctl(drm, SRDMA_TEST_DRM_IOCTL_MODE_CREATE_DUMB, &cd))
+		return errno;
+	ph.handle = cd.handle;
+	if (ioctl(drm, SRDMA_TEST_DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph)) {
+		err = errno;
+		gc.handle = cd.handle;
+		ioctl(drm, SRDMA_TEST_DRM_IOCTL_GEM_CLOSE, &gc);
+		return err;
+	}
+	*handle = cd.handle;
+	*fd = ph.fd;
+	return 0;
+}
+
+/* Close GEM handle @handle on @drm. */
+static inline void srdma_test_vgem_close(int drm, uint32_t handle)
+{
+	struct srdma_test_drm_gem_close gc = { .handle = handle };
+
+	ioctl(drm, SRDMA_TEST_DRM_IOCTL_GEM_CLOSE, &gc);
 }
 
 #endif /* SRDMA_TEST_H */

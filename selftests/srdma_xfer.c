@@ -4,8 +4,8 @@
  * devices (srdma or any other, such as rdma_rxe), over one TCP control
  * connection.
  *
- *   server: srdma_xfer -d DEV [-g GIDX] [-p PORT] [-O]
- *   client: srdma_xfer -d DEV [-g GIDX] [-p PORT] [-t TEST] [-S PID] [-O]
+ *   server: srdma_xfer -d DEV [-g GIDX] [-p PORT] [-O] [-D]
+ *   client: srdma_xfer -d DEV [-g GIDX] [-p PORT] [-t TEST] [-S PID] [-O] [-D]
  *                      [-m MAXSIZE] HOST
  *
  * The client runs the tests and prints one KTAP line per test; it exits 0
@@ -21,6 +21,9 @@
  * -S PID: SIGSTOP PID (the server) around the one_sided test.
  * -O: this side's MRs are on-demand paging MRs (IBV_ACCESS_ON_DEMAND) over
  *     memory not touched before (its pages come in as srdma needs them).
+ * -D: this side's data buffer is a dma-buf (a vgem buffer, which the
+ *     process maps from the dma-buf), registered with ibv_reg_dmabuf_mr()
+ *     at its mapped address as iova.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -92,6 +95,8 @@ struct conn {
 	struct qpinfo peer;
 	int gidx;
 	int sock;
+	int drm, dmabuf;	/* -D: vgem and the buffer's dma-buf */
+	uint32_t gem;
 };
 
 /* srdma_test_slow(): so that a slow machine is not taken for a lost peer. */
@@ -112,6 +117,7 @@ static uint32_t max_size = 1u << 20;
 static int gid_index = 1;
 static const char *port = "18515";
 static bool odp;		/* -O: on-demand paging MRs */
+static bool dmabuf;		/* -D: the data buffer is a dma-buf */
 static int verbose;
 /*
  * The local device is srdma. Then the two RC receive completion fields
@@ -389,17 +395,41 @@ static void conn_setup(struct conn *c)
 	c->pd = ibv_alloc_pd(c->ctx);
 	if (!c->pd)
 		die("alloc_pd: %s", strerror(errno));
-	/* Fresh anonymous memory: zero, and with -O not present yet. */
-	c->buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/*
+	 * Fresh anonymous memory: zero, and with -O not present yet; with
+	 * -D a new vgem buffer (zeroed too), 1024 x 1024 pixels of 32 bits.
+	 */
+	c->drm = c->dmabuf = -1;
+	if (dmabuf) {
+		c->drm = srdma_test_vgem_open();
+		if (c->drm < 0)
+			die("no vgem device (modprobe vgem)");
+		errno = srdma_test_vgem_buf(c->drm, 1024, BUF_SIZE / 4096, 1,
+					    &c->gem, &c->dmabuf);
+		if (errno)
+			die("vgem buffer: %s", strerror(errno));
+		c->buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE,
+			      MAP_SHARED, c->dmabuf, 0);
+	} else {
+		c->buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
 	c->ro_buf = mmap(NULL, RO_SIZE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (c->buf == MAP_FAILED || c->ro_buf == MAP_FAILED)
 		die("no memory");
 	pattern(c->ro_buf, RO_SIZE, 4242);
-	c->mr = ibv_reg_mr(c->pd, c->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			   (odp ? IBV_ACCESS_ON_DEMAND : 0));
+	if (dmabuf)
+		c->mr = ibv_reg_dmabuf_mr(c->pd, 0, BUF_SIZE, (uintptr_t)c->buf,
+					  c->dmabuf, IBV_ACCESS_LOCAL_WRITE |
+					  IBV_ACCESS_REMOTE_WRITE |
+					  IBV_ACCESS_REMOTE_READ);
+	else
+		c->mr = ibv_reg_mr(c->pd, c->buf, BUF_SIZE,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   (odp ? IBV_ACCESS_ON_DEMAND : 0));
 	c->ro_mr = ibv_reg_mr(c->pd, c->ro_buf, RO_SIZE,
 			      IBV_ACCESS_REMOTE_READ |
 			      (odp ? IBV_ACCESS_ON_DEMAND : 0));
@@ -472,6 +502,11 @@ static void conn_close(struct conn *c)
 	ibv_close_device(c->ctx);
 	munmap(c->buf, BUF_SIZE);
 	munmap(c->ro_buf, RO_SIZE);
+	if (c->dmabuf >= 0) {
+		close(c->dmabuf);
+		srdma_test_vgem_close(c->drm, c->gem);
+		close(c->drm);
+	}
 	close(c->sock);
 }
 
@@ -1246,7 +1281,7 @@ int main(int argc, char **argv)
 
 	srand(getpid() ^ time(NULL));
 	slow = srdma_test_slow();
-	while ((opt = getopt(argc, argv, "d:g:p:t:S:m:vO")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:t:S:m:vOD")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
@@ -1256,8 +1291,9 @@ int main(int argc, char **argv)
 		case 'm': max_size = strtoul(optarg, NULL, 0); break;
 		case 'v': verbose = 1; break;
 		case 'O': odp = true; break;
+		case 'D': dmabuf = true; break;
 		default:
-			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-t TESTS] [-S PID] [-O] [HOST]\n",
+			fprintf(stderr, "usage: %s -d DEV [-g GIDX] [-p PORT] [-t TESTS] [-S PID] [-O] [-D] [HOST]\n",
 				argv[0]);
 			return 2;
 		}

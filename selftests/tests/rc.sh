@@ -63,6 +63,23 @@ test_rc_xfer_odp() {
 	echo "# odp_misses $(counter odp_misses), odp_faults $(counter odp_faults), rnr_nak_sent $(counter rnr_nak_sent)"
 }
 
+# The data cases with dma-buf MRs on both sides (srdma_xfer -D): vgem
+# buffers, registered with ibv_reg_dmabuf_mr(), checked through their
+# mappings. Skipped without vgem (the debug kernel).
+test_rc_xfer_dmabuf() {
+	modprobe vgem 2>/dev/null || return 4
+	setup_bound_veth || fail "link add"
+	srdma_xfer -d srdma0 -D > /tmp/server.log 2>&1 &
+	spid=$!
+	sleep 1
+	timeout 300 srdma_xfer -d srdma0 -D \
+		-t write,read,send,write_imm,read_only_mr_read,local_protection,flush \
+		127.0.0.1
+	rc=$?
+	kill $spid
+	[ $rc = 0 ] || { cat /tmp/server.log; fail "srdma_xfer -D"; }
+}
+
 perf_pair() {	# perf_pair TOOL ARGS...
 	client_server "$* $PERF_ARGS" "$* $PERF_ARGS 127.0.0.1" 120 ||
 		fail "$1"

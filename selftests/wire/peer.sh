@@ -71,6 +71,9 @@ PF="-d $dev -x $gidx -F -u $QPT"
 # ODP run's other side registers plain memory. srdma_xfer -O checks every
 # byte; perftest's --odp runs only count.
 if [ "$kind" = srdma ]; then ODP_PF=--odp ODP_XFER=-O; else ODP_PF= ODP_XFER=; fi
+# dma-buf MRs on the srdma side: srdma_xfer -D takes its data buffer from
+# vgem (a dma-buf the process maps); the other side's is plain memory.
+if [ "$kind" = srdma ] && modprobe vgem 2>/dev/null; then DMABUF_XFER=-D; else DMABUF_XFER=; fi
 # UD: the port MTU is 1024 at eth0's 1500. A datagram the QEMU wire drops
 # is gone for good (no retransmission in UD): ibv_ud_pingpong then waits
 # until its timeout, so it runs only 20 round trips.
@@ -167,8 +170,10 @@ server_side() {
 	xpid=$!
 	srdma_xfer -d "$dev" -g "$gidx" -p 18516 $ODP_XFER > /dev/null 2>&1 &
 	opid=$!
+	srdma_xfer -d "$dev" -g "$gidx" -p 18518 $DMABUF_XFER > /dev/null 2>&1 &
+	dpid=$!
 	barrier wait 18999
-	kill $xpid $opid
+	kill $xpid $opid $dpid
 }
 
 # perftest's atomics, both kinds; ":" stands for a space.
@@ -528,6 +533,9 @@ client_side() {
 	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20
 	timeout 600 srdma_xfer -d "$dev" -g "$gidx" -p 18516 $ODP_XFER -t write,read,send,write_imm,read_only_mr_read "$peer" > /tmp/client.log 2>&1
 	report $? "$tag.xfer_odp"
+	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20
+	timeout 600 srdma_xfer -d "$dev" -g "$gidx" -p 18518 $DMABUF_XFER -t write,read,send "$peer" > /tmp/client.log 2>&1
+	report $? "$tag.xfer_dmabuf"
 	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20
 	barrier signal "$peer" 18999
 }
