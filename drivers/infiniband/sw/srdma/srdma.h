@@ -115,7 +115,12 @@
 #define SRDMA_MIN_QPN		16
 /* Unacknowledged packets a requester may have in flight, at most. */
 #define SRDMA_WINDOW		512
-/* The congestion window starts here and never shrinks below the min. */
+/*
+ * The congestion window, in units of SRDMA_CWND_UNIT bytes of payload
+ * (packets up to MTU 1024 count one each), starts here and never shrinks
+ * below the min.
+ */
+#define SRDMA_CWND_UNIT		1024
 #define SRDMA_CWND_INIT		64
 #define SRDMA_CWND_MIN		8
 /* Response packets one READ request asks for at most. */
@@ -677,9 +682,12 @@ struct srdma_qp {
 	u8 rto_backoff;			/* early retransmissions since progress */
 	bool tlp_armed;			/* the timer is a tail-loss probe */
 	bool tlp_sent;			/* probe sent since the last progress */
-	/* Congestion window (AIMD): halved once per window on a loss. */
-	u32 cwnd;			/* packets allowed in flight */
-	u32 cwnd_acc;			/* packets acked towards cwnd + 1 */
+	/*
+	 * Congestion window (AIMD), in SRDMA_CWND_UNITs: halved once per
+	 * window on a loss (srdma_cwnd_pkts() gives it in packets).
+	 */
+	u32 cwnd;			/* units allowed in flight */
+	u32 cwnd_acc;			/* units acked towards cwnd + 1 */
 	u32 recover_psn;		/* next_psn at the last halving */
 	bool cwnd_cut;			/* recover_psn is valid */
 	unsigned long last_progress;	/* jiffies of the last ACK progress */

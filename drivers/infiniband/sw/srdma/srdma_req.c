@@ -157,6 +157,22 @@ void srdma_req_init_window(struct srdma_qp *qp, u32 psn)
 	qp->last_progress = jiffies;
 }
 
+/* What one packet of the QP's MTU counts in the congestion window. */
+static u32 srdma_cwnd_scale(struct srdma_qp *qp)
+{
+	return max_t(u32, qp->mtu / SRDMA_CWND_UNIT, 1);
+}
+
+/*
+ * The congestion window in packets: what a wire buffers is bytes, so at
+ * MTU 4096 the window holds a quarter as many packets as at 1024. Never
+ * below two, so that go-back-N still has a packet behind the one lost.
+ */
+static u32 srdma_cwnd_pkts(struct srdma_qp *qp)
+{
+	return max_t(u32, qp->cwnd / srdma_cwnd_scale(qp), 2);
+}
+
 /*
  * A loss was seen (sequence NAK, missing READ response, timeout): halve
  * the congestion window, once per window of packets, so that go-back-N
@@ -173,7 +189,7 @@ static void srdma_cwnd_loss(struct srdma_qp *qp)
 }
 
 /*
- * @npkts more packets acknowledged: grow by four packets per window, so
+ * @npkts more packets acknowledged: grow by four units per window, so
  * that a window cut by a burst of drops comes back within a few dozen
  * round trips.
  */
@@ -183,7 +199,7 @@ static void srdma_cwnd_ack(struct srdma_qp *qp, u32 npkts)
 
 	if (qp->cwnd >= SRDMA_WINDOW)
 		return;
-	qp->cwnd_acc += npkts;
+	qp->cwnd_acc += npkts * srdma_cwnd_scale(qp);
 	step = max_t(u32, qp->cwnd / SRDMA_CWND_GROWTH, 1);
 	while (qp->cwnd_acc >= step && qp->cwnd < SRDMA_WINDOW) {
 		qp->cwnd_acc -= step;
@@ -685,7 +701,8 @@ static int srdma_req_atomic_packet(struct srdma_qp *qp,
 static bool srdma_req_ackreq(struct srdma_qp *qp, bool last)
 {
 	u32 every = min_t(u32, SRDMA_ACKREQ_EVERY,
-			  max_t(u32, qp->cwnd / SRDMA_ACKREQ_PER_CWND, 1));
+			  max_t(u32, srdma_cwnd_pkts(qp) / SRDMA_ACKREQ_PER_CWND,
+				1));
 
 	qp->pkts_since_ackreq++;
 	if ((last && !srdma_more_follows(qp)) ||
@@ -784,7 +801,8 @@ static bool srdma_req_may_start(struct srdma_qp *qp,
 		return false;
 	if ((wqe->send_flags & IB_SEND_FENCE) && qp->rd_outstanding)
 		return false;
-	return srdma_psn_diff(qp->next_psn, qp->una_psn) < (s32)qp->cwnd;
+	return srdma_psn_diff(qp->next_psn, qp->una_psn) <
+	       (s32)srdma_cwnd_pkts(qp);
 }
 
 /*
@@ -835,7 +853,7 @@ static bool srdma_req_resume(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	    srdma_rd_full(qp))
 		return false;
 	psn = srdma_psn_add(wqe->first_psn, qp->sq_next_off / qp->mtu);
-	return srdma_psn_diff(psn, qp->una_psn) < (s32)qp->cwnd;
+	return srdma_psn_diff(psn, qp->una_psn) < (s32)srdma_cwnd_pkts(qp);
 }
 
 /*
