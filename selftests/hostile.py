@@ -897,6 +897,26 @@ def t_xrc_to_rc(t, w):
     expect_state(t, QPS_RTS)
 
 
+def t_to_reset_qp(t, w):
+    """A request to a QP moved to RESET is dropped unanswered and counted
+    as for a QP in the wrong state (rx_bad_qp_state), not as a bad header:
+    the QP has no peer any more, whose address the packet could fail."""
+    if t.cmd("reset") != "ok":
+        fail("modify to RESET")
+    h0, s0 = hw_counter("rx_bad_header"), hw_counter("rx_bad_qp_state")
+    w.send(OP["SEND_ONLY"], RQ_PSN, b"\x12" * 8, ackreq=True)
+    w.send(OP["WRITE_ONLY"], RQ_PSN + 1, b"\x34" * 8, va=0, rkey=0,
+           dmalen=8, ackreq=True)
+    if w.drain(0.3):
+        fail("a QP in RESET answered")
+    dh = hw_counter("rx_bad_header") - h0
+    ds = hw_counter("rx_bad_qp_state") - s0
+    if (dh, ds) != (0, 2):
+        fail("rx_bad_header +%d, rx_bad_qp_state +%d: want +0, +2" % (dh, ds))
+    if t.poll():
+        fail("a completion")
+
+
 def main():
     ns, test, gidx = sys.argv[1], sys.argv[2], int(sys.argv[3])
     fn = globals().get("t_" + test)

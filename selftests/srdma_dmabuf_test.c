@@ -131,28 +131,9 @@ FIXTURE_TEARDOWN(dmabuf)
 	}
 }
 
-static int post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
-		struct ibv_mr *lmr, uint64_t local, uint32_t len,
-		struct ibv_mr *rmr, uint64_t remote)
-{
-	struct ibv_sge sge = {
-		.addr = local, .length = len, .lkey = lmr->lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
-
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		wr.wr.atomic.remote_addr = remote;
-		wr.wr.atomic.rkey = rmr->rkey;
-		wr.wr.atomic.compare_add = 3;
-	} else if (rmr) {
-		wr.wr.rdma.remote_addr = remote;
-		wr.wr.rdma.rkey = rmr->rkey;
-	}
-	return ibv_post_send(qp, &wr, &bad);
-}
+/* Fetch and add adds 3. */
+#define post(qp, op, id, lmr, local, len, rmr, remote) \
+	srdma_test_post_mr(qp, op, id, lmr, local, len, rmr, remote, 3)
 
 #define EXPECT_REQ_WC(id, op, len) do {					\
 	struct ibv_wc __w;						\

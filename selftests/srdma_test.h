@@ -388,6 +388,36 @@ static inline int srdma_test_post_rdma(struct ibv_qp *qp, struct ibv_mr *mr,
 	return srdma_test_post(qp, mr, op, 0, local, len, remote, 0);
 }
 
+/*
+ * Post one signaled work request @op of @len bytes at @local in @lmr (its
+ * addresses, iovas); for RDMA and atomics the remote side at @remote in
+ * @rmr, a fetch and add adding @add. ibv_post_send()'s result.
+ */
+static inline int srdma_test_post_mr(struct ibv_qp *qp, enum ibv_wr_opcode op,
+				     uint64_t wr_id, struct ibv_mr *lmr,
+				     uint64_t local, uint32_t len,
+				     struct ibv_mr *rmr, uint64_t remote,
+				     uint64_t add)
+{
+	struct ibv_sge sge = {
+		.addr = local, .length = len, .lkey = lmr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = remote;
+		wr.wr.atomic.rkey = rmr->rkey;
+		wr.wr.atomic.compare_add = add;
+	} else if (rmr) {
+		wr.wr.rdma.remote_addr = remote;
+		wr.wr.rdma.rkey = rmr->rkey;
+	}
+	return ibv_post_send(qp, &wr, &bad);
+}
+
 /* An extended CQ of @cqe entries with the standard completion fields. */
 static inline struct ibv_cq_ex *srdma_test_cq_ex(struct ibv_context *ctx,
 						 uint32_t cqe)

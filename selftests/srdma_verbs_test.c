@@ -320,6 +320,69 @@ TEST_F(qp, self_write_read)
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 16384, 5000));
 }
 
+/* RESET -> RTS towards @dqpn with a 4.3 s ACK timeout; 0 or -1. */
+static int connect_slow_timeout(struct ibv_qp *qp, uint32_t dqpn, int gidx,
+				union ibv_gid *gid)
+{
+	struct ibv_qp_attr a;
+
+	if (srdma_test_qp_init_access(qp, 0) ||
+	    srdma_test_qp_rtr_to(qp, dqpn, gidx, gid, IBV_MTU_1024))
+		return -1;
+	srdma_test_rts_attr(&a);
+	a.timeout = 20;			/* 4.096 us x 2^20 */
+	return ibv_modify_qp(qp, &a, SRDMA_TEST_RTS_MASK) ? -1 : 0;
+}
+
+/*
+ * Packets to QP b still in RESET (a WRITE from the fixture's QP), then
+ * in INIT (one from QP c): never connected, so with no peer address,
+ * both are dropped and counted as for a QP in the wrong state
+ * (rx_bad_qp_state), never as bad headers. The senders' ACK timeout is
+ * 4.3 s, so that they resend nothing meanwhile; once b is connected to
+ * c, c's WRITE is resent and lands.
+ */
+TEST_F(qp, packets_to_unconnected_qp)
+{
+	long long hdr0, st0, st1;
+	struct ibv_qp *b, *c;
+	union ibv_gid gid;
+	struct ibv_wc wc;
+
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+	ASSERT_GE(self->gidx, 0);
+	b = srdma_test_rc_qp(self->pd, self->cq, 16, 16, 2);
+	c = srdma_test_rc_qp(self->pd, self->cq, 16, 16, 2);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, c);
+	hdr0 = srdma_test_counter("rx_bad_header");
+	st0 = srdma_test_counter("rx_bad_qp_state");
+	ASSERT_EQ(0, connect_slow_timeout(self->qp, b->qp_num, self->gidx,
+					  &gid));
+	ASSERT_EQ(0, connect_slow_timeout(c, b->qp_num, self->gidx, &gid));
+	memset(self->buf, 0x5a, 128);
+	ASSERT_EQ(0, srdma_test_post(self->qp, self->mr, IBV_WR_RDMA_WRITE, 1,
+				     self->buf, 64, self->buf + 4096, 0));
+	st1 = srdma_test_counter("rx_bad_qp_state");
+	EXPECT_LT(st0, st1);				/* RESET */
+	ASSERT_EQ(0, srdma_test_qp_init_access(b, IBV_ACCESS_REMOTE_WRITE));
+	ASSERT_EQ(0, srdma_test_post(c, self->mr, IBV_WR_RDMA_WRITE, 2,
+				     self->buf + 64, 64, self->buf + 4160, 0));
+	EXPECT_LT(st1, srdma_test_counter("rx_bad_qp_state"));	/* INIT */
+	EXPECT_EQ(hdr0, srdma_test_counter("rx_bad_header"));
+	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
+	/* b connected to c: c's WRITE is resent at its timeout, and lands. */
+	ASSERT_EQ(0, srdma_test_qp_rtr_to(b, c->qp_num, self->gidx, &gid,
+					  IBV_MTU_1024));
+	srdma_test_wait_wc_for(self->cq, &wc, 300000);
+	EXPECT_SEND_WC(wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, c);
+	EXPECT_EQ(0, memcmp(self->buf + 64, self->buf + 4160, 64));
+	EXPECT_NE(0x5a, self->buf[4096]);	/* the fixture QP's never lands */
+	EXPECT_EQ(hdr0, srdma_test_counter("rx_bad_header"));
+	EXPECT_EQ(0, ibv_destroy_qp(c));
+	EXPECT_EQ(0, ibv_destroy_qp(b));
+}
+
 /* Post one receive of 64 bytes of the buffer; ibv_post_recv()'s result. */
 static int post_recv64(FIXTURE_DATA(qp) *self, struct ibv_qp *qp,
 		       uint64_t id)

@@ -68,3 +68,5 @@ test_hostile_xrc_bad_srqn() { hostile xrc_bad_srqn; }
 test_hostile_xrc_reset_held() { hostile xrc_reset_held; }
 test_hostile_xrc_transport() { hostile xrc_transport; }
 test_hostile_xrc_to_rc() { hostile xrc_to_rc; }
+# Requests to a QP in RESET: dropped, counted as rx_bad_qp_state.
+test_hostile_to_reset_qp() { hostile to_reset_qp; }

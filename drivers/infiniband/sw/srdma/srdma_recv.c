@@ -66,7 +66,9 @@ static bool srdma_rcv_parse(struct sk_buff *skb, bool ipv6, int *payoff,
 
 /*
  * Hand @pkt to the responder (requests) or the completer (responses) of
- * @qp, under the QP lock, if it comes from the QP's peer. UD packets go to
+ * @qp, under the QP lock, if it comes from the QP's peer; to a connected
+ * QP still in RESET or INIT nothing is delivered (counted as a bad QP
+ * state, not as a bad header). UD packets go to
  * UD QPs only, and anyone may send them; UC packets to UC QPs only; XRC
  * requests to XRC target QPs and XRC responses to XRC initiators, as RC
  * opcodes from then on; the rest to RC QPs.
@@ -87,6 +89,9 @@ static bool srdma_rcv_deliver(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	spin_lock_bh(&qp->lock);
 	if (srdma_qp_is_ud(qp)) {
 		srdma_ud_rcv(qp, pkt, skb, payoff + pkt->hdr_len, ipv6);
+	} else if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT) {
+		/* No peer yet, whose address a packet could match. */
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
 	} else if (!srdma_addr_ok(qp, skb, ipv6)) {
 		spin_unlock_bh(&qp->lock);
 		return false;
