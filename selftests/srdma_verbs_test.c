@@ -137,6 +137,75 @@ TEST(context_open_close_loop)
 	}
 }
 
+/*
+ * ibv_import_device() over a dup of a context's command file, then its PD
+ * and MR imported: the keys and length are the MR's, a QP of the imported
+ * context (its own mapped rings) WRITEs through the imported MR, a bad
+ * MR handle is refused, and unimporting leaves the objects registered.
+ */
+TEST(import_context_pd_mr)
+{
+	struct ibv_context *c1, *c2;
+	struct ibv_pd *pd1, *pd2;
+	struct ibv_mr *mr1, *mr2;
+	unsigned char *buf;
+	union ibv_gid gid;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	int gidx, i;
+
+	c1 = srdma_test_open();
+	ASSERT_NE(NULL, c1);
+	pd1 = ibv_alloc_pd(c1);
+	ASSERT_NE(NULL, pd1);
+	buf = calloc(1, 65536);
+	ASSERT_NE(NULL, buf);
+	mr1 = ibv_reg_mr(pd1, buf, 65536, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	ASSERT_NE(NULL, mr1);
+
+	c2 = ibv_import_device(dup(c1->cmd_fd));
+	ASSERT_NE(NULL, c2) TH_LOG("import_device: %s", strerror(errno));
+	pd2 = ibv_import_pd(c2, pd1->handle);
+	ASSERT_NE(NULL, pd2) TH_LOG("import_pd: %s", strerror(errno));
+	EXPECT_EQ(pd1->handle, pd2->handle);
+	mr2 = ibv_import_mr(pd2, mr1->handle);
+	ASSERT_NE(NULL, mr2) TH_LOG("import_mr: %s", strerror(errno));
+	EXPECT_EQ(mr1->lkey, mr2->lkey);
+	EXPECT_EQ(mr1->rkey, mr2->rkey);
+	EXPECT_EQ(65536, mr2->length);
+	errno = 0;
+	EXPECT_EQ(NULL, ibv_import_mr(pd2, mr1->handle + 1000));
+	EXPECT_NE(0, errno);
+
+	gidx = srdma_test_ipv4_gid(c2, &gid);
+	ASSERT_GE(gidx, 0);
+	cq = ibv_create_cq(c2, 16, NULL, NULL, 0);
+	ASSERT_NE(NULL, cq);
+	qp = srdma_test_rc_qp(pd2, cq, 16, 16, 1);
+	ASSERT_NE(NULL, qp);
+	ASSERT_EQ(0, srdma_test_connect_self(qp, gidx, &gid));
+	for (i = 0; i < 4096; i++)
+		buf[i] = (unsigned char)(i * 13 + 1);
+	ASSERT_EQ(0, srdma_test_post(qp, mr2, IBV_WR_RDMA_WRITE, 7, buf, 4096,
+				     buf + 32768, 0));
+	srdma_test_wait_wc_for(cq, &wc, 50000);
+	EXPECT_SEND_WC(wc, 7, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, qp);
+	EXPECT_EQ(0, memcmp(buf, buf + 32768, 4096));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+	EXPECT_EQ(0, ibv_destroy_cq(cq));
+	ibv_unimport_mr(mr2);
+	ibv_unimport_pd(pd2);
+	EXPECT_EQ(0, ibv_close_device(c2));
+
+	/* Still registered, in the first context. */
+	EXPECT_EQ(0, ibv_dereg_mr(mr1));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd1));
+	EXPECT_EQ(0, ibv_close_device(c1));
+	free(buf);
+}
+
 /* The async event fd opened with the context is usable and quiet. */
 TEST_F(dev, async_fd_quiet)
 {

@@ -33,8 +33,9 @@ exec {pyverbs_out}>&1
 # with the caps written back (max_inline_data among them), memory
 # windows of both types, CQ resizing, parent domains (with huge pages),
 # on-demand paging (RC, UD, SRQ, XRC, huge pages, prefetch; not implicit
-# MRs), device memory (not imported into another context) and XRC (SEND,
-# with immediate, atomics, the extended CQ and posting API).
+# MRs), device memory (not imported into another context), XRC (SEND,
+# with immediate, atomics, the extended CQ and posting API) and a context,
+# PD and MR imported from another context's command file.
 PYVERBS_SRDMA_MUST_PASS=(
 	test_parent_domain.ParentDomainTrafficTest.test_without_allocators_rc_traffic
 	test_parent_domain.ParentDomainTrafficTest.test_default_allocators_rc_traffic
@@ -144,6 +145,7 @@ PYVERBS_SRDMA_MUST_PASS=(
 	test_odp.OdpTestCase.test_odp_xrc_traffic
 	test_qpex.QpExTestCase.test_qp_ex_xrc_send
 	test_qpex.QpExTestCase.test_qp_ex_xrc_send_imm
+	test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write
 )
 
 # Tests rdma_rxe passes that srdma0 may not, each with the reason. Every

@@ -360,6 +360,28 @@ static struct ibv_pd *srdma_alloc_pd(struct ibv_context *ctx)
 }
 
 /*
+ * ibv_import_pd(): the PD of @pd_handle in an imported context. Nothing
+ * to ask the kernel: it checks the handle in every command that names it.
+ */
+static struct ibv_pd *srdma_import_pd(struct ibv_context *ctx,
+				      uint32_t pd_handle)
+{
+	struct srdma_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd)
+		return NULL;
+	pd->ibpd.context = ctx;
+	pd->ibpd.handle = pd_handle;
+	return &pd->ibpd;
+}
+
+/* ibv_unimport_pd(): forget it; the kernel's PD stays. */
+static void srdma_unimport_pd(struct ibv_pd *pd)
+{
+	free(to_spd(pd));
+}
+
+/*
  * ibv_alloc_parent_domain(): on a PD of this context (not on another
  * parent domain), with allocators and a pd_context or not; EINVAL for
  * anything else, a thread domain included (srdma has none).
@@ -592,6 +614,29 @@ static struct ibv_mr *srdma_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 		return NULL;
 	}
 	return &vmr->ibv_mr;
+}
+
+/* ibv_import_mr(): the MR of @mr_handle, its keys and length asked. */
+static struct ibv_mr *srdma_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	struct verbs_mr *vmr = calloc(1, sizeof(*vmr));
+	int ret;
+
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_query_mr(pd, vmr, mr_handle);
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+/* ibv_unimport_mr(): forget it; the registration stays. */
+static void srdma_unimport_mr(struct ibv_mr *mr)
+{
+	free((struct verbs_mr *)mr);
 }
 
 /*
@@ -2516,6 +2561,8 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.dereg_mr = srdma_dereg_mr,
 	.free_dm = srdma_free_dm,
 	.get_srq_num = srdma_get_srq_num,
+	.import_mr = srdma_import_mr,
+	.import_pd = srdma_import_pd,
 	.destroy_ah = srdma_destroy_ah,
 	.destroy_cq = srdma_destroy_cq,
 	.destroy_qp = srdma_destroy_qp,
@@ -2540,7 +2587,32 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.rereg_mr = srdma_rereg_mr,
 	.req_notify_cq = ibv_cmd_req_notify_cq,
 	.resize_cq = srdma_resize_cq,
+	.unimport_mr = srdma_unimport_mr,
+	.unimport_pd = srdma_unimport_pd,
 };
+
+/*
+ * Check what the kernel's ucontexts are (@abi, @caps) and set the
+ * context's operations: 0, or -1 with errno EPROTO.
+ */
+static int srdma_context_setup(struct srdma_context *ctx, uint32_t abi,
+			       uint64_t caps)
+{
+	if (abi != SRDMA_UVERBS_ABI_VERSION) {
+		fprintf(stderr, "libsrdma: kernel ABI %u, provider ABI %u\n",
+			abi, SRDMA_UVERBS_ABI_VERSION);
+		errno = EPROTO;
+		return -1;
+	}
+	ctx->caps = caps;
+	if (!(ctx->caps & SRDMA_CAP_MAPPED_RINGS)) {
+		fprintf(stderr, "libsrdma: kernel without mapped rings\n");
+		errno = EPROTO;
+		return -1;
+	}
+	verbs_set_ops(&ctx->vctx, &srdma_ctx_ops);
+	return 0;
+}
 
 static struct verbs_context *srdma_alloc_context(struct ibv_device *ibdev,
 						 int cmd_fd,
@@ -2561,26 +2633,51 @@ static struct verbs_context *srdma_alloc_context(struct ibv_device *ibdev,
 	if (ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp)))
 		goto err_uninit_context;
-	if (resp.drv.abi_version != SRDMA_UVERBS_ABI_VERSION) {
-		fprintf(stderr, "libsrdma: kernel ABI %u, provider ABI %u\n",
-			resp.drv.abi_version, SRDMA_UVERBS_ABI_VERSION);
-		errno = EPROTO;
+	if (srdma_context_setup(ctx, resp.drv.abi_version, resp.drv.caps))
 		goto err_uninit_context;
-	}
-	ctx->caps = resp.drv.caps;
-	if (!(ctx->caps & SRDMA_CAP_MAPPED_RINGS)) {
-		fprintf(stderr, "libsrdma: kernel without mapped rings\n");
-		errno = EPROTO;
-		goto err_uninit_context;
-	}
-
-	verbs_set_ops(&ctx->vctx, &srdma_ctx_ops);
 	return &ctx->vctx;
 
 err_uninit_context:
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 	return NULL;
+}
+
+/*
+ * ibv_import_device(): a context over another process's (or this one's)
+ * command file, whose ucontext exists already. Its ABI version and
+ * capabilities, which alloc_ucontext would have returned, are in the
+ * device's sysfs directory (abi_version, caps).
+ */
+static struct verbs_context *srdma_import_context(struct ibv_device *ibdev,
+						  int cmd_fd)
+{
+	struct verbs_sysfs_dev *sysfs = ((struct verbs_device *)ibdev)->sysfs;
+	struct srdma_context *ctx;
+	unsigned long long caps;
+	char buf[32];
+	unsigned int abi;
+
+	if (ibv_read_ibdev_sysfs_file(buf, sizeof(buf), sysfs,
+				      "abi_version") <= 0 ||
+	    sscanf(buf, "%u", &abi) != 1 ||
+	    ibv_read_ibdev_sysfs_file(buf, sizeof(buf), sysfs, "caps") <= 0 ||
+	    sscanf(buf, "%llx", &caps) != 1) {
+		errno = EPROTO;
+		return NULL;
+	}
+	ctx = _verbs_init_and_alloc_context(ibdev, cmd_fd, sizeof(*ctx),
+					    &((struct srdma_context *)NULL)->vctx,
+					    RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+	if (srdma_context_setup(ctx, abi, caps) ||
+	    ibv_cmd_query_context(&ctx->vctx.context, NULL)) {
+		verbs_uninit_context(&ctx->vctx);
+		free(ctx);
+		return NULL;
+	}
+	return &ctx->vctx;
 }
 
 static struct verbs_device *srdma_alloc_device(struct verbs_sysfs_dev *sdev)
@@ -2634,6 +2731,7 @@ static const struct verbs_device_ops srdma_dev_ops = {
 	.alloc_device = srdma_alloc_device,
 	.uninit_device = srdma_uninit_device,
 	.alloc_context = srdma_alloc_context,
+	.import_context = srdma_import_context,
 };
 
 static void __attribute__((constructor)) srdma_register(void)

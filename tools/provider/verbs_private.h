@@ -214,7 +214,10 @@ struct verbs_context_ops {
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
 	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
-	void *import_dm, *import_mr, *import_pd;
+	void *import_dm;
+	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
+	struct ibv_pd *(*import_pd)(struct ibv_context *context,
+				    uint32_t pd_handle);
 	void *modify_cq, *modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			 int attr_mask);
@@ -258,8 +261,9 @@ struct verbs_context_ops {
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
-	void *set_ece, *unimport_dm, *unimport_mr;
-	void *unimport_pd;
+	void *set_ece, *unimport_dm;
+	void (*unimport_mr)(struct ibv_mr *mr);
+	void (*unimport_pd)(struct ibv_pd *pd);
 };
 
 #define SRDMA_OPS_SLOT(name, idx)					\
@@ -311,6 +315,9 @@ SRDMA_OPS_SLOT(reg_mr, 68);
 SRDMA_OPS_SLOT(req_notify_cq, 69);
 SRDMA_OPS_SLOT(rereg_mr, 70);
 SRDMA_OPS_SLOT(resize_cq, 71);
+SRDMA_OPS_SLOT(import_mr, 43);
+SRDMA_OPS_SLOT(import_pd, 44);
+SRDMA_OPS_SLOT(unimport_mr, 74);
 SRDMA_OPS_SLOT(unimport_pd, 75);
 
 static_assert(offsetof(struct verbs_device, ops) ==
@@ -490,6 +497,11 @@ int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
 			struct ib_uverbs_get_context_resp *resp,
 			size_t resp_size);
+/* The MR of @mr_handle in the context: keys and length (import_mr). */
+int ibv_cmd_query_mr(struct ibv_pd *pd, struct verbs_mr *vmr,
+		     uint32_t mr_handle);
+/* num_comp_vectors and the core's support flags of an imported context. */
+int ibv_cmd_query_context(struct ibv_context *ctx, void *driver);
 int ibv_cmd_query_device_any(struct ibv_context *context,
 			     const struct ibv_query_device_ex_input *input,
 			     struct ibv_device_attr_ex *attr, size_t attr_size,

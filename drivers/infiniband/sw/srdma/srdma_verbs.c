@@ -202,15 +202,48 @@ static void srdma_get_dev_fw_str(struct ib_device *ibdev, char *str)
 		 SRDMA_FW_MINOR, SRDMA_FW_SUBMINOR);
 }
 
+/* What every ucontext of srdma can do (srdma-abi.h). */
+#define SRDMA_UCONTEXT_CAPS (SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD | \
+			     SRDMA_CAP_SRQ | SRDMA_CAP_ATOMIC_WRITE | \
+			     SRDMA_CAP_DM | SRDMA_CAP_XRC)
+
+/*
+ * The ABI version and capabilities alloc_ucontext returns, also in the
+ * device's sysfs directory: a process that imports a context from another
+ * one's command file (ibv_import_device()) has no alloc_ucontext
+ * response, and its provider reads them there.
+ */
+static ssize_t abi_version_show(struct device *device,
+				struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", SRDMA_UVERBS_ABI_VERSION);
+}
+static DEVICE_ATTR_RO(abi_version);
+
+static ssize_t caps_show(struct device *device, struct device_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "%#llx\n", (u64)SRDMA_UCONTEXT_CAPS);
+}
+static DEVICE_ATTR_RO(caps);
+
+static struct attribute *srdma_dev_attrs[] = {
+	&dev_attr_abi_version.attr,
+	&dev_attr_caps.attr,
+	NULL,
+};
+
+static const struct attribute_group srdma_dev_attr_group = {
+	.attrs = srdma_dev_attrs,
+};
+
 static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
 				struct ib_udata *udata)
 {
 	struct srdma_dev *sdev = to_sdev(ibuc->device);
 	struct srdma_alloc_ucontext_resp resp = {
 		.abi_version = SRDMA_UVERBS_ABI_VERSION,
-		.caps = SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD | SRDMA_CAP_SRQ |
-			SRDMA_CAP_ATOMIC_WRITE | SRDMA_CAP_DM |
-			SRDMA_CAP_XRC,
+		.caps = SRDMA_UCONTEXT_CAPS,
 	};
 	int err;
 
@@ -315,6 +348,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 	.uverbs_abi_ver = SRDMA_UVERBS_ABI_VERSION,
 
 	.alloc_ucontext = srdma_alloc_ucontext,
+	.device_group = &srdma_dev_attr_group,
 	.dealloc_driver = srdma_dealloc_driver,
 	.enable_driver = srdma_enable_driver,
 	.dealloc_ucontext = srdma_dealloc_ucontext,
