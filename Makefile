@@ -16,6 +16,8 @@
 #   make check-hpc  UCX and Open MPI across two guests, the whole set (put,
 #                   get, atomics, MPI over TCP, 1% loss, and against
 #                   rdma_rxe); make check runs the shorter one
+#   make check-pyverbs-rxe  rdma-core's pyverbs suite on rdma_rxe, whose
+#                   passes (selftests/pyverbs/rxe0-passes) srdma must pass
 
 ROOT     := $(CURDIR)
 BUILD    := $(ROOT)/build
@@ -71,7 +73,7 @@ UNIT     := selftests/unit
 WIRE_TEST := $(BUILD)/tools/wire_test
 WIRE_FUZZ := $(BUILD)/tools/wire_fuzz
 
-.PHONY: all module provider selftests check check-debug check-storage check-hpc demo lint install clean deps fuzz bench \
+.PHONY: all module provider selftests check check-debug check-storage check-hpc check-pyverbs-rxe demo lint install clean deps fuzz bench \
 	install-provider install-dkms uninstall deb check-pkg
 
 all: module provider selftests
@@ -196,6 +198,19 @@ check: deps
 check-storage: deps
 	@$(MAKE) --no-print-directory all
 	@$(ROOT)/selftests/wire/storage-run long
+
+# rdma-core's pyverbs suite on rdma_rxe, in a guest of its own: the tests
+# it passes go to selftests/pyverbs/rxe0-passes, every one of which
+# make check requires srdma0 to pass.
+check-pyverbs-rxe: deps
+	@$(MAKE) --no-print-directory all
+	@SRDMA_PYVERBS_RXE=1 SRDMA_GUEST_ENV=SRDMA_PYVERBS_RXE \
+		$(ROOT)/scripts/vm/run -t 1200 -o $(BUILD)/pyverbs-rxe \
+		$(ROOT)/selftests/run.sh '^pyverbs_rxe$$'
+	@test -s $(BUILD)/pyverbs-rxe/rxe0-passes
+	@{ echo "# rdma_rxe's pyverbs passes (make check-pyverbs-rxe, $$($(ROOT)/scripts/kver))"; \
+	   cat $(BUILD)/pyverbs-rxe/rxe0-passes; } > $(ROOT)/selftests/pyverbs/rxe0-passes
+	@echo "rxe0: $$(grep -vc '^#' $(ROOT)/selftests/pyverbs/rxe0-passes) passes"
 
 check-hpc: deps
 	@$(MAKE) --no-print-directory all

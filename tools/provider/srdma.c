@@ -2655,8 +2655,9 @@ static struct verbs_context *srdma_import_context(struct ibv_device *ibdev,
 	struct verbs_sysfs_dev *sysfs = ((struct verbs_device *)ibdev)->sysfs;
 	struct srdma_context *ctx;
 	unsigned long long caps;
-	char buf[32];
 	unsigned int abi;
+	char buf[32];
+	int err;
 
 	if (ibv_read_ibdev_sysfs_file(buf, sizeof(buf), sysfs,
 				      "abi_version") <= 0 ||
@@ -2671,13 +2672,20 @@ static struct verbs_context *srdma_import_context(struct ibv_device *ibdev,
 					    RDMA_DRIVER_UNKNOWN);
 	if (!ctx)
 		return NULL;
-	if (srdma_context_setup(ctx, abi, caps) ||
-	    ibv_cmd_query_context(&ctx->vctx.context, NULL)) {
-		verbs_uninit_context(&ctx->vctx);
-		free(ctx);
-		return NULL;
+	if (srdma_context_setup(ctx, abi, caps)) {
+		err = errno;
+		goto err_uninit_context;
 	}
+	err = ibv_cmd_query_context(&ctx->vctx.context, NULL);
+	if (err)
+		goto err_uninit_context;
 	return &ctx->vctx;
+
+err_uninit_context:
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+	errno = err;
+	return NULL;
 }
 
 static struct verbs_device *srdma_alloc_device(struct verbs_sysfs_dev *sdev)

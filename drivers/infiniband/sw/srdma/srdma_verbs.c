@@ -258,6 +258,17 @@ static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
 	return 0;
 }
 
+/*
+ * The core's QUERY_CONTEXT (what ibv_import_device() asks) needs the
+ * driver to take part; srdma has nothing to add to the core's answer
+ * (the provider reads abi_version and caps from sysfs).
+ */
+static int srdma_query_ucontext(struct ib_ucontext *ibuc,
+				struct uverbs_attr_bundle *attrs)
+{
+	return 0;
+}
+
 static void srdma_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 	srdma_dbg(to_sdev(ibuc->device), "ucontext closed\n");
@@ -349,6 +360,7 @@ static const struct ib_device_ops srdma_dev_ops = {
 
 	.alloc_ucontext = srdma_alloc_ucontext,
 	.device_group = &srdma_dev_attr_group,
+	.query_ucontext = srdma_query_ucontext,
 	.dealloc_driver = srdma_dealloc_driver,
 	.enable_driver = srdma_enable_driver,
 	.dealloc_ucontext = srdma_dealloc_ucontext,
