@@ -47,17 +47,24 @@ test_rc_xfer() {
 # The data cases again with on-demand paging MRs on both sides
 # (srdma_xfer -O), over memory never touched: every case's pages come in
 # as srdma needs them. (The timer cases add nothing here but time.)
-test_rc_xfer_odp() {
-	setup_bound_veth || fail "link add"
-	srdma_xfer -d srdma0 -O > /tmp/server.log 2>&1 &
+# xfer_data_cases FLAG: srdma_xfer's data and error cases (not the timer
+# ones) on srdma0 in loopback, FLAG on both sides; its exit status.
+xfer_data_cases() {
+	local spid rc
+	srdma_xfer -d srdma0 "$1" > /tmp/server.log 2>&1 &
 	spid=$!
 	sleep 1
-	timeout 300 srdma_xfer -d srdma0 -O \
+	timeout 300 srdma_xfer -d srdma0 "$1" \
 		-t write,read,send,write_imm,read_only_mr_read,local_protection,flush \
 		127.0.0.1
 	rc=$?
 	kill $spid
-	[ $rc = 0 ] || fail "srdma_xfer -O"
+	return $rc
+}
+
+test_rc_xfer_odp() {
+	setup_bound_veth || fail "link add"
+	xfer_data_cases -O || fail "srdma_xfer -O"
 	[ "$(counter odp_misses)" -gt 0 ] || fail "no page missed"
 	[ "$(counter odp_faults)" -gt 0 ] || fail "no page faulted in"
 	echo "# odp_misses $(counter odp_misses), odp_faults $(counter odp_faults), rnr_nak_sent $(counter rnr_nak_sent)"
@@ -69,15 +76,7 @@ test_rc_xfer_odp() {
 test_rc_xfer_dmabuf() {
 	modprobe vgem 2>/dev/null || return 4
 	setup_bound_veth || fail "link add"
-	srdma_xfer -d srdma0 -D > /tmp/server.log 2>&1 &
-	spid=$!
-	sleep 1
-	timeout 300 srdma_xfer -d srdma0 -D \
-		-t write,read,send,write_imm,read_only_mr_read,local_protection,flush \
-		127.0.0.1
-	rc=$?
-	kill $spid
-	[ $rc = 0 ] || { cat /tmp/server.log; fail "srdma_xfer -D"; }
+	xfer_data_cases -D || { cat /tmp/server.log; fail "srdma_xfer -D"; }
 }
 
 perf_pair() {	# perf_pair TOOL ARGS...

@@ -1117,6 +1117,9 @@ struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
 				  struct ib_pd *pd, struct ib_udata *udata);
 struct srdma_mr *srdma_mr_alloc(struct ib_pd *ibpd, int access);
+int srdma_umr_check_range(struct srdma_dev *sdev, u64 start, u64 length,
+			  u64 iova);
+void srdma_mr_put_pages(struct srdma_mr *mr);
 int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr);
 u64 srdma_mr_new_serial(void);
 struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote);

@@ -177,9 +177,8 @@ struct ib_mr *srdma_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 	return &mr->ibmr;
 
 err_put_pages:
-	while (i--)
-		put_page(mr->pages[i]);
-	kvfree(mr->pages);
+	mr->npages = i;		/* the pages referenced so far */
+	srdma_mr_put_pages(mr);
 err_free_mr:
 	kfree(mr);
 	srdma_res_put(sdev, SRDMA_RES_MR);

@@ -66,10 +66,7 @@ static struct page *srdma_dmabuf_page(void *vaddr, unsigned long off)
 /* Undo srdma_dmabuf_import(): page references, mapping, attachment, buffer. */
 void srdma_dmabuf_release(struct srdma_mr *mr)
 {
-	while (mr->npages)
-		put_page(mr->pages[--mr->npages]);
-	kvfree(mr->pages);
-	mr->pages = NULL;
+	srdma_mr_put_pages(mr);
 	srdma_dma_buf_vunmap(mr->dmabuf, &mr->dmabuf_map);
 	dma_buf_detach(mr->dmabuf, mr->dmabuf_attach);
 	dma_buf_put(mr->dmabuf);
@@ -168,11 +165,8 @@ static int srdma_dmabuf_import(struct srdma_dev *sdev, struct srdma_mr *mr,
 	return 0;
 
 err_put_pages:
-	while (i--)
-		put_page(mr->pages[i]);
-	kvfree(mr->pages);
-	mr->pages = NULL;
-	mr->npages = 0;
+	mr->npages = i;		/* the pages referenced so far */
+	srdma_mr_put_pages(mr);
 err_vunmap:
 	srdma_dma_buf_vunmap(dmabuf, &mr->dmabuf_map);
 err_detach:
@@ -208,7 +202,6 @@ struct ib_mr *srdma_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
 {
 	struct srdma_dev *sdev = to_sdev(ibpd->device);
 	struct srdma_mr *mr;
-	u64 end;
 	int err;
 
 	if (access & (IB_ACCESS_ON_DEMAND | IB_ACCESS_HUGETLB)) {
@@ -216,18 +209,10 @@ struct ib_mr *srdma_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
 			  access);
 		return ERR_PTR(-EOPNOTSUPP);
 	}
-	if (!length || length > SRDMA_MAX_MR_SIZE ||
-	    check_add_overflow(iova, length, &end)) {
-		srdma_dbg(sdev, "reg_dmabuf_mr: bad range %#llx+%#llx\n", iova,
-			  length);
-		return ERR_PTR(-EINVAL);
-	}
-	/* iova and the buffer offset must share their offset in a page. */
-	if ((iova ^ offset) & ~PAGE_MASK) {
-		srdma_dbg(sdev, "reg_dmabuf_mr: iova %#llx and offset %#llx differ in page offset\n",
-			  iova, offset);
-		return ERR_PTR(-EINVAL);
-	}
+	/* A user MR's rules, the buffer offset in the user address's place. */
+	err = srdma_umr_check_range(sdev, offset, length, iova);
+	if (err)
+		return ERR_PTR(err);
 	mr = srdma_mr_alloc(ibpd, access);
 	if (IS_ERR(mr)) {
 		srdma_dbg(sdev, "reg_dmabuf_mr: access %#x refused: %ld\n",

@@ -191,9 +191,12 @@ struct ib_mr *srdma_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
-/* Can [@start, +@length) be registered at @iova? A caller's mistake if not. */
-static int srdma_umr_check_range(struct srdma_dev *sdev, u64 start,
-				 u64 length, u64 iova)
+/*
+ * Can [@start, +@length) be registered at @iova? A caller's mistake if not.
+ * @start is a user address, or for a dma-buf MR the offset in the buffer.
+ */
+int srdma_umr_check_range(struct srdma_dev *sdev, u64 start, u64 length,
+			  u64 iova)
 {
 	u64 end;
 
@@ -381,8 +384,8 @@ static int srdma_mr_hold_for_rereg(struct srdma_mr *old)
  * Context: Process context; sleeps.
  * Return: the new MR, or an ERR_PTR: -EINVAL for a DMA or fast-registration
  * MR, a bad range or bad @access, -EBUSY while windows are bound,
- * -EOPNOTSUPP for @access or a dma-buf MR, -ENOMEM, also when the device has its limit of
- * MRs, or the error of pinning the pages.
+ * -EOPNOTSUPP for @access or a dma-buf MR, -ENOMEM, also when the device
+ * has its limit of MRs, or the error of pinning the pages.
  */
 struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
@@ -446,6 +449,18 @@ err_revalidate:
 	return ERR_PTR(err);
 }
 
+/*
+ * Drop the reference each page of pages[] holds (DM and dma-buf MRs, whose
+ * pages nobody pinned), then the list.
+ */
+void srdma_mr_put_pages(struct srdma_mr *mr)
+{
+	while (mr->npages)
+		put_page(mr->pages[--mr->npages]);
+	kvfree(mr->pages);
+	mr->pages = NULL;
+}
+
 /**
  * srdma_dereg_mr() - ib_device_ops.dereg_mr: deregister an MR.
  * @ibmr: the MR
@@ -490,9 +505,7 @@ int srdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		kvfree(mr->pages);
 		ib_umem_release(mr->umem);
 	} else if (mr->dm_pages) {
-		while (mr->npages)
-			put_page(mr->pages[--mr->npages]);
-		kvfree(mr->pages);
+		srdma_mr_put_pages(mr);
 	} else if (mr->dmabuf) {
 		srdma_dmabuf_release(mr);
 	}
