@@ -408,11 +408,13 @@ static int connect_slow_timeout(struct ibv_qp *qp, uint32_t dqpn, int gidx,
  * in INIT (one from QP c): never connected, so with no peer address,
  * both are dropped and counted as for a QP in the wrong state
  * (rx_bad_qp_state), never as bad headers. The senders' ACK timeout is
- * 4.3 s, so that they resend nothing meanwhile; once b is connected to
- * c, c's WRITE is resent and lands.
+ * 4.3 s, so that they resend nothing meanwhile; the fixture's QP is
+ * then flushed, and once b is connected to c, c's WRITE is resent and
+ * lands.
  */
 TEST_F(qp, packets_to_unconnected_qp)
 {
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
 	long long hdr0, st0, st1;
 	struct ibv_qp *b, *c;
 	union ibv_gid gid;
@@ -434,6 +436,14 @@ TEST_F(qp, packets_to_unconnected_qp)
 				     self->buf, 64, self->buf + 4096, 0));
 	st1 = srdma_test_counter("rx_bad_qp_state");
 	EXPECT_LT(st0, st1);				/* RESET */
+	/*
+	 * An RC packet names no sender QP: had the fixture's QP resent its
+	 * WRITE (same PSN as c's) after b is connected, b would take it.
+	 * Its WRITE is flushed instead.
+	 */
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &err, IBV_QP_STATE));
+	srdma_test_wait_wc_for(self->cq, &wc, 10000);
+	EXPECT_SEND_WC(wc, 1, IBV_WC_WR_FLUSH_ERR, 0, 0, self->qp);
 	ASSERT_EQ(0, srdma_test_qp_init_access(b, IBV_ACCESS_REMOTE_WRITE));
 	ASSERT_EQ(0, srdma_test_post(c, self->mr, IBV_WR_RDMA_WRITE, 2,
 				     self->buf + 64, 64, self->buf + 4160, 0));
