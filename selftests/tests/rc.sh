@@ -22,6 +22,31 @@ test_rc_pingpong_events() {
 	grep -q '50 iters in' /tmp/client.log || fail "no iteration report"
 }
 
+# ibv_rc_pingpong -t: its receive completions carry the device's clock
+# (CLOCK_MONOTONIC, ns), of which it reports the gaps. 50 iterations give
+# 49 gaps on each side, their mean about one iteration's time.
+test_rc_pingpong_timestamps() {
+	local f max min avg us
+	setup_bound_veth || fail "link add"
+	client_server "ibv_rc_pingpong -d srdma0 -g 1 -n 50 -t" \
+		"ibv_rc_pingpong -d srdma0 -g 1 -n 50 -t 127.0.0.1" ||
+		fail "ibv_rc_pingpong -t"
+	for f in /tmp/server.log /tmp/client.log; do
+		max=$(sed -n 's/^Max receive completion clock cycles = //p' $f)
+		min=$(sed -n 's/^Min receive completion clock cycles = //p' $f)
+		avg=$(sed -n 's/^Average receive completion clock cycles = \([0-9]*\).*/\1/p' $f)
+		us=$(sed -n 's/^50 iters in .* = \([0-9]*\)\..* usec\/iter$/\1/p' $f)
+		echo "# $(basename $f .log): gaps of $min to $max ns, mean $avg ns; $us us an iteration"
+		[ -n "$max" ] && [ -n "$min" ] && [ -n "$avg" ] && [ -n "$us" ] ||
+			{ cat $f; fail "no timestamp report in $f"; }
+		[ "$min" -gt 0 ] && [ "$min" -le "$avg" ] && [ "$avg" -le "$max" ] ||
+			fail "gaps out of order in $f"
+		[ $((avg * 4)) -ge $((us * 1000)) ] &&
+			[ "$avg" -le $((us * 4000 + 4000)) ] ||
+			fail "mean gap $avg ns, iterations of $us us"
+	done
+}
+
 test_rc_pingpong_1m() {
 	setup_bound_veth || fail "link add"
 	client_server "ibv_rc_pingpong -d srdma0 -g 1 -n 10 -s 1048576" \
