@@ -95,11 +95,11 @@ test_rc_xfer_odp() {
 	echo "# odp_misses $(counter odp_misses), odp_faults $(counter odp_faults), rnr_nak_sent $(counter rnr_nak_sent)"
 }
 
-# The data cases with dma-buf MRs on both sides (srdma_xfer -D): vgem
-# buffers, registered with ibv_reg_dmabuf_mr(), checked through their
-# mappings. Skipped without vgem (the debug kernel).
+# The data cases with dma-buf MRs on both sides (srdma_xfer -D): udmabuf
+# (6.12) or vgem buffers, registered with ibv_reg_dmabuf_mr(), checked
+# through their mappings. Skipped without either (the debug kernel).
 test_rc_xfer_dmabuf() {
-	modprobe vgem 2>/dev/null || return 4
+	[ -e /dev/udmabuf ] || modprobe vgem 2>/dev/null || return 4
 	setup_bound_veth || fail "link add"
 	xfer_data_cases -D || { cat /tmp/server.log; fail "srdma_xfer -D"; }
 }
