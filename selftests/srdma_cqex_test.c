@@ -12,6 +12,8 @@
 #include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include <rdma/srdma-abi.h>
 
@@ -380,7 +382,7 @@ TEST_F(cqex, ud_fields)
 
 /*
  * What create_cq_ex refuses: completion fields srdma does not report
- * (timestamps, CVLAN, flow tag, tag matching) and unknown ones with
+ * (CVLAN, flow tag, tag matching) and unknown ones with
  * EOPNOTSUPP, the IGNORE_OVERRUN flag likewise, a plain PD as the parent
  * domain and a size over max_cqe with EINVAL; SINGLE_THREADED is taken
  * (a real parent domain: the parent_domain case). Only the
@@ -389,8 +391,6 @@ TEST_F(cqex, ud_fields)
 TEST_F(cqex, create_cq_ex_refuses)
 {
 	static const uint64_t bad_wc[] = {
-		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
-		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
 		IBV_WC_EX_WITH_CVLAN,
 		IBV_WC_EX_WITH_FLOW_TAG,
 		IBV_WC_EX_WITH_TM_INFO,
@@ -441,6 +441,128 @@ TEST_F(cqex, create_cq_ex_refuses)
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_create_cq_ex(self->ctx, &a));
 	EXPECT_EQ(EINVAL, errno);
+}
+
+/* CLOCK_MONOTONIC or CLOCK_REALTIME now, in ns. */
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec t;
+
+	clock_gettime(clk, &t);
+	return t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+/*
+ * Completion timestamps: the device's clock is CLOCK_MONOTONIC in ns
+ * (hca_core_clock 1 GHz, a 64-bit mask; ibv_query_rt_values_ex() reads
+ * it), and the wall clock CLOCK_REALTIME. Every completion of a SEND and
+ * of its receive carries both, taken between the post and the poll, and
+ * 64 bytes of other fields, all checked. Completions not yet polled keep
+ * their times through a resize (the slots of such a CQ are larger).
+ * Each clock alone may be asked for; a CQ without them has no accessor.
+ */
+TEST_F(cqex, timestamps)
+{
+	struct ibv_cq_init_attr_ex a = {
+		.cqe = 8,
+		.wc_flags = IBV_WC_STANDARD_FLAGS |
+			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
+	};
+	struct ibv_values_ex v = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
+	struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
+	uint64_t t0, w0, t1, w1, ts[2], wall[2];
+	struct srdma_test_wc wc[2];
+	struct ibv_device_attr_ex dx;
+	int round, n, i, ret;
+	struct ibv_cq_ex *cq;
+	struct ibv_qp *qp;
+
+	ASSERT_EQ(0, ibv_query_device_ex(self->ctx, NULL, &dx));
+	EXPECT_EQ(1000000, dx.hca_core_clock);
+	EXPECT_EQ(UINT64_MAX, dx.completion_timestamp_mask);
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	ASSERT_EQ(0, ibv_query_rt_values_ex(self->ctx, &v));
+	EXPECT_EQ(IBV_VALUES_MASK_RAW_CLOCK, v.comp_mask);
+	EXPECT_EQ(0, v.raw_clock.tv_sec);
+	EXPECT_LE(t0, (uint64_t)v.raw_clock.tv_nsec);
+	EXPECT_GE(clock_ns(CLOCK_MONOTONIC), (uint64_t)v.raw_clock.tv_nsec);
+	v.comp_mask = 1U << 20;		/* unknown: nothing filled in */
+	ASSERT_EQ(0, ibv_query_rt_values_ex(self->ctx, &v));
+	EXPECT_EQ(0, v.comp_mask);
+
+	cq = ibv_create_cq_ex(self->ctx, &a);
+	ASSERT_NE(NULL, cq) TH_LOG("create_cq_ex: %s", strerror(errno));
+	ASSERT_NE(NULL, cq->read_completion_ts);
+	ASSERT_NE(NULL, cq->read_completion_wallclock_ns);
+	qp = cqex_qp(self->ctx, self->pd, ibv_cq_ex_to_cq(cq), IBV_QPT_RC, 0);
+	ASSERT_NE(NULL, qp);
+	ASSERT_EQ(0, srdma_test_connect_self(qp, self->gidx, &self->gid));
+	for (round = 0; round < 2; round++) {
+		t0 = clock_ns(CLOCK_MONOTONIC);
+		w0 = clock_ns(CLOCK_REALTIME);
+		ASSERT_EQ(0, srdma_test_post_recv(qp, self->mr,
+						  self->buf + RECV_OFF, 1024,
+						  10 + round));
+		ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_SEND,
+					     20 + round, self->buf, 64 + round,
+					     NULL, 0));
+		usleep(200000);		/* both complete, unpolled */
+		if (round == 1)		/* the times move with the slots */
+			ASSERT_EQ(0, ibv_resize_cq(ibv_cq_ex_to_cq(cq), 64));
+		n = 0;
+		ret = ibv_start_poll(cq, &pa);
+		ASSERT_EQ(0, ret);
+		do {
+			srdma_test_read_ex(cq, &wc[n]);
+			ts[n] = ibv_wc_read_completion_ts(cq);
+			wall[n] = ibv_wc_read_completion_wallclock_ns(cq);
+			n++;
+		} while (n < 2 && !(ret = ibv_next_poll(cq)));
+		ibv_end_poll(cq);
+		t1 = clock_ns(CLOCK_MONOTONIC);
+		w1 = clock_ns(CLOCK_REALTIME);
+		ASSERT_EQ(2, n) TH_LOG("next_poll: %d", ret);
+		for (i = 0; i < 2; i++) {
+			const struct srdma_test_wc *w = &wc[i];
+
+			if (w->wr_id == 20u + round) {
+				cqex_check(_metadata, w, IBV_WC_SEND, 0, 0, 0,
+					   qp->qp_num, 0);
+			} else {
+				EXPECT_EQ(10u + round, w->wr_id);
+				cqex_check(_metadata, w, IBV_WC_RECV,
+					   64 + round, 0, 0, qp->qp_num,
+					   qp->qp_num);
+			}
+			EXPECT_LE(t0, ts[i]);
+			EXPECT_GE(t1, ts[i]);
+			EXPECT_LE(w0, wall[i]);
+			EXPECT_GE(w1, wall[i]);
+			/* Taken together: the clocks' offset, within 0.1 s. */
+			EXPECT_GT(100000000LL,
+				  llabs((long long)(wall[i] - ts[i]) -
+					(long long)(w0 - t0)));
+		}
+		EXPECT_NE(wc[0].wr_id, wc[1].wr_id);
+	}
+	EXPECT_EQ(ENOENT, ibv_start_poll(cq, &pa));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+	EXPECT_EQ(0, ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
+
+	/* Each clock alone. */
+	a.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+	cq = ibv_create_cq_ex(self->ctx, &a);
+	ASSERT_NE(NULL, cq) TH_LOG("wallclock alone: %s", strerror(errno));
+	EXPECT_EQ(NULL, cq->read_completion_ts);
+	EXPECT_NE(NULL, cq->read_completion_wallclock_ns);
+	EXPECT_EQ(0, ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
+	a.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	cq = ibv_create_cq_ex(self->ctx, &a);
+	ASSERT_NE(NULL, cq) TH_LOG("timestamp alone: %s", strerror(errno));
+	EXPECT_NE(NULL, cq->read_completion_ts);
+	EXPECT_EQ(NULL, cq->read_completion_wallclock_ns);
+	EXPECT_EQ(0, ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
 }
 
 /*

@@ -2,7 +2,8 @@
 /*
  * MRs of dma-buf memory (ibv_reg_dmabuf_mr) on the device under test. The
  * dma-buf comes from vgem, the kernel's virtual GEM driver (a dumb buffer
- * exported with PRIME), and the test reaches its bytes through an mmap of
+ * exported with PRIME), or in the udmabuf variant from udmabuf (a memfd
+ * exported whole), and the test reaches its bytes through an mmap of
  * the dma-buf itself. Two RC QPs of one PD connected to each other, a
  * (requester, CQ ca) and b (CQ cb).
  *
@@ -13,9 +14,11 @@
  * process closed the dma-buf and the GEM object; the refusals (no
  * dma-buf, a range outside the buffer, an iova whose page offset differs,
  * on-demand paging, re-registration, also by a command written directly);
- * a read-only export takes no MR that lets anyone write (EACCES).
+ * a read-only export takes no MR that lets anyone write (EACCES; vgem
+ * only: udmabuf exports read-write).
  *
- * Skipped where the kernel has no vgem (the debug kernel).
+ * Each variant is skipped where the kernel lacks its exporter: vgem on
+ * the debug kernel, udmabuf on Debian's 6.1.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -51,21 +54,42 @@ FIXTURE(dmabuf) {
 	struct ibv_mr *hmr;		/* host memory */
 	unsigned char *host;
 	unsigned char *buf;		/* the dma-buf, mapped */
-	int drm, dmabuf;
+	int drm, dmabuf;		/* drm: vgem's, or -1 */
 	uint32_t gem;
 	union ibv_gid gid;
 	int gidx;
 };
 
+FIXTURE_VARIANT(dmabuf) {
+	bool udmabuf;			/* else vgem */
+};
+
+FIXTURE_VARIANT_ADD(dmabuf, vgem) {
+	.udmabuf = false,
+};
+
+FIXTURE_VARIANT_ADD(dmabuf, udmabuf) {
+	.udmabuf = true,
+};
+
 FIXTURE_SETUP(dmabuf)
 {
+	int err;
+
 	self->drm = self->dmabuf = -1;
-	self->drm = srdma_test_vgem_open();
-	if (self->drm < 0)
-		SKIP(return, "no vgem device (modprobe vgem)");
-	/* 512 x 512 pixels of 32 bits: BUF_LEN. */
-	ASSERT_EQ(0, srdma_test_vgem_buf(self->drm, 512, 512, 1, &self->gem,
-					 &self->dmabuf));
+	if (variant->udmabuf) {
+		err = srdma_test_udmabuf(BUF_LEN, &self->dmabuf);
+		if (err == ENODEV)
+			SKIP(return, "no udmabuf device (CONFIG_UDMABUF)");
+		ASSERT_EQ(0, err) TH_LOG("udmabuf: %s", strerror(err));
+	} else {
+		self->drm = srdma_test_vgem_open();
+		if (self->drm < 0)
+			SKIP(return, "no vgem device (modprobe vgem)");
+		/* 512 x 512 pixels of 32 bits: BUF_LEN. */
+		ASSERT_EQ(0, srdma_test_vgem_buf(self->drm, 512, 512, 1,
+						 &self->gem, &self->dmabuf));
+	}
 	self->buf = mmap(NULL, BUF_LEN, PROT_READ | PROT_WRITE, MAP_SHARED,
 			 self->dmabuf, 0);
 	ASSERT_NE(MAP_FAILED, self->buf) TH_LOG("mmap: %s", strerror(errno));
@@ -276,6 +300,8 @@ TEST_F(dmabuf, read_only)
 	uint32_t gem;
 	int fd;
 
+	if (variant->udmabuf)
+		SKIP(return, "udmabuf exports read-write only");
 	ASSERT_EQ(0, srdma_test_vgem_buf(self->drm, 1024, 1, 0, &gem, &fd));
 	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
@@ -320,7 +346,8 @@ TEST_F(dmabuf, outlives_fd)
 	self->buf = NULL;
 	ASSERT_EQ(0, close(self->dmabuf));
 	self->dmabuf = -1;
-	srdma_test_vgem_close(self->drm, self->gem);
+	if (self->gem)
+		srdma_test_vgem_close(self->drm, self->gem);
 	self->gem = 0;
 	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 9, self->hmr,
 			  (uintptr_t)self->host, 4096, self->bmr,

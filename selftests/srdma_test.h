@@ -16,8 +16,10 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <infiniband/verbs.h>
+#include <linux/udmabuf.h>
 
 /* The device under test: $SRDMA_DEV, default srdma0. */
 /*
@@ -853,6 +855,42 @@ static inline void srdma_test_vgem_close(int drm, uint32_t handle)
 	struct srdma_test_drm_gem_close gc = { .handle = handle };
 
 	ioctl(drm, SRDMA_TEST_DRM_IOCTL_GEM_CLOSE, &gc);
+}
+
+/*
+ * dma-buf memory from udmabuf (CONFIG_UDMABUF: Debian's 6.12, not its 6.1):
+ * a zeroed memfd of @len bytes, sealed against shrinking, exported whole.
+ * 0 with the dma-buf's file descriptor (the memfd is closed: the dma-buf
+ * holds its pages), ENODEV without /dev/udmabuf, or an errno.
+ */
+static inline int srdma_test_udmabuf(size_t len, int *fd)
+{
+	struct udmabuf_create c = {
+		.flags = UDMABUF_FLAGS_CLOEXEC, .offset = 0, .size = len,
+	};
+	int dev, mfd, err = 0;
+
+	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return errno == ENOENT ? ENODEV : errno;
+	mfd = memfd_create("srdma-test", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+	if (mfd < 0) {
+		err = errno;
+		goto close_dev;
+	}
+	if (ftruncate(mfd, len) || fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+		err = errno;
+		goto close_memfd;
+	}
+	c.memfd = mfd;
+	*fd = ioctl(dev, UDMABUF_CREATE, &c);
+	if (*fd < 0)
+		err = errno;
+close_memfd:
+	close(mfd);
+close_dev:
+	close(dev);
+	return err;
 }
 
 #endif /* SRDMA_TEST_H */

@@ -21,9 +21,9 @@
  * -S PID: SIGSTOP PID (the server) around the one_sided test.
  * -O: this side's MRs are on-demand paging MRs (IBV_ACCESS_ON_DEMAND) over
  *     memory not touched before (its pages come in as srdma needs them).
- * -D: this side's data buffer is a dma-buf (a vgem buffer, which the
- *     process maps from the dma-buf), registered with ibv_reg_dmabuf_mr()
- *     at its mapped address as iova.
+ * -D: this side's data buffer is a dma-buf (from udmabuf where the kernel
+ *     has it, else a vgem buffer; the process maps it from the dma-buf),
+ *     registered with ibv_reg_dmabuf_mr() at its mapped address as iova.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -397,17 +397,26 @@ static void conn_setup(struct conn *c)
 		die("alloc_pd: %s", strerror(errno));
 	/*
 	 * Fresh anonymous memory: zero, and with -O not present yet; with
-	 * -D a new vgem buffer (zeroed too), 1024 x 1024 pixels of 32 bits.
+	 * -D a new udmabuf (a zeroed memfd) or vgem buffer (zeroed too,
+	 * 1024 x 1024 pixels of 32 bits).
 	 */
 	c->drm = c->dmabuf = -1;
 	if (dmabuf) {
-		c->drm = srdma_test_vgem_open();
-		if (c->drm < 0)
-			die("no vgem device (modprobe vgem)");
-		errno = srdma_test_vgem_buf(c->drm, 1024, BUF_SIZE / 4096, 1,
-					    &c->gem, &c->dmabuf);
-		if (errno)
-			die("vgem buffer: %s", strerror(errno));
+		errno = srdma_test_udmabuf(BUF_SIZE, &c->dmabuf);
+		if (errno && errno != ENODEV)
+			die("udmabuf: %s", strerror(errno));
+		if (errno) {
+			c->drm = srdma_test_vgem_open();
+			if (c->drm < 0)
+				die("no udmabuf or vgem device (modprobe vgem)");
+			errno = srdma_test_vgem_buf(c->drm, 1024,
+						    BUF_SIZE / 4096, 1,
+						    &c->gem, &c->dmabuf);
+			if (errno)
+				die("vgem buffer: %s", strerror(errno));
+		}
+		printf("# data buffer: a dma-buf from %s\n",
+		       c->drm < 0 ? "udmabuf" : "vgem");
 		c->buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE,
 			      MAP_SHARED, c->dmabuf, 0);
 	} else {
@@ -502,8 +511,9 @@ static void conn_close(struct conn *c)
 	ibv_close_device(c->ctx);
 	munmap(c->buf, BUF_SIZE);
 	munmap(c->ro_buf, RO_SIZE);
-	if (c->dmabuf >= 0) {
+	if (c->dmabuf >= 0)
 		close(c->dmabuf);
+	if (c->drm >= 0) {
 		srdma_test_vgem_close(c->drm, c->gem);
 		close(c->drm);
 	}

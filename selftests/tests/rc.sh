@@ -22,6 +22,31 @@ test_rc_pingpong_events() {
 	grep -q '50 iters in' /tmp/client.log || fail "no iteration report"
 }
 
+# ibv_rc_pingpong -t: its receive completions carry the device's clock
+# (CLOCK_MONOTONIC, ns), of which it reports the gaps. 50 iterations give
+# 49 gaps on each side, their mean about one iteration's time.
+test_rc_pingpong_timestamps() {
+	local f max min avg us
+	setup_bound_veth || fail "link add"
+	client_server "ibv_rc_pingpong -d srdma0 -g 1 -n 50 -t" \
+		"ibv_rc_pingpong -d srdma0 -g 1 -n 50 -t 127.0.0.1" ||
+		fail "ibv_rc_pingpong -t"
+	for f in /tmp/server.log /tmp/client.log; do
+		max=$(sed -n 's/^Max receive completion clock cycles = //p' $f)
+		min=$(sed -n 's/^Min receive completion clock cycles = //p' $f)
+		avg=$(sed -n 's/^Average receive completion clock cycles = \([0-9]*\).*/\1/p' $f)
+		us=$(sed -n 's/^50 iters in .* = \([0-9]*\)\..* usec\/iter$/\1/p' $f)
+		echo "# $(basename $f .log): gaps of $min to $max ns, mean $avg ns; $us us an iteration"
+		[ -n "$max" ] && [ -n "$min" ] && [ -n "$avg" ] && [ -n "$us" ] ||
+			{ cat $f; fail "no timestamp report in $f"; }
+		[ "$min" -gt 0 ] && [ "$min" -le "$avg" ] && [ "$avg" -le "$max" ] ||
+			fail "gaps out of order in $f"
+		[ $((avg * 4)) -ge $((us * 1000)) ] &&
+			[ "$avg" -le $((us * 4000 + 4000)) ] ||
+			fail "mean gap $avg ns, iterations of $us us"
+	done
+}
+
 test_rc_pingpong_1m() {
 	setup_bound_veth || fail "link add"
 	client_server "ibv_rc_pingpong -d srdma0 -g 1 -n 10 -s 1048576" \
@@ -70,11 +95,11 @@ test_rc_xfer_odp() {
 	echo "# odp_misses $(counter odp_misses), odp_faults $(counter odp_faults), rnr_nak_sent $(counter rnr_nak_sent)"
 }
 
-# The data cases with dma-buf MRs on both sides (srdma_xfer -D): vgem
-# buffers, registered with ibv_reg_dmabuf_mr(), checked through their
-# mappings. Skipped without vgem (the debug kernel).
+# The data cases with dma-buf MRs on both sides (srdma_xfer -D): udmabuf
+# (6.12) or vgem buffers, registered with ibv_reg_dmabuf_mr(), checked
+# through their mappings. Skipped without either (the debug kernel).
 test_rc_xfer_dmabuf() {
-	modprobe vgem 2>/dev/null || return 4
+	[ -e /dev/udmabuf ] || modprobe vgem 2>/dev/null || return 4
 	setup_bound_veth || fail "link add"
 	xfer_data_cases -D || { cat /tmp/server.log; fail "srdma_xfer -D"; }
 }

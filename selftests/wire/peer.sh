@@ -72,8 +72,13 @@ PF="-d $dev -x $gidx -F -u $QPT"
 # byte; perftest's --odp runs only count.
 if [ "$kind" = srdma ]; then ODP_PF=--odp ODP_XFER=-O; else ODP_PF= ODP_XFER=; fi
 # dma-buf MRs on the srdma side: srdma_xfer -D takes its data buffer from
-# vgem (a dma-buf the process maps); the other side's is plain memory.
-if [ "$kind" = srdma ] && modprobe vgem 2>/dev/null; then DMABUF_XFER=-D; else DMABUF_XFER=; fi
+# udmabuf (6.12) or vgem (a dma-buf the process maps); the other side's is
+# plain memory.
+if [ "$kind" = srdma ] && { [ -e /dev/udmabuf ] || modprobe vgem 2>/dev/null; }; then
+	DMABUF_XFER=-D
+else
+	DMABUF_XFER=
+fi
 # UD: the port MTU is 1024 at eth0's 1500. A datagram the QEMU wire drops
 # is gone for good (no retransmission in UD): ibv_ud_pingpong then waits
 # until its timeout, so it runs only 20 round trips.
@@ -537,6 +542,7 @@ client_side() {
 	timeout 600 srdma_xfer -d "$dev" -g "$gidx" -p 18518 $DMABUF_XFER -t write,read,send "$peer" > /tmp/client.log 2>&1
 	report $? "$tag.xfer_dmabuf"
 	sed 's/^/# /' /tmp/client.log | grep -v '^# ok' | head -20
+	[ -n "$DMABUF_XFER" ] || echo "# xfer_dmabuf: no udmabuf or vgem here, plain memory
 	barrier signal "$peer" 18999
 }
 

@@ -87,6 +87,7 @@ struct srdma_cq {
 	 * read once), the next index to take, and prod as last loaded.
 	 */
 	struct ib_uverbs_wc cur;
+	struct srdma_uwc_ts cur_ts;	/* with timestamps only */
 	uint32_t next;
 	uint32_t prod;
 	/*
@@ -100,6 +101,8 @@ struct srdma_cq {
 	 * fails from then on rather than report an empty CQ.
 	 */
 	bool lost;
+	/* Set at creation: slots of SRDMA_UWC_TS_SLOT bytes, with times. */
+	bool timestamps;
 };
 
 struct srdma_qp {
@@ -677,12 +680,21 @@ static int srdma_dereg_mr(struct verbs_mr *vmr)
 }
 
 /* Map the ring of a CQ the kernel just made. */
+static_assert(sizeof(struct ib_uverbs_wc) == SRDMA_UWC_SIZE,
+	      "srdma_uwc_ts follows the completion");
+
+/* The smallest slot that holds what @cq's completions carry. */
+static size_t srdma_cq_min_slot(const struct srdma_cq *cq)
+{
+	return cq->timestamps ? SRDMA_UWC_TS_SLOT : SRDMA_UWC_SIZE;
+}
+
 static int srdma_cq_map(struct ibv_context *ctx, struct srdma_cq *cq,
 			const struct srdma_create_cq_resp *drv)
 {
 	return srdma_uring_map(ctx, &cq->ring, drv->offset, drv->len,
 			       drv->slots, drv->slot_size,
-			       sizeof(struct ib_uverbs_wc));
+			       srdma_cq_min_slot(cq));
 }
 
 static struct ibv_cq *srdma_create_cq(struct ibv_context *ctx, int cqe,
@@ -791,6 +803,9 @@ static int srdma_cq_take(struct srdma_cq *cq)
 			return ENOENT;
 	}
 	memcpy(&cq->cur, srdma_slot(r, cq->next), sizeof(cq->cur));
+	if (cq->timestamps)
+		memcpy(&cq->cur_ts, (char *)srdma_slot(r, cq->next) +
+		       SRDMA_UWC_SIZE, sizeof(cq->cur_ts));
 	cq->next++;
 	cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
 	cq->vcq.cq_ex.status = cq->cur.status;
@@ -877,7 +892,7 @@ static int srdma_resize_cq(struct ibv_cq *ibcq, int cqe)
 		goto out_unlock;
 	ret = srdma_uring_mmap(ibcq->context, &nr, resp.drv.offset,
 			       resp.drv.len, resp.drv.slots,
-			       resp.drv.slot_size, sizeof(struct ib_uverbs_wc));
+			       resp.drv.slot_size, srdma_cq_min_slot(cq));
 	if (ret) {
 		cq->lost = true;
 		goto out_unlock;
@@ -944,11 +959,54 @@ static uint8_t srdma_wc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
 	return to_scq_ex(ibcq)->cur.dlid_path_bits;
 }
 
+static uint64_t srdma_wc_read_completion_ts(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur_ts.completion_ns;
+}
+
+static uint64_t srdma_wc_read_completion_wallclock_ns(struct ibv_cq_ex *ibcq)
+{
+	return to_scq_ex(ibcq)->cur_ts.wallclock_ns;
+}
+
+#define SRDMA_WC_EX_TIMESTAMPS	(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+				 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+
 /*
- * The completion fields srdma reports: those of struct ibv_wc. No
- * timestamps (the kernel takes none), no CVLAN, flow tag or tag matching.
+ * The completion fields srdma reports: those of struct ibv_wc, and the
+ * kernel's timestamps where it takes them (SRDMA_CAP_CQ_TIMESTAMP). No
+ * CVLAN, flow tag or tag matching.
  */
-#define SRDMA_WC_EX_FLAGS	IBV_WC_STANDARD_FLAGS
+static uint64_t srdma_wc_ex_flags(struct ibv_context *ctx)
+{
+	return IBV_WC_STANDARD_FLAGS |
+	       (to_sctx(ctx)->caps & SRDMA_CAP_CQ_TIMESTAMP ?
+		SRDMA_WC_EX_TIMESTAMPS : 0);
+}
+
+/*
+ * ibv_query_rt_values_ex(): the device's clock (IBV_VALUES_MASK_RAW_CLOCK)
+ * is the kernel's CLOCK_MONOTONIC, which stamps completions, in ticks of
+ * a nanosecond; like other providers, srdma reports ticks in tv_nsec and
+ * 0 in tv_sec. comp_mask comes back with what was filled in.
+ */
+static int srdma_query_rt_values(struct ibv_context *ctx,
+				 struct ibv_values_ex *values)
+{
+	struct timespec now;
+
+	if (!(to_sctx(ctx)->caps & SRDMA_CAP_CQ_TIMESTAMP))
+		return EOPNOTSUPP;
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+		if (clock_gettime(CLOCK_MONOTONIC, &now))
+			return errno;
+		values->raw_clock.tv_sec = 0;
+		values->raw_clock.tv_nsec = now.tv_sec * 1000000000L +
+					    now.tv_nsec;
+	}
+	values->comp_mask &= IBV_VALUES_MASK_RAW_CLOCK;
+	return 0;
+}
 
 /*
  * ibv_create_cq_ex(): libibverbs has already refused wc_flags it does not
@@ -972,7 +1030,7 @@ static struct ibv_cq_ex *srdma_create_cq_ex(struct ibv_context *ctx,
 
 	struct ibv_cq_init_attr_ex a = *attr;
 
-	if ((attr->wc_flags & ~(uint64_t)SRDMA_WC_EX_FLAGS) ||
+	if ((attr->wc_flags & ~srdma_wc_ex_flags(ctx)) ||
 	    (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
 					   IBV_CQ_INIT_ATTR_MASK_PD)) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
@@ -988,9 +1046,13 @@ static struct ibv_cq_ex *srdma_create_cq_ex(struct ibv_context *ctx,
 	}
 	a.comp_mask &= ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_PD;
 	a.parent_domain = NULL;
+	/* libibverbs asks the kernel for timestamps for this flag only. */
+	if (attr->wc_flags & SRDMA_WC_EX_TIMESTAMPS)
+		a.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
+	cq->timestamps = attr->wc_flags & SRDMA_WC_EX_TIMESTAMPS;
 	memset(&resp, 0, sizeof(resp));
 	memset(&cmd, 0, sizeof(cmd));
 	ret = ibv_cmd_create_cq_ex(ctx, &a, &cq->vcq, &cmd, sizeof(cmd),
@@ -1022,6 +1084,11 @@ static struct ibv_cq_ex *srdma_create_cq_ex(struct ibv_context *ctx,
 		ex->read_sl = srdma_wc_read_sl;
 	if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
 		ex->read_dlid_path_bits = srdma_wc_read_dlid_path_bits;
+	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		ex->read_completion_ts = srdma_wc_read_completion_ts;
+	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+		ex->read_completion_wallclock_ns =
+			srdma_wc_read_completion_wallclock_ns;
 	return ex;
 
 err_destroy_cq:
@@ -2552,6 +2619,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.create_ah = srdma_create_ah,
 	.create_cq = srdma_create_cq,
 	.create_cq_ex = srdma_create_cq_ex,
+	.query_rt_values = srdma_query_rt_values,
 	.create_qp = srdma_create_qp,
 	.create_qp_ex = srdma_create_qp_ex,
 	.create_srq = srdma_create_srq,

@@ -246,7 +246,9 @@ struct verbs_context_ops {
 			  struct ibv_port_attr *port_attr);
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
-	void *query_qp_data_in_order, *query_rt_values;
+	void *query_qp_data_in_order;
+	int (*query_rt_values)(struct ibv_context *context,
+			       struct ibv_values_ex *values);
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 	void *read_counters;
 	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
@@ -309,6 +311,7 @@ SRDMA_OPS_SLOT(post_srq_recv, 57);
 SRDMA_OPS_SLOT(query_device_ex, 58);
 SRDMA_OPS_SLOT(query_port, 60);
 SRDMA_OPS_SLOT(query_qp, 61);
+SRDMA_OPS_SLOT(query_rt_values, 63);
 SRDMA_OPS_SLOT(query_srq, 64);
 SRDMA_OPS_SLOT(reg_dm_mr, 66);
 SRDMA_OPS_SLOT(reg_mr, 68);

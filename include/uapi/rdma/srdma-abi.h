@@ -30,6 +30,7 @@ enum srdma_ucontext_caps {
 	SRDMA_CAP_ATOMIC_WRITE = 1 << 4, /* IB_UVERBS_WR_ATOMIC_WRITE, below */
 	SRDMA_CAP_DM = 1 << 5,		/* device memory, mapped, see below */
 	SRDMA_CAP_XRC = 1 << 6,		/* XRC, see srdma_usend_wqe */
+	SRDMA_CAP_CQ_TIMESTAMP = 1 << 7, /* srdma_uwc_ts, below */
 };
 
 struct srdma_alloc_ucontext_resp {
@@ -99,6 +100,22 @@ enum srdma_uwc_flags {
 	SRDMA_UWC_WITH_IMM = 1 << 1,
 	SRDMA_UWC_WITH_INV = 1 << 3,
 };
+
+/*
+ * A CQ made with IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION
+ * (SRDMA_CAP_CQ_TIMESTAMP) has slots of SRDMA_UWC_TS_SLOT bytes: the
+ * struct ib_uverbs_wc, then this, when the kernel wrote the completion.
+ * completion_ns is the device's clock (ibv_query_device_ex()'s
+ * hca_core_clock, 1 GHz; ibv_query_rt_values_ex()'s raw_clock):
+ * CLOCK_MONOTONIC in nanoseconds. wallclock_ns is CLOCK_REALTIME.
+ */
+struct srdma_uwc_ts {
+	__aligned_u64 completion_ns;
+	__aligned_u64 wallclock_ns;
+};
+
+#define SRDMA_UWC_SIZE		48	/* sizeof(struct ib_uverbs_wc) */
+#define SRDMA_UWC_TS_SLOT	(SRDMA_UWC_SIZE + 16)
 
 /*
  * A UD receive's sl: the L3 header type of the datagram (a RoCE port has

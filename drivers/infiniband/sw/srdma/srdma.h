@@ -60,6 +60,7 @@
 #define SRDMA_MAX_INLINE_DATA	1024
 #define SRDMA_MAX_CQ		8192
 #define SRDMA_MAX_CQE		65536
+#define SRDMA_CORE_CLOCK_KHZ	1000000	/* completion timestamps: ns */
 #define SRDMA_MAX_MR		65536
 #define SRDMA_MAX_MW		65536
 #define SRDMA_MAX_PD		4096
@@ -404,6 +405,7 @@ static inline void *srdma_uring_slot(struct srdma_uring *ur, u32 idx)
 struct srdma_cq {
 	struct ib_cq ibcq;
 	bool user;			/* a user CQ; set at creation */
+	bool timestamps;		/* slots of srdma_uwc_ts; likewise */
 	spinlock_t lock;		/* guards everything below */
 	/*
 	 * The ring and its size are replaced by srdma_resize_cq(), under the

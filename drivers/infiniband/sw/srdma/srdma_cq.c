@@ -42,8 +42,10 @@ static int srdma_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
 			  udata->outlen, sizeof(resp));
 		return -EINVAL;
 	}
+	BUILD_BUG_ON(sizeof(struct ib_uverbs_wc) != SRDMA_UWC_SIZE);
 	err = srdma_uring_create(&uctx->ibuc, ur, slots,
-				 sizeof(struct ib_uverbs_wc), &uq);
+				 cq->timestamps ? SRDMA_UWC_TS_SLOT :
+						  SRDMA_UWC_SIZE, &uq);
 	if (err)
 		return err;
 	resp.offset = uq.offset;
@@ -66,6 +68,9 @@ static int srdma_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
  * A user CQ's entries live in a ring mapped into the process.
  *
  * Context: Process context; sleeps.
+ * A user CQ may ask for completion timestamps (struct srdma_uwc_ts after
+ * each entry); a kernel CQ for no flag.
+ *
  * Return: 0; -EOPNOTSUPP for flags; -EINVAL for a size out of range, a
  * completion vector the device lacks or a short response buffer; -ENOMEM,
  * also when the device has its limit of CQs.
@@ -79,7 +84,9 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	u32 slots;
 	int err;
 
-	if (attr->flags) {
+	/* Only user CQs have room for a timestamp (struct ib_wc has none). */
+	if (attr->flags & ~(udata ? IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION :
+			    0)) {
 		srdma_dbg(sdev, "create_cq: flags %#x not supported\n",
 			  attr->flags);
 		return -EOPNOTSUPP;
@@ -100,6 +107,7 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->mask = slots - 1;
 	ibcq->cqe = slots - 1;
 	cq->user = !!udata;
+	cq->timestamps = attr->flags & IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
 	if (udata) {
 		err = srdma_ucq_ring(cq, &cq->uring, slots, udata,
 				     "create_cq");
@@ -242,6 +250,12 @@ static void srdma_ucq_fill(struct srdma_cq *cq, const struct ib_wc *wc)
 	u->dlid_path_bits = 0;
 	u->port_num = wc->port_num;
 	u->reserved = 0;
+	if (cq->timestamps) {
+		struct srdma_uwc_ts *ts = (void *)(u + 1);
+
+		ts->completion_ns = ktime_get_ns();
+		ts->wallclock_ns = ktime_get_real_ns();
+	}
 }
 
 /*
@@ -339,7 +353,7 @@ static int srdma_cq_switch(struct srdma_cq *cq, struct srdma_uring *ur,
 		if (cq->user)
 			memcpy(srdma_uring_slot(ur, i),
 			       srdma_uring_slot(&cq->uring, i),
-			       sizeof(struct ib_uverbs_wc));
+			       ur->slot_size);
 		else
 			(*ring)[i & (slots - 1)] = cq->ring[i & cq->mask];
 	}

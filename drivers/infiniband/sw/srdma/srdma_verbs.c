@@ -126,6 +126,12 @@ static int srdma_query_device(struct ib_device *ibdev,
 	attr->max_total_mcast_qp_attach = SRDMA_MAX_MCAST_ATTACH;
 	attr->local_ca_ack_delay = SRDMA_LOCAL_ACK_DELAY;
 	attr->max_dm_size = SRDMA_MAX_DM_SIZE;
+	/*
+	 * Completion timestamps (user CQs, srdma_ucq_fill()): the device's
+	 * clock is CLOCK_MONOTONIC, one tick a nanosecond (1 GHz, in kHz).
+	 */
+	attr->timestamp_mask = U64_MAX;
+	attr->hca_core_clock = SRDMA_CORE_CLOCK_KHZ;
 	srdma_odp_query(attr);
 	return 0;
 }
@@ -205,7 +211,8 @@ static void srdma_get_dev_fw_str(struct ib_device *ibdev, char *str)
 /* What every ucontext of srdma can do (srdma-abi.h). */
 #define SRDMA_UCONTEXT_CAPS (SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD | \
 			     SRDMA_CAP_SRQ | SRDMA_CAP_ATOMIC_WRITE | \
-			     SRDMA_CAP_DM | SRDMA_CAP_XRC)
+			     SRDMA_CAP_DM | SRDMA_CAP_XRC | \
+			     SRDMA_CAP_CQ_TIMESTAMP)
 
 /*
  * The ABI version and capabilities alloc_ucontext returns, also in the
