@@ -54,7 +54,7 @@ FIXTURE_SETUP(dm)
 	ASSERT_EQ(0, ibv_query_device_ex(self->ctx, NULL, &dx));
 	self->max = dx.max_dm_size;
 	if (!self->max)
-		SKIP(return, "no device memory");
+		SRDMA_TEST_SETUP_SKIP("no device memory");
 	self->gidx = srdma_test_ipv4_gid(self->ctx, &self->gid);
 	ASSERT_LE(0, self->gidx);
 	self->pd = ibv_alloc_pd(self->ctx);

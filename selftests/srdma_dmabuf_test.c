@@ -55,7 +55,6 @@ FIXTURE(dmabuf) {
 	unsigned char *host;
 	unsigned char *buf;		/* the dma-buf, mapped */
 	int drm, dmabuf;		/* drm: vgem's, or -1 */
-	const char *none;		/* no such exporter here: why */
 	uint32_t gem;
 	union ibv_gid gid;
 	int gidx;
@@ -80,17 +79,13 @@ FIXTURE_SETUP(dmabuf)
 	self->drm = self->dmabuf = -1;
 	if (variant->udmabuf) {
 		err = srdma_test_udmabuf(BUF_LEN, &self->dmabuf);
-		if (err == ENODEV) {
-			self->none = "no udmabuf device (CONFIG_UDMABUF)";
-			return;
-		}
+		if (err == ENODEV)
+			SRDMA_TEST_SETUP_SKIP("no udmabuf (CONFIG_UDMABUF)");
 		ASSERT_EQ(0, err) TH_LOG("udmabuf: %s", strerror(err));
 	} else {
 		self->drm = srdma_test_vgem_open();
-		if (self->drm < 0) {
-			self->none = "no vgem device (modprobe vgem)";
-			return;
-		}
+		if (self->drm < 0)
+			SRDMA_TEST_SETUP_SKIP("no vgem device (modprobe vgem)");
 		/* 512 x 512 pixels of 32 bits: BUF_LEN. */
 		ASSERT_EQ(0, srdma_test_vgem_buf(self->drm, 512, 512, 1,
 						 &self->gem, &self->dmabuf));
@@ -160,15 +155,6 @@ FIXTURE_TEARDOWN(dmabuf)
 	}
 }
 
-/*
- * This harness runs a case even when its setup skipped, so the setup only
- * notes a missing exporter and every case starts here.
- */
-#define NEED_DMABUF() do {						\
-	if (self->none)							\
-		SKIP(return, "%s", self->none);				\
-} while (0)
-
 /* Fetch and add adds 3. */
 #define post(qp, op, id, lmr, local, len, rmr, remote) \
 	srdma_test_post_mr(qp, op, id, lmr, local, len, rmr, remote, 3)
@@ -183,7 +169,6 @@ FIXTURE_TEARDOWN(dmabuf)
 /* What libibverbs reports of the MR. */
 TEST_F(dmabuf, reg)
 {
-	NEED_DMABUF();
 	EXPECT_EQ(BUF_LEN, self->bmr->length);
 	EXPECT_EQ(0, (uintptr_t)self->bmr->addr);	/* the offset */
 	EXPECT_EQ(self->bmr->lkey, self->bmr->rkey);
@@ -193,7 +178,6 @@ TEST_F(dmabuf, reg)
 /* WRITE into the buffer and READ out of it, across page boundaries. */
 TEST_F(dmabuf, write_read)
 {
-	NEED_DMABUF();
 	fill(self->host, 70000, 3);
 	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 1, self->hmr,
 			  (uintptr_t)self->host, 70000, self->bmr,
@@ -228,7 +212,6 @@ TEST_F(dmabuf, send_recv_atomic)
 	struct ibv_wc wc;
 	uint64_t v = 40;
 
-	NEED_DMABUF();
 	fill(self->buf + 100, 5000, 5);
 	ASSERT_EQ(0, srdma_test_post_recv(self->qb, self->hmr, self->host,
 					  8192, 0x55));
@@ -285,7 +268,6 @@ TEST_F(dmabuf, part)
 	struct ibv_mr *part;
 	struct ibv_wc wc;
 
-	NEED_DMABUF();
 	part = ibv_reg_dmabuf_mr(self->pd, 4096 + 100, 8192, 0x10000064,
 				 self->dmabuf, ACCESS_ALL);
 	ASSERT_NE(NULL, part) TH_LOG("reg_dmabuf_mr: %s", strerror(errno));
@@ -318,7 +300,6 @@ TEST_F(dmabuf, read_only)
 	uint32_t gem;
 	int fd;
 
-	NEED_DMABUF();
 	if (variant->udmabuf)
 		SKIP(return, "udmabuf exports read-write only");
 	ASSERT_EQ(0, srdma_test_vgem_buf(self->drm, 1024, 1, 0, &gem, &fd));
@@ -359,8 +340,6 @@ TEST_F(dmabuf, read_only)
 /* The MR holds the buffer: the process's handles on it can go. */
 TEST_F(dmabuf, outlives_fd)
 {
-	NEED_DMABUF();
-
 	fill(self->buf + 65536, 4096, 2);
 	ASSERT_EQ(0, munmap(self->buf, BUF_LEN));
 	self->buf = NULL;
@@ -410,10 +389,8 @@ static int raw_rereg_access(struct ibv_mr *mr, int access)
 
 TEST_F(dmabuf, refused)
 {
-	int null;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-	NEED_DMABUF();
-	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, null);
 	errno = 0;
 	EXPECT_EQ(NULL, ibv_reg_dmabuf_mr(self->pd, 0, 4096, 0, null,

@@ -111,7 +111,7 @@ FIXTURE_SETUP(odp)
 	ASSERT_NE(NULL, self->ctx);
 	ASSERT_EQ(0, ibv_query_device_ex(self->ctx, NULL, &dx));
 	if (!(dx.odp_caps.general_caps & IBV_ODP_SUPPORT))
-		SKIP(return, "no on-demand paging");
+		SRDMA_TEST_SETUP_SKIP("no on-demand paging");
 	self->gidx = srdma_test_ipv4_gid(self->ctx, &self->gid);
 	ASSERT_LE(0, self->gidx);
 	self->pd = ibv_alloc_pd(self->ctx);

@@ -112,7 +112,7 @@ FIXTURE_SETUP(xrc)
 	ASSERT_NE(NULL, self->ctx);
 	ASSERT_EQ(0, ibv_query_device(self->ctx, &dattr));
 	if (!(dattr.device_cap_flags & IBV_DEVICE_XRC))
-		SKIP(return, "no XRC");
+		SRDMA_TEST_SETUP_SKIP("no XRC");
 	self->gidx = srdma_test_ipv4_gid(self->ctx, &self->gid);
 	ASSERT_LE(0, self->gidx);
 	self->p = ibv_alloc_pd(self->ctx);
