@@ -458,7 +458,8 @@ static uint64_t clock_ns(clockid_t clk)
  * it), and the wall clock CLOCK_REALTIME. Every completion of a SEND and
  * of its receive carries both, taken between the post and the poll, and
  * 64 bytes of other fields, all checked. Completions not yet polled keep
- * their times through a resize (the slots of such a CQ are larger).
+ * their times through a resize (the slots of such a CQ are larger), and
+ * when another QP's completions are taken out by its RESET.
  * Each clock alone may be asked for; a CQ without them has no accessor.
  */
 TEST_F(cqex, timestamps)
@@ -475,8 +476,9 @@ TEST_F(cqex, timestamps)
 	struct srdma_test_wc wc[2];
 	struct ibv_device_attr_ex dx;
 	int round, n, i, ret;
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
 	struct ibv_cq_ex *cq;
-	struct ibv_qp *qp;
+	struct ibv_qp *qp, *qp2;
 
 	ASSERT_EQ(0, ibv_query_device_ex(self->ctx, NULL, &dx));
 	EXPECT_EQ(1000000, dx.hca_core_clock);
@@ -546,6 +548,47 @@ TEST_F(cqex, timestamps)
 		}
 		EXPECT_NE(wc[0].wr_id, wc[1].wr_id);
 	}
+
+	/*
+	 * A QP moved to RESET takes its completions out of the CQ, and the
+	 * older ones kept move over them with their own times.
+	 */
+	qp2 = cqex_qp(self->ctx, self->pd, ibv_cq_ex_to_cq(cq), IBV_QPT_RC, 0);
+	ASSERT_NE(NULL, qp2);
+	ASSERT_EQ(0, srdma_test_connect_self(qp2, self->gidx, &self->gid));
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	ASSERT_EQ(0, srdma_test_post_recv(qp, self->mr, self->buf + RECV_OFF,
+					  1024, 30));
+	ASSERT_EQ(0, srdma_test_post(qp, self->mr, IBV_WR_SEND, 31, self->buf,
+				     8, NULL, 0));
+	usleep(200000);
+	t1 = clock_ns(CLOCK_MONOTONIC);
+	ASSERT_EQ(0, srdma_test_post_recv(qp2, self->mr,
+					  self->buf + RECV_OFF + 1024, 1024,
+					  40));
+	ASSERT_EQ(0, srdma_test_post(qp2, self->mr, IBV_WR_SEND, 41,
+				     self->buf, 8, NULL, 0));
+	usleep(200000);
+	ASSERT_EQ(0, ibv_modify_qp(qp2, &reset, IBV_QP_STATE));
+	ASSERT_EQ(0, ibv_start_poll(cq, &pa));
+	n = 0;
+	do {
+		srdma_test_read_ex(cq, &wc[n]);
+		ts[n] = ibv_wc_read_completion_ts(cq);
+		n++;
+	} while (n < 2 && !(ret = ibv_next_poll(cq)));
+	if (n == 2)
+		EXPECT_EQ(ENOENT, ibv_next_poll(cq));
+	ibv_end_poll(cq);
+	ASSERT_EQ(2, n);
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(qp->qp_num, wc[i].qp_num);
+		EXPECT_TRUE(wc[i].wr_id == 30 || wc[i].wr_id == 31)
+			TH_LOG("wr_id %llu", (unsigned long long)wc[i].wr_id);
+		EXPECT_LE(t0, ts[i]);
+		EXPECT_GE(t1, ts[i]);
+	}
+	EXPECT_EQ(0, ibv_destroy_qp(qp2));
 	EXPECT_EQ(ENOENT, ibv_start_poll(cq, &pa));
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 	EXPECT_EQ(0, ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));

@@ -2303,7 +2303,8 @@ static void srdma_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
 			if (u->qp_num == qpn)
 				freed++;
 			else if (freed)
-				memcpy(srdma_slot(r, i + freed), u, sizeof(*u));
+				memcpy(srdma_slot(r, i + freed), u,
+				       r->slot_size);	/* with any times */
 		}
 	}
 	if (freed)
