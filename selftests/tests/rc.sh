@@ -47,6 +47,20 @@ test_rc_pingpong_timestamps() {
 	done
 }
 
+# The completion clock is CLOCK_MONOTONIC as the CQ's maker sees it:
+# srdma_cqex_test's timestamps case passes in a time namespace whose
+# monotonic clock runs 100000 s ahead of the host's.
+test_cq_timestamps_timens() {
+	setup_bound_veth || fail "link add"
+	[ "$(unshare --time --monotonic 100000 --fork \
+		python3 -c 'import time; print(int(time.monotonic()))')" -ge 100000 ] ||
+		fail "no time namespace with a monotonic offset"
+	unshare --time --monotonic 100000 --fork "$B/selftests/srdma_cqex_test" \
+		> /tmp/timens.log 2>&1
+	grep -qE '^ok [0-9]+ cqex\.timestamps$' /tmp/timens.log ||
+		{ grep -A12 'RUN.*cqex.timestamps' /tmp/timens.log; fail "timestamps in the namespace"; }
+}
+
 test_rc_pingpong_1m() {
 	setup_bound_veth || fail "link add"
 	client_server "ibv_rc_pingpong -d srdma0 -g 1 -n 10 -s 1048576" \

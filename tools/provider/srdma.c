@@ -995,13 +995,15 @@ static int srdma_query_rt_values(struct ibv_context *ctx,
 {
 	struct timespec now;
 
-	if (!(to_sctx(ctx)->caps & SRDMA_CAP_CQ_TIMESTAMP))
+	/* 64-bit ticks need a 64-bit tv_nsec. */
+	if (!(to_sctx(ctx)->caps & SRDMA_CAP_CQ_TIMESTAMP) ||
+	    sizeof(values->raw_clock.tv_nsec) < sizeof(int64_t))
 		return EOPNOTSUPP;
 	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
 		if (clock_gettime(CLOCK_MONOTONIC, &now))
 			return errno;
 		values->raw_clock.tv_sec = 0;
-		values->raw_clock.tv_nsec = now.tv_sec * 1000000000L +
+		values->raw_clock.tv_nsec = (int64_t)now.tv_sec * 1000000000 +
 					    now.tv_nsec;
 	}
 	values->comp_mask &= IBV_VALUES_MASK_RAW_CLOCK;

@@ -107,7 +107,8 @@ enum srdma_uwc_flags {
  * struct ib_uverbs_wc, then this, when the kernel wrote the completion.
  * completion_ns is the device's clock (ibv_query_device_ex()'s
  * hca_core_clock, 1 GHz; ibv_query_rt_values_ex()'s raw_clock):
- * CLOCK_MONOTONIC in nanoseconds. wallclock_ns is CLOCK_REALTIME.
+ * CLOCK_MONOTONIC in nanoseconds, as the process that made the CQ sees
+ * it (through its time namespace). wallclock_ns is CLOCK_REALTIME.
  */
 struct srdma_uwc_ts {
 	__aligned_u64 completion_ns;
@@ -213,7 +214,7 @@ struct srdma_create_cq_resp {
 	__aligned_u64 offset;	/* mmap() offset of the ring */
 	__aligned_u64 len;	/* mmap() length */
 	__u32 slots;
-	__u32 slot_size;	/* sizeof(struct ib_uverbs_wc) */
+	__u32 slot_size;	/* SRDMA_UWC_SIZE, or SRDMA_UWC_TS_SLOT */
 };
 
 /*
@@ -228,7 +229,7 @@ struct srdma_resize_cq_resp {
 	__aligned_u64 offset;	/* mmap() offset of the new ring */
 	__aligned_u64 len;	/* mmap() length */
 	__u32 slots;
-	__u32 slot_size;	/* sizeof(struct ib_uverbs_wc) */
+	__u32 slot_size;	/* as the CQ's srdma_create_cq_resp said */
 };
 
 struct srdma_uqueue {

@@ -406,6 +406,7 @@ struct srdma_cq {
 	struct ib_cq ibcq;
 	bool user;			/* a user CQ; set at creation */
 	bool timestamps;		/* slots of srdma_uwc_ts; likewise */
+	s64 mono_off;			/* the creator's time namespace's */
 	spinlock_t lock;		/* guards everything below */
 	/*
 	 * The ring and its size are replaced by srdma_resize_cq(), under the

@@ -7,6 +7,7 @@
  * system call.
  */
 #include <linux/log2.h>
+#include <linux/time_namespace.h>
 #include <linux/vmalloc.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -108,6 +109,16 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	ibcq->cqe = slots - 1;
 	cq->user = !!udata;
 	cq->timestamps = attr->flags & IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
+	if (cq->timestamps) {
+		/*
+		 * The creator reads CLOCK_MONOTONIC through its time
+		 * namespace: stamp completions on the clock it sees.
+		 */
+		struct timespec64 off = {};
+
+		timens_add_monotonic(&off);
+		cq->mono_off = timespec64_to_ns(&off);
+	}
 	if (udata) {
 		err = srdma_ucq_ring(cq, &cq->uring, slots, udata,
 				     "create_cq");
@@ -253,7 +264,7 @@ static void srdma_ucq_fill(struct srdma_cq *cq, const struct ib_wc *wc)
 	if (cq->timestamps) {
 		struct srdma_uwc_ts *ts = (void *)(u + 1);
 
-		ts->completion_ns = ktime_get_ns();
+		ts->completion_ns = ktime_get_ns() + cq->mono_off;
 		ts->wallclock_ns = ktime_get_real_ns();
 	}
 }
@@ -349,6 +360,7 @@ static int srdma_cq_switch(struct srdma_cq *cq, struct srdma_uring *ur,
 			     cqe, used);
 		return -EINVAL;
 	}
+	/* Both rings have the CQ's slot size (cq->timestamps is fixed). */
 	for (i = cons; i != cq->prod; i++) {
 		if (cq->user)
 			memcpy(srdma_uring_slot(ur, i),
