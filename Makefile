@@ -186,6 +186,11 @@ lint: $(CHECKPATCH)
 	@$(ROOT)/scripts/mkmodroot
 	@if grep -E '(warning|error):' $(BUILD)/sparse.log; then \
 		echo "sparse: not clean" >&2; exit 1; fi
+	@# Every shell script parses (a guest that sources a broken one
+	@# fails its whole phase).
+	@for f in $$(grep -lr '^#!/bin/bash' $(ROOT)/selftests $(ROOT)/scripts \
+		     $(ROOT)/tools $(ROOT)/.ci); do \
+		bash -n "$$f" || { echo "bash -n: $$f" >&2; exit 1; }; done
 	@echo "lint: clean"
 
 check: deps
