@@ -277,17 +277,16 @@ del_target_teardown() {
 	nfs_storage_teardown
 	echo "# teardown: nvmet $((t1 - t0)) s, nfsd $((SECONDS - t1)) s"
 	if [ "$1" = target ]; then
-		# nvmet must let go. nfsd kept 4 module references here,
-		# with no nfsd thread left and its fs unmounted, while two
-		# rpc.mountd processes were still running (they hold nfsd's
-		# cache channels open); nfs_storage_teardown now stops every
-		# rpc.mountd. Until a run shows nfsd going, it is noted, not
-		# failed; srdma's module must unload all the same.
+		# nvmet and nfsd must let go. nfsd once kept 4 module
+		# references here, with no nfsd thread left and its fs
+		# unmounted, while two rpc.mountd processes still held its
+		# cache channels open; nfs_storage_teardown stops every
+		# rpc.mountd (both unloaded in 2 s since).
 		if ! wait_for 60 target_mods_gone; then
 			lsmod | grep -qE '^nvmet' &&
 				fail "nvmet still loaded: $(lsmod | grep -E '^nvmet')"
-			echo "# nfsd still loaded after its client went: $(lsmod | awk '$1 == "nfsd" { print "refcount " $3 }')"
 			nfsd_threads_dump
+			fail "nfsd still loaded after its client went: $(lsmod | awk '$1 == "nfsd" { print "refcount " $3 }')"
 		fi
 		unload_check
 	elif ! wait_for 30 target_mods_gone; then
