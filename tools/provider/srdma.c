@@ -679,7 +679,6 @@ static int srdma_dereg_mr(struct verbs_mr *vmr)
 	return ret;
 }
 
-/* Map the ring of a CQ the kernel just made. */
 static_assert(sizeof(struct ib_uverbs_wc) == SRDMA_UWC_SIZE,
 	      "srdma_uwc_ts follows the completion");
 
@@ -689,6 +688,7 @@ static size_t srdma_cq_min_slot(const struct srdma_cq *cq)
 	return cq->timestamps ? SRDMA_UWC_TS_SLOT : SRDMA_UWC_SIZE;
 }
 
+/* Map the ring of a CQ the kernel just made. */
 static int srdma_cq_map(struct ibv_context *ctx, struct srdma_cq *cq,
 			const struct srdma_create_cq_resp *drv)
 {
@@ -796,16 +796,17 @@ static int srdma_poll_cq(struct ibv_cq *ibcq, int num, struct ibv_wc *wc)
 static int srdma_cq_take(struct srdma_cq *cq)
 {
 	struct srdma_uring *r = &cq->ring;
+	char *slot;
 
 	if (cq->next == cq->prod) {
 		cq->prod = srdma_load(&r->hdr->prod);
 		if (cq->next == cq->prod)
 			return ENOENT;
 	}
-	memcpy(&cq->cur, srdma_slot(r, cq->next), sizeof(cq->cur));
+	slot = srdma_slot(r, cq->next);
+	memcpy(&cq->cur, slot, sizeof(cq->cur));
 	if (cq->timestamps)
-		memcpy(&cq->cur_ts, (char *)srdma_slot(r, cq->next) +
-		       SRDMA_UWC_SIZE, sizeof(cq->cur_ts));
+		memcpy(&cq->cur_ts, slot + SRDMA_UWC_SIZE, sizeof(cq->cur_ts));
 	cq->next++;
 	cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
 	cq->vcq.cq_ex.status = cq->cur.status;

@@ -66,12 +66,11 @@ static int srdma_ucq_ring(struct srdma_cq *cq, struct srdma_uring *ur,
  * @attrs: the uverbs command's attributes, or on kernels before 6.9 its
  *	driver udata (srdma_compat.h); NULL for a kernel CQ
  *
- * A user CQ's entries live in a ring mapped into the process.
+ * A user CQ's entries live in a ring mapped into the process. A user CQ
+ * may ask for completion timestamps (struct srdma_uwc_ts after each
+ * entry); a kernel CQ for no flag.
  *
  * Context: Process context; sleeps.
- * A user CQ may ask for completion timestamps (struct srdma_uwc_ts after
- * each entry); a kernel CQ for no flag.
- *
  * Return: 0; -EOPNOTSUPP for flags; -EINVAL for a size out of range, a
  * completion vector the device lacks or a short response buffer; -ENOMEM,
  * also when the device has its limit of CQs.
