@@ -201,8 +201,15 @@ static inline int srdma_test_connect_self(struct ibv_qp *qp, int gidx, union ibv
 	return srdma_test_connect_self_mtu(qp, gidx, gid, IBV_MTU_1024);
 }
 
+/*
+ * Index of the first RoCEv2 GID that is an IPv4-mapped address
+ * (::ffff:a.b.c.d), -1 if none. All ten leading bytes are checked: the
+ * default GID fe80::/64 built from the MAC has byte 11 0xff always and
+ * byte 10 from the MAC, so two bytes alone match it once in 256 MACs.
+ */
 static inline int srdma_test_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
 {
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
 	struct ibv_gid_entry ent;
 	int i;
 
@@ -210,7 +217,7 @@ static inline int srdma_test_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gi
 		if (ibv_query_gid_ex(ctx, 1, i, &ent, 0))
 			continue;
 		if (ent.gid_type == IBV_GID_TYPE_ROCE_V2 &&
-		    ent.gid.raw[10] == 0xff && ent.gid.raw[11] == 0xff) {
+		    !memcmp(ent.gid.raw, v4mapped, sizeof(v4mapped))) {
 			*gid = ent.gid;
 			return i;
 		}
