@@ -203,7 +203,7 @@ static inline int srdma_test_connect_self(struct ibv_qp *qp, int gidx, union ibv
 
 /*
  * Index of the first RoCEv2 GID that is an IPv4-mapped address
- * (::ffff:a.b.c.d), -1 if none. All ten leading bytes are checked: the
+ * (::ffff:a.b.c.d), -1 if none. All twelve leading bytes are checked: the
  * default GID fe80::/64 built from the MAC has byte 11 0xff always and
  * byte 10 from the MAC, so two bytes alone match it once in 256 MACs.
  */
