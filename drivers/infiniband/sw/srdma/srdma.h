@@ -645,9 +645,14 @@ struct srdma_qp {
 	 * read under either. Packets go out under the QP lock only.
 	 */
 	struct srdma_av av;
-	spinlock_t dst_lock;		/* guards dst and dst_cookie */
+	spinlock_t dst_lock;		/* guards dst, dst_cookie, dst_frags */
 	struct dst_entry *dst;		/* counted, re-looked up if obsolete */
 	u32 dst_cookie;
+	/*
+	 * The route's device takes page fragments (scatter-gather, or the
+	 * loopback): written with dst, read without the lock as a hint.
+	 */
+	bool dst_frags;
 	__be16 sport;
 
 	/*
@@ -1081,6 +1086,7 @@ int srdma_xmit_ud(struct srdma_qp *qp, const struct srdma_av *av,
 struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload);
 int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt);
+bool srdma_dst_frags(const struct dst_entry *dst);
 int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		       struct dst_entry **dstp, u32 *cookie);
 void srdma_loop_init(void);

@@ -263,6 +263,21 @@ int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 	return 0;
 }
 
+/**
+ * srdma_dst_frags() - may packets to @dst carry their payload in fragments
+ * @dst: a route
+ *
+ * A device without scatter-gather would have each such packet copied
+ * into one buffer by the stack (validate_xmit_skb()): a copy made by the
+ * sender costs less. The loopback takes them, and local delivery never
+ * reaches a device.
+ */
+bool srdma_dst_frags(const struct dst_entry *dst)
+{
+	return dst && (dst->dev->flags & IFF_LOOPBACK ||
+		       dst->dev->features & NETIF_F_SG);
+}
+
 static struct dst_entry *srdma_get_dst(struct srdma_qp *qp)
 {
 	struct dst_entry *dst = NULL;
@@ -276,6 +291,7 @@ static struct dst_entry *srdma_get_dst(struct srdma_qp *qp)
 		if (srdma_route_lookup(qp->sdev, &qp->av, &qp->dst,
 				       &qp->dst_cookie))
 			goto out_unlock;
+		WRITE_ONCE(qp->dst_frags, srdma_dst_frags(qp->dst));
 	}
 	dst = dst_clone(qp->dst);
 out_unlock:

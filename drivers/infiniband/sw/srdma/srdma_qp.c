@@ -923,6 +923,7 @@ static void srdma_qp_apply_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	qp->av = m->av;
 	swap(qp->dst, m->dst);
 	qp->dst_cookie = m->cookie;
+	WRITE_ONCE(qp->dst_frags, srdma_dst_frags(qp->dst));
 	spin_unlock(&qp->dst_lock);
 }
 

@@ -544,7 +544,8 @@ static int srdma_payload_fill(struct srdma_qp *qp,
  * @src: where the payload comes from
  *
  * Payloads of at least SRDMA_ZCOPY_MIN bytes go out from the memory's own
- * pages, attached to the skb, unless @src asks for a copy; smaller ones
+ * pages, attached to the skb, unless @src asks for a copy or the route's
+ * device cannot take fragments (srdma_dst_frags()); smaller ones
  * are copied, and so are large ones whose pages cannot be attached (a DMA MR, too many pieces, no
  * memory for the pad).
  *
@@ -556,7 +557,8 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			       const struct srdma_payload_src *src)
 {
-	bool zcopy = pkt->paylen >= SRDMA_ZCOPY_MIN && !src->copy;
+	bool zcopy = pkt->paylen >= SRDMA_ZCOPY_MIN && !src->copy &&
+		     READ_ONCE(qp->dst_frags);
 	struct sk_buff *skb;
 	u8 *payload;
 	int err;
