@@ -51,11 +51,12 @@ def fail(msg):
 class Target:
     """srdma_target, driven over its stdin/stdout."""
 
-    def __init__(self, gidx, uc=False, xrc=False):
+    def __init__(self, gidx, uc=False, xrc=False, timeout=None):
         self.p = subprocess.Popen(
             ["srdma_target", "-d", os.environ.get("SRDMA_DEV", "srdma0"),
              "-g", str(gidx), "-r", SRC, "-q", str(PEER_QPN)] +
-            (["-u"] if uc else []) + (["-x"] if xrc else []),
+            (["-u"] if uc else []) + (["-x"] if xrc else []) +
+            (["-t", str(timeout)] if timeout else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         hello = self.p.stdout.readline().split()
         if not hello:
@@ -161,6 +162,7 @@ class Wire:
             return None
         pkt = {"op": d[0], "dqpn": struct.unpack(">I", d[4:8])[0] & 0xffffff,
                "psn": struct.unpack(">I", d[8:12])[0] & 0xffffff,
+               "ackreq": bool(d[8] & 0x80),
                "xrc": d[0] & 0xe0 == XRC}
         if pkt["xrc"]:              # XRC answers: RC's in the XRC group
             pkt["op"] &= 0x1f
@@ -897,6 +899,100 @@ def t_xrc_to_rc(t, w):
     expect_state(t, QPS_RTS)
 
 
+def expect_send_wc(t, wcs):
+    """@wcs is one successful SEND completion, every field (byte_len is
+    for receives and READs: 0 here)."""
+    want = [dict(wr_id=0x200, status=0, opcode=0, byte_len=0, imm=0,
+                 wc_flags=0, src_qp=0, qp_num=t.qpn)]
+    if wcs != want:
+        fail("completions %s, want %s" % (wcs, want))
+
+
+def timeout_probe(t, w):
+    """Set up an early timeout: one SEND ACKed at once (an RTT sample),
+    then one of 8 packets left unanswered until the requester resends its
+    first packet. Returns (first PSN, counters before, resends before the
+    probe). Asserts that the probe is that one packet, with AckReq, and
+    that nothing else of the message follows it."""
+    if t.cmd("send 64") != "ok":
+        fail("post_send")
+    q = w.recv(5.0)
+    if not q or q["op"] != OP["SEND_ONLY"]:
+        fail("first SEND: %s" % q)
+    w.send(OP["ACK"], q["psn"], b"\x1f\x00\x00\x01")
+    time.sleep(0.3)
+    wcs = t.poll()
+    expect_send_wc(t, wcs)
+    c0 = {k: hw_counter(k) for k in ("early_timeouts", "tail_loss_probes",
+                                     "ack_timeouts", "retransmits")}
+    if t.cmd("send %d" % (8 * MTU)) != "ok":
+        fail("post_send 8 KiB")
+    p = (q["psn"] + 1) & 0xffffff
+    got = [w.recv(2.0) for _ in range(8)]
+    if [g and (g["op"], g["psn"]) for g in got] != \
+            [(OP["SEND_FIRST"], p)] + [(OP["SEND_MIDDLE"], p + i) for i in range(1, 7)] + \
+            [(OP["SEND_LAST"], p + 7)]:
+        fail("8 KiB SEND: %s" % [g and (g["op"], hex(g["psn"])) for g in got])
+    before, end = [], time.time() + 2.0
+    while time.time() < end:
+        g = w.recv(0.5)
+        if not g:
+            continue
+        if g["psn"] == p:
+            break
+        before.append(g["psn"])
+    else:
+        fail("no resend of the first packet; resent %s" % [hex(x) for x in before])
+    print("# resent before the probe: %s" % [hex(x) for x in before])
+    if not g["ackreq"] or g["op"] != OP["SEND_FIRST"]:
+        fail("probe: %s" % g)
+    # Only a tail-loss probe (the last packet) may come before it.
+    if any(x != p + 7 for x in before):
+        fail("resent before the probe: %s" % [hex(x) for x in before])
+    # Going back N would have sent the rest right behind it.
+    nxt = w.recv(0.005)
+    if nxt:
+        fail("after the probe came %s: went back N" % nxt)
+    return p, c0
+
+
+def t_timeout_late(t, w):
+    """An early timeout when the packets were late, not lost: only the
+    oldest packet is resent, and once an ACK covers the whole message
+    nothing more is."""
+    p, c0 = timeout_probe(t, w)
+    w.send(OP["ACK"], p + 7, b"\x1f\x00\x00\x02")
+    rest = [g for g in w.drain(0.5) if g["op"] != OP["ACK"]]
+    if rest:
+        fail("resent after the ACK: %s" % [(g["op"], hex(g["psn"])) for g in rest])
+    wcs = t.poll()
+    expect_send_wc(t, wcs)
+    d = {k: hw_counter(k) - v for k, v in c0.items()}
+    print("# counters: %s" % d)
+    if d["early_timeouts"] != 1 or d["ack_timeouts"] != 0:
+        fail("counters %s: want one early timeout and no ACK timeout" % d)
+    expect_state(t, QPS_RTS)
+
+
+def t_timeout_lost(t, w):
+    """An early timeout when the packets were lost: the ACK of the probe
+    alone makes the requester go back N at once, from the packet after."""
+    p, c0 = timeout_probe(t, w)
+    w.send(OP["ACK"], p, b"\x1f\x00\x00\x01")
+    again = [w.recv(1.0) for _ in range(7)]
+    if [g and g["psn"] for g in again] != [p + i for i in range(1, 8)]:
+        fail("after the probe's ACK: %s" % [g and hex(g["psn"]) for g in again])
+    w.send(OP["ACK"], p + 7, b"\x1f\x00\x00\x02")
+    time.sleep(0.3)
+    wcs = t.poll()
+    expect_send_wc(t, wcs)
+    d = {k: hw_counter(k) - v for k, v in c0.items()}
+    print("# counters: %s" % d)
+    if d["early_timeouts"] != 1 or d["ack_timeouts"] != 0:
+        fail("counters %s: want one early timeout and no ACK timeout" % d)
+    expect_state(t, QPS_RTS)
+
+
 def t_to_reset_qp(t, w):
     """A request to a QP moved to RESET is dropped unanswered and counted
     as for a QP in the wrong state (rx_bad_qp_state), not as a bad header:
@@ -922,8 +1018,11 @@ def main():
     fn = globals().get("t_" + test)
     if not fn:
         fail("no test " + test)
+    # timeout_*: an ACK timeout of 537 ms, so that the adaptive timeout
+    # comes first whatever the RTT sample (this script's reaction time).
     t = Target(gidx, uc=test.startswith("uc_"),
-               xrc=test.startswith("xrc_") and test != "xrc_to_rc")
+               xrc=test.startswith("xrc_") and test != "xrc_to_rc",
+               timeout=17 if test.startswith("timeout_") else None)
     enter_netns(ns)
     w = Wire(t.qpn)
     try:

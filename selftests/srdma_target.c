@@ -7,7 +7,9 @@
  * sequences; this program shows what they did to the QP, its memory and
  * its completions.
  *
- *   srdma_target -d DEV -g GIDX -r PEER_IPV4 -q PEER_QPN [-u | -x]
+ *   srdma_target -d DEV -g GIDX -r PEER_IPV4 -q PEER_QPN [-u | -x] [-t T]
+ *
+ * -t sets the RC QP's local ACK timeout attribute (default 14: 67 ms).
  *
  * With -x the QP is an XRC receive QP (in RTR) of a domain with two XRC
  * SRQs, A and B, both on the one CQ; receives go to A ("recv N") or B
@@ -56,6 +58,7 @@ static union ibv_gid peer_gid;
 static int gidx;
 static bool uc;		/* -u: a UC QP, no READ, atomics, ACK timers */
 static bool xrc;	/* -x: an XRC receive QP, receives on XRC SRQs */
+static int ack_timeout = 14;	/* -t: the QP's local ACK timeout */
 static struct ibv_xrcd *xrcd;
 static struct ibv_srq *srq_a, *srq_b;
 static char events[256];
@@ -96,7 +99,7 @@ static int modify(enum ibv_qp_state state, uint32_t dqpn)
 	case IBV_QPS_RTS:
 		if (xrc)	/* an XRC receive QP answers in RTR */
 			return 0;
-		a.timeout = 14;
+		a.timeout = ack_timeout;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.sq_psn = SQ_PSN;
@@ -271,7 +274,7 @@ int main(int argc, char **argv)
 	char line[256];
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:g:r:q:ux")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:r:q:uxt:")) != -1) {
 		switch (opt) {
 		case 'd': setenv("SRDMA_DEV", optarg, 1); break;
 		case 'g': gidx = atoi(optarg); break;
@@ -279,6 +282,7 @@ int main(int argc, char **argv)
 		case 'q': peer_qpn = strtoul(optarg, NULL, 0); break;
 		case 'u': uc = true; break;
 		case 'x': xrc = true; break;
+		case 't': ack_timeout = atoi(optarg); break;
 		default: return 2;
 		}
 	}

@@ -70,3 +70,6 @@ test_hostile_xrc_transport() { hostile xrc_transport; }
 test_hostile_xrc_to_rc() { hostile xrc_to_rc; }
 # Requests to a QP in RESET: dropped, counted as rx_bad_qp_state.
 test_hostile_to_reset_qp() { hostile to_reset_qp; }
+# An early timeout resends one packet; its ACK tells late from lost.
+test_hostile_timeout_late() { hostile timeout_late; }
+test_hostile_timeout_lost() { hostile timeout_lost; }

@@ -205,6 +205,9 @@ enum srdma_counter {
 	SRDMA_CNT_ODP_MISS,		/* ODP: a page not present when used */
 	SRDMA_CNT_ODP_FAULT,		/* ODP: ranges faulted in */
 	SRDMA_CNT_ODP_INVAL,		/* ODP: invalidations that hit an MR */
+	SRDMA_CNT_TLP,			/* tail-loss probes sent */
+	SRDMA_CNT_EARLY_RTO,		/* adaptive timeouts (not the QP's) */
+	SRDMA_CNT_TX_RESENT,		/* RC request packets sent again */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -645,7 +648,7 @@ struct srdma_qp {
 	 * read under either. Packets go out under the QP lock only.
 	 */
 	struct srdma_av av;
-	spinlock_t dst_lock;		/* guards dst, dst_cookie, dst_frags */
+	spinlock_t dst_lock;		/* guards dst and what follows */
 	struct dst_entry *dst;		/* counted, re-looked up if obsolete */
 	u32 dst_cookie;
 	/*
@@ -653,6 +656,7 @@ struct srdma_qp {
 	 * loopback): written with dst, read without the lock as a hint.
 	 */
 	bool dst_frags;
+	bool dst_local;			/* the route ends on this host */
 	__be16 sport;
 
 	/*
@@ -680,6 +684,12 @@ struct srdma_qp {
 	bool sq_error;			/* a WQE failed, flush the rest */
 	bool uring_bad;			/* a mapped ring held garbage */
 	struct timer_list retrans_timer;
+	/*
+	 * Pacing (srdma_pace_hold()): the earliest time the next packet
+	 * may leave, and the timer that runs the requester then.
+	 */
+	ktime_t pace_next;
+	struct hrtimer pace_timer;
 	/* RTT estimate (RFC 6298 style), one sample in flight at a time. */
 	u32 sent_psn;			/* one past the highest PSN sent */
 	u32 rtt_psn;			/* PSN being timed */
@@ -690,6 +700,8 @@ struct srdma_qp {
 	u8 rto_backoff;			/* early retransmissions since progress */
 	bool tlp_armed;			/* the timer is a tail-loss probe */
 	bool tlp_sent;			/* probe sent since the last progress */
+	bool una_probe;			/* una_probe_psn resent on a timeout */
+	u32 una_probe_psn;
 	/*
 	 * Congestion window (AIMD), in SRDMA_CWND_UNITs: halved once per
 	 * window on a loss (srdma_cwnd_pkts() gives it in packets).
@@ -1086,7 +1098,7 @@ int srdma_xmit_ud(struct srdma_qp *qp, const struct srdma_av *av,
 struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload);
 int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt);
-bool srdma_dst_frags(const struct dst_entry *dst);
+void srdma_qp_note_dst(struct srdma_qp *qp);
 int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		       struct dst_entry **dstp, u32 *cookie);
 void srdma_loop_init(void);
@@ -1251,6 +1263,7 @@ void srdma_req_run(struct srdma_qp *qp);
 void srdma_req_resend_now(struct srdma_qp *qp);
 void srdma_send_work(struct work_struct *work);
 void srdma_retrans_timer(struct timer_list *t);
+enum hrtimer_restart srdma_pace_timer(struct hrtimer *t);
 void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 			enum ib_wc_status status);
 void srdma_req_acked(struct srdma_qp *qp, u32 una, bool retired);

@@ -264,18 +264,27 @@ int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 }
 
 /**
- * srdma_dst_frags() - may packets to @dst carry their payload in fragments
- * @dst: a route
+ * srdma_qp_note_dst() - note what the QP's new route means for sending
+ * @qp: the QP, whose dst just changed
  *
- * A device without scatter-gather would have each such packet copied
- * into one buffer by the stack (validate_xmit_skb()): a copy made by the
- * sender costs less. The loopback takes them, and local delivery never
- * reaches a device.
+ * Whether the route ends on this host (no pacing: local delivery) and
+ * whether packets may carry their payload in page fragments: a device
+ * without scatter-gather would have the stack copy each such packet into
+ * one buffer (validate_xmit_skb()), which costs more than a copy made by
+ * the sender. The loopback takes them; local delivery never reaches a
+ * device. Both are hints, read without the lock.
+ *
+ * Context: dst_lock held.
  */
-bool srdma_dst_frags(const struct dst_entry *dst)
+void srdma_qp_note_dst(struct srdma_qp *qp)
 {
-	return dst && (dst->dev->flags & IFF_LOOPBACK ||
-		       dst->dev->features & NETIF_F_SG);
+	struct dst_entry *dst = qp->dst;
+	bool local = dst && dst->dev->flags & IFF_LOOPBACK;
+
+	lockdep_assert_held(&qp->dst_lock);
+	WRITE_ONCE(qp->dst_local, local);
+	WRITE_ONCE(qp->dst_frags,
+		   local || (dst && dst->dev->features & NETIF_F_SG));
 }
 
 static struct dst_entry *srdma_get_dst(struct srdma_qp *qp)
@@ -291,7 +300,7 @@ static struct dst_entry *srdma_get_dst(struct srdma_qp *qp)
 		if (srdma_route_lookup(qp->sdev, &qp->av, &qp->dst,
 				       &qp->dst_cookie))
 			goto out_unlock;
-		WRITE_ONCE(qp->dst_frags, srdma_dst_frags(qp->dst));
+		srdma_qp_note_dst(qp);
 	}
 	dst = dst_clone(qp->dst);
 out_unlock:

@@ -275,6 +275,8 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->released);
 	timer_setup(&qp->retrans_timer, srdma_retrans_timer, 0);
+	hrtimer_init(&qp->pace_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	qp->pace_timer.function = srdma_pace_timer;
 	INIT_WORK(&qp->read_work, srdma_read_work);
 	INIT_WORK(&qp->send_work, srdma_send_work);
 	INIT_WORK(&qp->odp_work, srdma_odp_qp_work);
@@ -923,7 +925,7 @@ static void srdma_qp_apply_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	qp->av = m->av;
 	swap(qp->dst, m->dst);
 	qp->dst_cookie = m->cookie;
-	WRITE_ONCE(qp->dst_frags, srdma_dst_frags(qp->dst));
+	srdma_qp_note_dst(qp);
 	spin_unlock(&qp->dst_lock);
 }
 
@@ -1128,6 +1130,7 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		srdma_qp_flush(qp);
 	spin_unlock_bh(&qp->lock);
 	del_timer_sync(&qp->retrans_timer);
+	hrtimer_cancel(&qp->pace_timer);
 	cancel_work_sync(&qp->read_work);
 	cancel_work_sync(&qp->send_work);
 

@@ -89,12 +89,21 @@ static void srdma_arm_timer(struct srdma_qp *qp)
 	mod_timer(&qp->retrans_timer, jiffies + rto);
 }
 
-/* Packet @psn goes out: time a first transmission if nothing is timed. */
-static void srdma_rtt_start(struct srdma_qp *qp, u32 psn)
+/*
+ * Packet @psn went out, asking for an ACK or not (@ackreq): time it if it
+ * is a first transmission that asked and nothing is timed. Only a packet
+ * that asks is answered at once: one that waits for a later AckReq would
+ * time the packets sent after it too, and with pacing (srdma_pace_hold())
+ * the delays the RTT itself sets.
+ */
+static void srdma_rtt_start(struct srdma_qp *qp, u32 psn, bool ackreq)
 {
-	if (srdma_psn_diff(psn, qp->sent_psn) < 0)
-		return;		/* a resend: no sample from it */
-	if (!qp->rtt_pending) {
+	if (srdma_psn_diff(psn, qp->sent_psn) < 0) {
+		/* A resend: counted, no sample from it. */
+		srdma_count(qp->sdev, SRDMA_CNT_TX_RESENT);
+		return;
+	}
+	if (ackreq && !qp->rtt_pending) {
 		qp->rtt_pending = true;
 		qp->rtt_psn = psn;
 		qp->rtt_start = ktime_get();
@@ -152,6 +161,8 @@ void srdma_req_init_window(struct srdma_qp *qp, u32 psn)
 	qp->cwnd_cut = false;
 	qp->tlp_sent = false;
 	qp->tlp_armed = false;
+	qp->una_probe = false;
+	qp->pace_next = 0;
 	qp->rto_backoff = 0;
 	qp->rd_gap_psn = U32_MAX;	/* never a valid PSN */
 	qp->last_progress = jiffies;
@@ -339,6 +350,7 @@ static void srdma_req_rewind(struct srdma_qp *qp, u32 psn)
 
 	lockdep_assert_held(&qp->lock);
 	qp->rtt_pending = false;	/* no samples from resent packets */
+	qp->una_probe = false;		/* all of it goes again */
 	for (i = qp->sq.cons; i != qp->sq.prod; i++) {
 		wqe = srdma_ring_slot(&qp->sq, i);
 		if (!wqe->started)
@@ -388,6 +400,18 @@ void srdma_req_acked(struct srdma_qp *qp, u32 una, bool retired)
 	}
 	if (!progress)
 		return;
+	if (qp->una_probe) {
+		/*
+		 * The first ACK after a timeout's probe. Covering exactly
+		 * the probe, with more sent: that was all that arrived, the
+		 * rest was lost; go back N now. Covering more: the packets
+		 * were late, not lost, and nothing is sent again.
+		 */
+		qp->una_probe = false;
+		if (una == srdma_psn_add(qp->una_probe_psn, 1) &&
+		    srdma_psn_diff(qp->sent_psn, una) > 0)
+			srdma_req_loss(qp, una);
+	}
 	qp->retry_left = qp->attr.retry_cnt;
 	qp->rnr_left = qp->attr.rnr_retry;
 	qp->rto_backoff = 0;
@@ -776,13 +800,17 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		.xrc_srqn = wqe->xrc_srqn,	/* XRC initiators only */
 	};
 
+	int err;
+
 	lockdep_assert_held(&qp->lock);
-	srdma_rtt_start(qp, pkt.psn);
 	if (wqe->opcode == IB_WR_RDMA_READ)
-		return srdma_req_read_packet(qp, wqe, &pkt);
-	if (srdma_wr_is_atomic(wqe->opcode))
-		return srdma_req_atomic_packet(qp, wqe, &pkt);
-	return srdma_req_data_packet(qp, wqe, &pkt);
+		err = srdma_req_read_packet(qp, wqe, &pkt);
+	else if (srdma_wr_is_atomic(wqe->opcode))
+		err = srdma_req_atomic_packet(qp, wqe, &pkt);
+	else
+		err = srdma_req_data_packet(qp, wqe, &pkt);
+	srdma_rtt_start(qp, pkt.psn, pkt.ackreq);
+	return err;
 }
 
 /*
@@ -950,6 +978,88 @@ static bool srdma_req_local(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 #define SRDMA_RC_BUDGET		64
 
 /*
+ * Pacing. Between two hosts a whole congestion window sent at once
+ * overflows the buffers on the way (the QEMU wire between test guests
+ * drops bursts of more than about a hundred packets) and go-back-N then
+ * resends the rest of the window. So after a burst of SRDMA_PACE_BURST
+ * packets the requester spaces its packets to send one congestion window
+ * per smoothed RTT, times pace_gain_pct / 100: a little faster than the
+ * window alone allows, so that the window, not the pacing, is what
+ * limits. The RTT is sampled only from packets that ask for their ACK
+ * (srdma_rtt_start()), so the pacing delays do not feed the rate. No
+ * pacing before the first sample, nor to a QP on this host, and never
+ * more than SRDMA_PACE_MAX_GAP_NS between two packets (an RTT sample
+ * taken across a stall must not slow the QP to a crawl). A READ request
+ * counts its responses.
+ */
+#define SRDMA_PACE_BURST	16
+#define SRDMA_PACE_MAX_GAP_NS	(100 * NSEC_PER_USEC)
+
+static unsigned int pace_gain_pct = 125;
+module_param(pace_gain_pct, uint, 0444);
+MODULE_PARM_DESC(pace_gain_pct,
+		 "RC pacing rate in percent of a congestion window per RTT (default 125, 0: no pacing)");
+
+/* Nanoseconds between two packets of the QP's MTU; 0: no pacing. */
+static u64 srdma_pace_gap(struct srdma_qp *qp)
+{
+	if (!pace_gain_pct || !qp->srtt_us || READ_ONCE(qp->dst_local))
+		return 0;
+	return min_t(u64, div_u64((u64)qp->srtt_us * NSEC_PER_USEC * 100,
+				  srdma_cwnd_pkts(qp) * pace_gain_pct),
+		     SRDMA_PACE_MAX_GAP_NS);
+}
+
+/*
+ * May the next packet of the requester leave now? If not, the pace timer
+ * runs the requester when it may.
+ */
+static bool srdma_pace_hold(struct srdma_qp *qp)
+{
+	u64 gap = srdma_pace_gap(qp);
+	ktime_t now, credit;
+
+	if (!gap)
+		return false;
+	now = ktime_get();
+	/* After a pause, no more than a burst at once. */
+	credit = ktime_sub_ns(now, gap * SRDMA_PACE_BURST);
+	if (ktime_before(qp->pace_next, credit))
+		qp->pace_next = credit;
+	if (!ktime_after(qp->pace_next, now))
+		return false;
+	hrtimer_start(&qp->pace_timer, qp->pace_next, HRTIMER_MODE_ABS_SOFT);
+	return true;
+}
+
+/* @npkts packets' worth went out: the next may leave that much later. */
+static void srdma_pace_sent(struct srdma_qp *qp, u32 npkts)
+{
+	u64 gap = srdma_pace_gap(qp);
+
+	if (gap)
+		qp->pace_next = ktime_add_ns(qp->pace_next, gap * npkts);
+}
+
+/**
+ * srdma_pace_timer() - a paced QP may send again
+ * @t: the QP's pace_timer
+ *
+ * Context: softirq (HRTIMER_MODE_ABS_SOFT); takes the QP lock.
+ * destroy_qp moves the QP to RESET, where the requester sends nothing and
+ * arms nothing, before it cancels this timer.
+ */
+enum hrtimer_restart srdma_pace_timer(struct hrtimer *t)
+{
+	struct srdma_qp *qp = container_of(t, struct srdma_qp, pace_timer);
+
+	spin_lock_bh(&qp->lock);
+	srdma_req_run(qp);
+	spin_unlock_bh(&qp->lock);
+	return HRTIMER_NORESTART;
+}
+
+/*
  * Send what the window allows from qp->sq_next on, counting the packets in
  * @sent and those and the local work requests in @work, up to
  * SRDMA_RC_BUDGET of the latter: a process may post local work requests
@@ -962,6 +1072,7 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, u32 *work,
 			   int *err)
 {
 	struct srdma_send_wqe *wqe;
+	u32 off;
 	int ret;
 
 	while (qp->sq_next != qp->sq.prod && *work < SRDMA_RC_BUDGET) {
@@ -975,6 +1086,8 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, u32 *work,
 				(*work)++;
 				continue;
 			}
+			if (srdma_pace_hold(qp))
+				break;
 			ret = srdma_req_start(qp, wqe);
 			if (ret) {
 				srdma_req_fail(qp, wqe, ret);
@@ -983,10 +1096,11 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, u32 *work,
 		} else if (wqe->done) {
 			srdma_req_next_wqe(qp);
 			continue;
-		} else if (!srdma_req_resume(qp, wqe)) {
+		} else if (!srdma_req_resume(qp, wqe) || srdma_pace_hold(qp)) {
 			break;
 		}
 
+		off = qp->sq_next_off;
 		*err = srdma_req_packet(qp, wqe);
 		if (*err == -EACCES || *err == -EINVAL) {
 			/* Bad lkey, range or right in the local SGEs. */
@@ -997,6 +1111,9 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, u32 *work,
 		}
 		if (*err)
 			break;	/* no memory or route: the timer retries */
+		/* A READ request brings its responses: count those. */
+		srdma_pace_sent(qp, wqe->opcode == IB_WR_RDMA_READ ?
+				srdma_npkts(qp->sq_next_off - off, qp->mtu) : 1);
 		(*sent)++;
 		(*work)++;
 		if (qp->sq_next_off >= wqe->length)
@@ -1366,6 +1483,46 @@ static void srdma_req_resend(struct srdma_qp *qp)
 }
 
 /*
+ * An early timeout: nothing acknowledged for longer than the adaptive
+ * timeout, but not yet the QP's own. When a host stalls the path for a
+ * while (a busy hypervisor), the packets are late, not lost, and going
+ * back N would send the whole window twice. So only the oldest packet
+ * unacknowledged goes again, with AckReq, leaving the transmit position
+ * alone; its ACK tells late from lost (srdma_req_acked()). A NAK, or the
+ * next timeout, goes back N as before. Only for a SEND or WRITE packet:
+ * false for anything else (a READ or atomic is asked again whole).
+ */
+static bool srdma_req_probe_una(struct srdma_qp *qp)
+{
+	u32 next = qp->sq_next, off = qp->sq_next_off, i;
+	struct srdma_send_wqe *wqe = NULL;
+
+	for (i = qp->sq.cons; i != qp->sq.prod; i++) {
+		wqe = srdma_ring_slot(&qp->sq, i);
+		if (!wqe->started)
+			return false;
+		if (srdma_psn_diff(qp->una_psn, wqe->last_psn) <= 0)
+			break;
+	}
+	if (i == qp->sq.prod || wqe->done ||
+	    srdma_wr_is_rd_atomic(wqe->opcode) ||
+	    srdma_psn_diff(qp->una_psn, wqe->first_psn) < 0 ||
+	    srdma_psn_diff(qp->sent_psn, qp->una_psn) <= 0)
+		return false;
+	qp->sq_next = i;
+	qp->sq_next_off = (u32)srdma_psn_diff(qp->una_psn, wqe->first_psn) *
+			  qp->mtu;
+	qp->rtt_pending = false;	/* no samples from resent packets */
+	qp->pkts_since_ackreq = SRDMA_ACKREQ_EVERY;
+	srdma_req_packet(qp, wqe);	/* a failure: the next timeout */
+	qp->sq_next = next;
+	qp->sq_next_off = off;
+	qp->una_probe = true;
+	qp->una_probe_psn = qp->una_psn;
+	return true;
+}
+
+/*
  * The retransmit timer expired with @wqe, the oldest work request, sent
  * and not acknowledged: probe, resend early or use up a retry.
  */
@@ -1379,6 +1536,7 @@ static void srdma_req_timeout(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		 */
 		qp->tlp_sent = true;
 		srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+		srdma_count(qp->sdev, SRDMA_CNT_TLP);
 		srdma_req_probe(qp);
 		srdma_arm_timer(qp);
 		return;
@@ -1391,6 +1549,13 @@ static void srdma_req_timeout(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		 */
 		if (qp->rto_backoff < SRDMA_RTO_BACKOFF_MAX)
 			qp->rto_backoff++;
+		srdma_count(qp->sdev, SRDMA_CNT_EARLY_RTO);
+		/* A second timeout on the same probe: go back N. */
+		if (!qp->una_probe && srdma_req_probe_una(qp)) {
+			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
+			srdma_arm_timer(qp);
+			return;
+		}
 		srdma_req_resend(qp);
 		return;
 	}
