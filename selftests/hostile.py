@@ -949,6 +949,8 @@ def timeout_probe(t, w):
     # Only a tail-loss probe (the last packet) may come before it.
     if any(x != p + 7 for x in before):
         fail("resent before the probe: %s" % [hex(x) for x in before])
+    # Late ACKs may meet a second probe (the next early timeout), never
+    # more of the message.
     # Going back N would have sent the rest right behind it.
     nxt = w.recv(0.005)
     if nxt:
@@ -962,15 +964,15 @@ def t_timeout_late(t, w):
     nothing more is."""
     p, c0 = timeout_probe(t, w)
     w.send(OP["ACK"], p + 7, b"\x1f\x00\x00\x02")
-    rest = [g for g in w.drain(0.5) if g["op"] != OP["ACK"]]
+    rest = [g for g in w.drain(0.5) if g["op"] != OP["ACK"] and g["psn"] != p]
     if rest:
         fail("resent after the ACK: %s" % [(g["op"], hex(g["psn"])) for g in rest])
     wcs = t.poll()
     expect_send_wc(t, wcs)
     d = {k: hw_counter(k) - v for k, v in c0.items()}
     print("# counters: %s" % d)
-    if d["early_timeouts"] != 1 or d["ack_timeouts"] != 0:
-        fail("counters %s: want one early timeout and no ACK timeout" % d)
+    if d["early_timeouts"] < 1 or d["ack_timeouts"] != 0:
+        fail("counters %s: want an early timeout and no ACK timeout" % d)
     expect_state(t, QPS_RTS)
 
 
@@ -979,7 +981,7 @@ def t_timeout_lost(t, w):
     alone makes the requester go back N at once, from the packet after."""
     p, c0 = timeout_probe(t, w)
     w.send(OP["ACK"], p, b"\x1f\x00\x00\x01")
-    again = [w.recv(1.0) for _ in range(7)]
+    again = [g for g in (w.recv(1.0) for _ in range(8)) if g and g["psn"] != p][:7]
     if [g and g["psn"] for g in again] != [p + i for i in range(1, 8)]:
         fail("after the probe's ACK: %s" % [g and hex(g["psn"]) for g in again])
     w.send(OP["ACK"], p + 7, b"\x1f\x00\x00\x02")
@@ -988,8 +990,8 @@ def t_timeout_lost(t, w):
     expect_send_wc(t, wcs)
     d = {k: hw_counter(k) - v for k, v in c0.items()}
     print("# counters: %s" % d)
-    if d["early_timeouts"] != 1 or d["ack_timeouts"] != 0:
-        fail("counters %s: want one early timeout and no ACK timeout" % d)
+    if d["early_timeouts"] < 1 or d["ack_timeouts"] != 0:
+        fail("counters %s: want an early timeout and no ACK timeout" % d)
     expect_state(t, QPS_RTS)
 
 

@@ -132,6 +132,7 @@ static void srdma_comp_rnr_nak(struct srdma_qp *qp, u32 psn, u8 timer)
 	srdma_count(qp->sdev, SRDMA_CNT_RNR_NAK_RCVD);
 	if (srdma_comp_nak_stale(qp, psn))
 		return;
+	qp->una_probe = false;	/* the NAK, not a timeout's probe, decides */
 	srdma_comp_ack(qp, srdma_psn_prev(psn));
 	if (qp->state == IB_QPS_ERR)
 		return;
@@ -150,6 +151,7 @@ static void srdma_comp_nak(struct srdma_qp *qp, u32 psn, u8 code)
 		return;
 	switch (code) {
 	case SRDMA_NAK_PSN_SEQ:
+		qp->una_probe = false;	/* the NAK goes back N itself */
 		srdma_comp_ack(qp, srdma_psn_prev(psn));
 		if (qp->state != IB_QPS_ERR)
 			srdma_req_loss(qp, psn);

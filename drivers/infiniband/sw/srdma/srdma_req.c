@@ -90,13 +90,15 @@ static void srdma_arm_timer(struct srdma_qp *qp)
 }
 
 /*
- * Packet @psn went out, asking for an ACK or not (@ackreq): time it if it
+ * Packet @psn, standing for @npkts PSNs (a READ request for its
+ * responses), went out, asking for an ACK or not (@ackreq): time it if it
  * is a first transmission that asked and nothing is timed. Only a packet
  * that asks is answered at once: one that waits for a later AckReq would
  * time the packets sent after it too, and with pacing (srdma_pace_hold())
  * the delays the RTT itself sets.
  */
-static void srdma_rtt_start(struct srdma_qp *qp, u32 psn, bool ackreq)
+static void srdma_rtt_start(struct srdma_qp *qp, u32 psn, u32 npkts,
+			    bool ackreq)
 {
 	if (srdma_psn_diff(psn, qp->sent_psn) < 0) {
 		/* A resend: counted, no sample from it. */
@@ -108,7 +110,7 @@ static void srdma_rtt_start(struct srdma_qp *qp, u32 psn, bool ackreq)
 		qp->rtt_psn = psn;
 		qp->rtt_start = ktime_get();
 	}
-	qp->sent_psn = srdma_psn_add(psn, 1);
+	qp->sent_psn = srdma_psn_add(psn, npkts);
 }
 
 /* Una moved to @una: finish the RTT sample if it is covered. */
@@ -569,7 +571,7 @@ static int srdma_payload_fill(struct srdma_qp *qp,
  *
  * Payloads of at least SRDMA_ZCOPY_MIN bytes go out from the memory's own
  * pages, attached to the skb, unless @src asks for a copy or the route's
- * device cannot take fragments (srdma_dst_frags()); smaller ones
+ * device cannot take fragments (srdma_qp_note_dst()); smaller ones
  * are copied, and so are large ones whose pages cannot be attached (a DMA MR, too many pieces, no
  * memory for the pad).
  *
@@ -809,7 +811,12 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		err = srdma_req_atomic_packet(qp, wqe, &pkt);
 	else
 		err = srdma_req_data_packet(qp, wqe, &pkt);
-	srdma_rtt_start(qp, pkt.psn, pkt.ackreq);
+	/* Only a packet that left: a failed one is sent again as new. */
+	if (!err)
+		srdma_rtt_start(qp, pkt.psn,
+				wqe->opcode == IB_WR_RDMA_READ ?
+				srdma_npkts(pkt.dmalen, qp->mtu) : 1,
+				pkt.ackreq);
 	return err;
 }
 
@@ -1005,8 +1012,8 @@ static u64 srdma_pace_gap(struct srdma_qp *qp)
 {
 	if (!pace_gain_pct || !qp->srtt_us || READ_ONCE(qp->dst_local))
 		return 0;
-	return min_t(u64, div_u64((u64)qp->srtt_us * NSEC_PER_USEC * 100,
-				  srdma_cwnd_pkts(qp) * pace_gain_pct),
+	return min_t(u64, div64_u64((u64)qp->srtt_us * NSEC_PER_USEC * 100,
+				    (u64)srdma_cwnd_pkts(qp) * pace_gain_pct),
 		     SRDMA_PACE_MAX_GAP_NS);
 }
 
@@ -1488,8 +1495,9 @@ static void srdma_req_resend(struct srdma_qp *qp)
  * while (a busy hypervisor), the packets are late, not lost, and going
  * back N would send the whole window twice. So only the oldest packet
  * unacknowledged goes again, with AckReq, leaving the transmit position
- * alone; its ACK tells late from lost (srdma_req_acked()). A NAK, or the
- * next timeout, goes back N as before. Only for a SEND or WRITE packet:
+ * alone; its ACK tells late from lost (srdma_req_acked()). A NAK goes
+ * back N as before; the next early timeout, twice as long, probes again;
+ * the QP's own ACK timeout goes back N. Only for a SEND or WRITE packet:
  * false for anything else (a READ or atomic is asked again whole).
  */
 static bool srdma_req_probe_una(struct srdma_qp *qp)
@@ -1519,6 +1527,7 @@ static bool srdma_req_probe_una(struct srdma_qp *qp)
 	qp->sq_next_off = off;
 	qp->una_probe = true;
 	qp->una_probe_psn = qp->una_psn;
+	qp->tlp_sent = true;		/* no tail-loss probe on top of it */
 	return true;
 }
 
@@ -1550,8 +1559,7 @@ static void srdma_req_timeout(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		if (qp->rto_backoff < SRDMA_RTO_BACKOFF_MAX)
 			qp->rto_backoff++;
 		srdma_count(qp->sdev, SRDMA_CNT_EARLY_RTO);
-		/* A second timeout on the same probe: go back N. */
-		if (!qp->una_probe && srdma_req_probe_una(qp)) {
+		if (srdma_req_probe_una(qp)) {
 			srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
 			srdma_arm_timer(qp);
 			return;
