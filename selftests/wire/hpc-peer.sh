@@ -222,6 +222,17 @@ bench_ucx() {
 		{ echo "RESULT ucx $kind $t $size NA"; return; }
 	v=$(awk -v t="$t" '/^Final:/ { print (t == "tag_lat") ? $4 : $7 }' /tmp/client.log)
 	echo "RESULT ucx $kind $t $size ${v:-NA}"
+	bench_stats "ucx $t $size"
+}
+
+# The device's non-zero loss and retry counters so far, for the log.
+bench_stats() {
+	[ "$kind" = srdma ] || return 0
+	echo "# STATS $1: $(cd /sys/class/infiniband/$dev/ports/1/hw_counters &&
+		for c in tx_packets tx_resent_packets nak_received ack_timeouts \
+			early_timeouts tail_loss_probes rnr_nak_sent \
+			rnr_nak_received rx_out_of_sequence rx_duplicates; do
+			echo -n "$c $(cat $c) "; done)"
 }
 
 bench() {
@@ -230,6 +241,7 @@ bench() {
 	bench_ucx tag_bw 1048576 40
 	bench_mpi "$kind" --mca pml ucx --mca btl self \
 		-x UCX_TLS=rc_verbs,ud_verbs:aux,self
+	bench_stats "mpi $kind"
 	[ "$kind" = srdma ] || return 0
 	bench_mpi tcp --mca pml ob1 --mca btl tcp,self \
 		--mca btl_tcp_if_include eth0
