@@ -911,9 +911,9 @@ def expect_send_wc(t, wcs):
 def timeout_probe(t, w):
     """Set up an early timeout: one SEND ACKed at once (an RTT sample),
     then one of 8 packets left unanswered until the requester resends its
-    first packet. Returns (first PSN, counters before, resends before the
-    probe). Asserts that the probe is that one packet, with AckReq, and
-    that nothing else of the message follows it."""
+    first packet. Returns (first PSN, counters before). Asserts that the
+    probe is that one packet, with AckReq, and that nothing else of the
+    message follows it."""
     if t.cmd("send 64") != "ok":
         fail("post_send")
     q = w.recv(5.0)
@@ -949,13 +949,22 @@ def timeout_probe(t, w):
     # Only a tail-loss probe (the last packet) may come before it.
     if any(x != p + 7 for x in before):
         fail("resent before the probe: %s" % [hex(x) for x in before])
-    # Late ACKs may meet a second probe (the next early timeout), never
-    # more of the message.
     # Going back N would have sent the rest right behind it.
     nxt = w.recv(0.005)
     if nxt:
         fail("after the probe came %s: went back N" % nxt)
     return p, c0
+
+
+def timeout_done(t, c0):
+    """The 8-packet SEND of timeout_probe() completed (every field), after
+    an early timeout and no ACK timeout since @c0; the QP in RTS."""
+    expect_send_wc(t, t.poll())
+    d = {k: hw_counter(k) - v for k, v in c0.items()}
+    print("# counters: %s" % d)
+    if d["early_timeouts"] < 1 or d["ack_timeouts"] != 0:
+        fail("counters %s: want an early timeout and no ACK timeout" % d)
+    expect_state(t, QPS_RTS)
 
 
 def t_timeout_late(t, w):
@@ -964,16 +973,12 @@ def t_timeout_late(t, w):
     nothing more is."""
     p, c0 = timeout_probe(t, w)
     w.send(OP["ACK"], p + 7, b"\x1f\x00\x00\x02")
+    # A late ACK may meet a second probe (the next early timeout), never
+    # more of the message.
     rest = [g for g in w.drain(0.5) if g["op"] != OP["ACK"] and g["psn"] != p]
     if rest:
         fail("resent after the ACK: %s" % [(g["op"], hex(g["psn"])) for g in rest])
-    wcs = t.poll()
-    expect_send_wc(t, wcs)
-    d = {k: hw_counter(k) - v for k, v in c0.items()}
-    print("# counters: %s" % d)
-    if d["early_timeouts"] < 1 or d["ack_timeouts"] != 0:
-        fail("counters %s: want an early timeout and no ACK timeout" % d)
-    expect_state(t, QPS_RTS)
+    timeout_done(t, c0)
 
 
 def t_timeout_lost(t, w):
@@ -986,13 +991,7 @@ def t_timeout_lost(t, w):
         fail("after the probe's ACK: %s" % [g and hex(g["psn"]) for g in again])
     w.send(OP["ACK"], p + 7, b"\x1f\x00\x00\x02")
     time.sleep(0.3)
-    wcs = t.poll()
-    expect_send_wc(t, wcs)
-    d = {k: hw_counter(k) - v for k, v in c0.items()}
-    print("# counters: %s" % d)
-    if d["early_timeouts"] < 1 or d["ack_timeouts"] != 0:
-        fail("counters %s: want an early timeout and no ACK timeout" % d)
-    expect_state(t, QPS_RTS)
+    timeout_done(t, c0)
 
 
 def t_to_reset_qp(t, w):

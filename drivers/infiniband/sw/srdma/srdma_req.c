@@ -1018,12 +1018,12 @@ static u64 srdma_pace_gap(struct srdma_qp *qp)
 }
 
 /*
- * May the next packet of the requester leave now? If not, the pace timer
- * runs the requester when it may.
+ * May the next packet of the requester, paced @gap ns apart
+ * (srdma_pace_gap()), leave now? If not, the pace timer runs the
+ * requester when it may.
  */
-static bool srdma_pace_hold(struct srdma_qp *qp)
+static bool srdma_pace_hold(struct srdma_qp *qp, u64 gap)
 {
-	u64 gap = srdma_pace_gap(qp);
 	ktime_t now, credit;
 
 	if (!gap)
@@ -1037,15 +1037,6 @@ static bool srdma_pace_hold(struct srdma_qp *qp)
 		return false;
 	hrtimer_start(&qp->pace_timer, qp->pace_next, HRTIMER_MODE_ABS_SOFT);
 	return true;
-}
-
-/* @npkts packets' worth went out: the next may leave that much later. */
-static void srdma_pace_sent(struct srdma_qp *qp, u32 npkts)
-{
-	u64 gap = srdma_pace_gap(qp);
-
-	if (gap)
-		qp->pace_next = ktime_add_ns(qp->pace_next, gap * npkts);
 }
 
 /**
@@ -1078,6 +1069,8 @@ enum hrtimer_restart srdma_pace_timer(struct hrtimer *t)
 static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, u32 *work,
 			   int *err)
 {
+	/* Nothing in a run changes the RTT or the window: one gap for all. */
+	u64 gap = srdma_pace_gap(qp);
 	struct srdma_send_wqe *wqe;
 	u32 off;
 	int ret;
@@ -1093,7 +1086,7 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, u32 *work,
 				(*work)++;
 				continue;
 			}
-			if (srdma_pace_hold(qp))
+			if (srdma_pace_hold(qp, gap))
 				break;
 			ret = srdma_req_start(qp, wqe);
 			if (ret) {
@@ -1103,7 +1096,8 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, u32 *work,
 		} else if (wqe->done) {
 			srdma_req_next_wqe(qp);
 			continue;
-		} else if (!srdma_req_resume(qp, wqe) || srdma_pace_hold(qp)) {
+		} else if (!srdma_req_resume(qp, wqe) ||
+			   srdma_pace_hold(qp, gap)) {
 			break;
 		}
 
@@ -1118,9 +1112,13 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, u32 *work,
 		}
 		if (*err)
 			break;	/* no memory or route: the timer retries */
-		/* A READ request brings its responses: count those. */
-		srdma_pace_sent(qp, wqe->opcode == IB_WR_RDMA_READ ?
-				srdma_npkts(qp->sq_next_off - off, qp->mtu) : 1);
+		/*
+		 * The next may leave a gap later per packet; a READ request
+		 * per response it brings.
+		 */
+		qp->pace_next = ktime_add_ns(qp->pace_next, gap *
+			(wqe->opcode == IB_WR_RDMA_READ ?
+			 srdma_npkts(qp->sq_next_off - off, qp->mtu) : 1));
 		(*sent)++;
 		(*work)++;
 		if (qp->sq_next_off >= wqe->length)
