@@ -4,7 +4,10 @@
 # Install srdma as a user of a Debian 12 machine would, in a test VM of
 # its own (scripts/run-tests boots it): the Debian packages, an upgrade to
 # a newer version, their removal, then "make install" and "make uninstall"
-# from the tree. Nothing of srdma is in place when it starts (no test
+# from the tree. DKMS compiles the module once: a build takes over ten
+# minutes under emulation, so the first version is installed while the
+# running kernel's headers are away (DKMS only adds its source, as on a
+# machine without headers), and the upgrade builds the second. Nothing of srdma is in place when it starts (no test
 # copied the module in), and every tool runs with no environment variable
 # pointing at srdma: what the system finds by itself is what is tested.
 #
@@ -90,17 +93,24 @@ t_clean_start() {
 	nothing_left
 }
 
-# apt_install DIR: apt installs both packages of DIR offline (their
-# dependencies are on this system); DKMS must have built and installed
-# the module of their version for the running kernel, the one modinfo
-# finds (in updates/dkms/). Prints the version; leaves DKMS's status in
-# /tmp/dkms.log.
-apt_install() {
+# apt_get DIR: apt installs both packages of DIR offline (their
+# dependencies are on this system). Prints their version; leaves DKMS's
+# status in /tmp/dkms.log.
+apt_get() {
 	local v
 	v=$(version_of "$1"/srdma-dkms_*_all.deb) || return 1
 	apt-get install -y -q "$1"/srdma-dkms_*_all.deb "$1"/libsrdma1_*.deb \
 		> /tmp/apt.log 2>&1 || { cat /tmp/apt.log >&2; return 1; }
 	dkms status srdma > /tmp/dkms.log
+	echo "$v"
+}
+
+# apt_install DIR: apt_get, and DKMS must have built and installed the
+# module of their version for the running kernel, the one modinfo finds
+# (in updates/dkms/). Prints the version.
+apt_install() {
+	local v
+	v=$(apt_get "$1") || return 1
 	grep -q "^srdma/$v, $kver, [^:]*: installed" /tmp/dkms.log ||
 		{ cat /tmp/dkms.log >&2; echo "DKMS did not install srdma $v for $kver" >&2; return 1; }
 	[ "$(modinfo -F version srdma)" = "$v" ] ||
@@ -112,21 +122,28 @@ apt_install() {
 	echo "$v"
 }
 
+# The first version, with the running kernel's headers away: the
+# packages install, the provider and the man page are in place, and DKMS
+# has the source added but built nothing (apt says why).
 t_deb_install() {
-	local v
-	v=$(apt_install "$debdir") || return 1
+	local v b=/lib/modules/$kver/build rc=0
+	mv "$b" "$b.away" || return 1
+	v=$(apt_get "$debdir") || rc=1
+	mv "$b.away" "$b" || return 1
+	[ $rc = 0 ] || return 1
+	grep -q "^srdma/$v: added" /tmp/dkms.log ||
+		{ cat /tmp/dkms.log; echo "DKMS status is not srdma/$v: added"; return 1; }
+	grep -q "skipped since the" /tmp/apt.log ||
+		{ cat /tmp/apt.log; echo "apt did not say the build was skipped"; return 1; }
+	! modinfo srdma > /dev/null 2>&1 || { echo "a module without a build"; return 1; }
 	[ -f /etc/libibverbs.d/srdma.driver ] || { echo "no srdma.driver"; return 1; }
 	man -w srdma > /dev/null || { echo "no srdma(7)"; return 1; }
-	echo "# srdma-dkms and libsrdma1 $v installed, module built by DKMS"
+	echo "# srdma-dkms and libsrdma1 $v installed, without headers: DKMS added the source"
 	sed 's/^/# dkms: /' /tmp/dkms.log
 }
 
-t_deb_use() {
-	use_it && put_away
-}
-
-# A newer version over the old one: DKMS drops the old build and builds
-# the new; after a reload the new module is the one running.
+# A newer version over the old one, with the headers present: DKMS drops
+# the old one and builds and installs the new, which rdma link add loads.
 t_deb_upgrade() {
 	local old new
 	old=$(version_of "$debdir"/srdma-dkms_*_all.deb)
@@ -135,11 +152,17 @@ t_deb_upgrade() {
 	[ "$(apt_install "$nextdir")" = "$new" ] || return 1
 	! grep -q "^srdma/$old," /tmp/dkms.log || { echo "DKMS still has $old"; return 1; }
 	[ ! -e "/usr/src/srdma-$old" ] || { echo "/usr/src/srdma-$old left"; return 1; }
+	echo "# upgraded $old -> $new, module built by DKMS"
+	sed 's/^/# dkms: /' /tmp/dkms.log
+}
+
+t_deb_use() {
+	local want
+	want=$(version_of "$nextdir"/srdma-dkms_*_all.deb)
 	use_it || return 1
-	[ "$(cat /sys/module/srdma/version)" = "$new" ] ||
-		{ echo "loaded version $(cat /sys/module/srdma/version), want $new"; return 1; }
+	[ "$(cat /sys/module/srdma/version)" = "$want" ] ||
+		{ echo "loaded version $(cat /sys/module/srdma/version), want $want"; return 1; }
 	put_away
-	echo "# upgraded $old -> $new, $new loaded"
 }
 
 t_deb_purge() {
@@ -175,8 +198,8 @@ for b in /lib/modules/*/build; do
 done
 step clean_start t_clean_start
 step deb_install t_deb_install
-step deb_use t_deb_use
 step deb_upgrade t_deb_upgrade
+step deb_use t_deb_use
 step deb_purge t_deb_purge
 step make_install t_make_install
 n=$((n + 1))
