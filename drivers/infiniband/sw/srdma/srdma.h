@@ -658,6 +658,12 @@ struct srdma_qp {
 	bool dst_frags;
 	bool dst_local;			/* the route ends on this host */
 	__be16 sport;
+	/*
+	 * When (jiffies) a request last arrived for this QP: a QP whose
+	 * peer sends to it too is in a ping-pong, and local delivery stays
+	 * on its CPU (srdma_net.c). Written in receive, read as a hint.
+	 */
+	unsigned long rx_req_at;
 
 	/*
 	 * The kernel's rings. For a user QP they hold what was pulled, and
@@ -1109,6 +1115,15 @@ extern struct workqueue_struct *srdma_wq;
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
 void srdma_rcv_local(struct sk_buff *skb, u64 net_cookie);
+
+/* A request arrived for @qp: see srdma_qp.rx_req_at. */
+static inline void srdma_qp_note_rx_req(struct srdma_qp *qp)
+{
+	unsigned long now = jiffies;
+
+	if (READ_ONCE(qp->rx_req_at) != now)
+		WRITE_ONCE(qp->rx_req_at, now);
+}
 
 /* srdma_mcast.c */
 void srdma_mcast_init(void);

@@ -13,7 +13,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/module.h>
+#include <linux/sched/isolation.h>
 #include <net/udp_tunnel.h>
 #include <net/netns/generic.h>
 #include <net/ip.h>
@@ -412,7 +414,18 @@ int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
  * whichever CPU runs its requester (post_send on one, an ACK in softirq
  * on another), and per-CPU queues drained independently would hand them
  * to the responder out of order, each time a sequence NAK and a resend.
- * The queue is FIFO and only one run of the tasklet drains it at a time.
+ * The queue is FIFO and only one run of the tasklet drains it at a time,
+ * so every packet arrives in the order it was sent, whatever its kind.
+ *
+ * Where the tasklet starts (loop_spread). On the sender's CPU, as its BHs
+ * go on, a process's doorbell returns with its packets delivered and
+ * answered: it never posts ahead of them. On another CPU (an IPI,
+ * smp_call_function_single_async()), the doorbell returns once they are
+ * queued, and the process posts into its ring while they are in flight,
+ * without doorbells; but a ping-pong waits for an IPI at every turn.
+ * Under emulation that doubles small-message rates and doubles round
+ * trips (performance.rst), so by default only the packets of a QP that
+ * receives no requests (a one-way stream) start it on another CPU.
  *
  * The tasklet's call of srdma_rcv_local() is the one call from the
  * transmit side back into the receive path: the packet turns around here.
@@ -429,6 +442,32 @@ static unsigned int loop_qlen = SRDMA_LOOP_QLEN;
 module_param(loop_qlen, uint, 0444);
 MODULE_PARM_DESC(loop_qlen, "packets queued for local delivery at most (default and max 4096)");
 
+/*
+ * Start local delivery on another CPU than the sender's (see above):
+ * 0 never; 1 for packets of a QP that has had no request for a few
+ * jiffies (a one-way stream, not a ping-pong); 2 always.
+ */
+static unsigned int loop_spread = 1;
+module_param(loop_spread, uint, 0644);
+MODULE_PARM_DESC(loop_spread, "local delivery on another CPU: 0 never, 1 for one-way streams (default), 2 always");
+
+/* A QP with a request within this many jiffies is in a ping-pong. */
+#define SRDMA_LOOP_PINGPONG_JIFFIES	2
+
+/* Should a packet of @qp start local delivery on another CPU? */
+static bool srdma_loop_spread(struct srdma_qp *qp)
+{
+	switch (READ_ONCE(loop_spread)) {
+	case 0:
+		return false;
+	case 1:
+		return time_after(jiffies, READ_ONCE(qp->rx_req_at) +
+				  SRDMA_LOOP_PINGPONG_JIFFIES);
+	default:
+		return true;
+	}
+}
+
 struct srdma_loop_cb {
 	u64 net_cookie;			/* the sender's network namespace */
 };
@@ -444,6 +483,13 @@ static struct {
 	bool running;
 	u32 qlen;		/* q's limit, set at load */
 	struct tasklet_struct tasklet;
+	/*
+	 * Schedules the tasklet on the CPU it is sent to (hard IRQ). Sent
+	 * only by the sender that set running, and running is cleared by
+	 * the tasklet run that the call itself scheduled: while running is
+	 * false, no call is on its way and the csd is free.
+	 */
+	call_single_data_t start;
 } srdma_loop;
 
 static void srdma_loop_run(struct tasklet_struct *t)
@@ -466,8 +512,57 @@ static void srdma_loop_run(struct tasklet_struct *t)
 	tasklet_schedule(&srdma_loop.tasklet);
 }
 
-/* Queue @skb (IP header built, no ICRC) for local delivery. */
-static int srdma_loop_xmit(struct net *net, struct sk_buff *skb)
+/* Hard IRQ on the CPU srdma_loop_kick() chose: run the tasklet there. */
+static void srdma_loop_start(void *info)
+{
+	tasklet_schedule(&srdma_loop.tasklet);
+}
+
+/*
+ * The CPU after @self that may take local delivery: online, not isolated
+ * (isolcpus, nohz_full), and, for a sender in task context, one its
+ * process may run on, so that its receive work stays in its cpuset.
+ * @self if there is none.
+ */
+static unsigned int srdma_loop_cpu(unsigned int self)
+{
+	const struct cpumask *hk = housekeeping_cpumask(HK_TYPE_DOMAIN);
+	unsigned int cpu;
+
+	cpu = cpumask_next_and(self, cpu_online_mask, hk);
+	if (cpu >= nr_cpu_ids)
+		cpu = cpumask_first_and(cpu_online_mask, hk);
+	if (cpu >= nr_cpu_ids || !housekeeping_cpu(cpu, HK_TYPE_MISC) ||
+	    (in_task() && !cpumask_test_cpu(cpu, current->cpus_ptr)))
+		return self;
+	return cpu;
+}
+
+/*
+ * Start the tasklet: if @spread on another CPU (srdma_loop_cpu()), else
+ * (or with none to take it) on this one.
+ */
+static void srdma_loop_kick(bool spread)
+{
+	unsigned int self, cpu;
+	bool sent = false;
+
+	if (spread) {
+		/* Preemption off: neither CPU can finish going offline. */
+		self = get_cpu();
+		cpu = srdma_loop_cpu(self);
+		if (cpu != self)
+			sent = !smp_call_function_single_async(cpu,
+							       &srdma_loop.start);
+		put_cpu();
+	}
+	if (!sent)
+		tasklet_schedule(&srdma_loop.tasklet);
+}
+
+/* Queue @skb of @qp (IP header built, no ICRC) for local delivery. */
+static int srdma_loop_xmit(struct srdma_qp *qp, struct net *net,
+			   struct sk_buff *skb)
 {
 	bool kick = false;
 	int err = 0;
@@ -486,7 +581,7 @@ static int srdma_loop_xmit(struct net *net, struct sk_buff *skb)
 	if (err)
 		kfree_skb(skb);
 	else if (kick)
-		tasklet_schedule(&srdma_loop.tasklet);
+		srdma_loop_kick(srdma_loop_spread(qp));
 	return err;
 }
 
@@ -505,6 +600,7 @@ void srdma_loop_init(void)
 	srdma_loop.qlen = loop_qlen && loop_qlen < SRDMA_LOOP_QLEN ?
 			  loop_qlen : SRDMA_LOOP_QLEN;
 	tasklet_setup(&srdma_loop.tasklet, srdma_loop_run);
+	INIT_CSD(&srdma_loop.start, srdma_loop_start, NULL);
 }
 
 /**
@@ -515,6 +611,15 @@ void srdma_loop_init(void)
  */
 void srdma_loop_exit(void)
 {
+	/*
+	 * A start still on its way would schedule the tasklet after
+	 * tasklet_kill(). The run that clears running comes after it: wait
+	 * for the queue to drain (with no device, to no QP). tasklet_kill()
+	 * then waits for a run still going and keeps the budget path from
+	 * scheduling another.
+	 */
+	while (smp_load_acquire(&srdma_loop.running))
+		msleep(1);
 	tasklet_kill(&srdma_loop.tasklet);
 	spin_lock_bh(&srdma_loop.lock);
 	__skb_queue_purge(&srdma_loop.q);
@@ -612,7 +717,7 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
 		 */
 		if (!av->ipv6)
 			ip_send_check(ip_hdr(skb));
-		if (srdma_loop_xmit(net, skb)) {
+		if (srdma_loop_xmit(qp, net, skb)) {
 			srdma_count(sdev, SRDMA_CNT_TX_ERR);
 			return -ENOBUFS;
 		}

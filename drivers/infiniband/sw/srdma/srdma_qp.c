@@ -275,6 +275,7 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->released);
 	timer_setup(&qp->retrans_timer, srdma_retrans_timer, 0);
+	qp->rx_req_at = jiffies - HZ;	/* none yet */
 	hrtimer_init(&qp->pace_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	qp->pace_timer.function = srdma_pace_timer;
 	INIT_WORK(&qp->read_work, srdma_read_work);

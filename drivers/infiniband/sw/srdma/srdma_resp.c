@@ -1441,6 +1441,7 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
 		return;
 	}
+	srdma_qp_note_rx_req(qp);
 	if (pkt->paylen > qp->mtu) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
 		return;
@@ -1763,6 +1764,7 @@ void srdma_ud_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	lockdep_assert_held(&qp->lock);
 	if (!srdma_ud_acceptable(qp, pkt))
 		return;
+	srdma_qp_note_rx_req(qp);
 	if (!srdma_rq_ready(qp)) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_UD_NO_RECV);
 		return;
