@@ -619,7 +619,7 @@ void srdma_loop_exit(void)
 	 * scheduling another.
 	 */
 	while (smp_load_acquire(&srdma_loop.running))
-		msleep(1);
+		usleep_range(1000, 2000);
 	tasklet_kill(&srdma_loop.tasklet);
 	spin_lock_bh(&srdma_loop.lock);
 	__skb_queue_purge(&srdma_loop.q);
