@@ -7,9 +7,10 @@
 # from the tree. DKMS compiles the module once: a build takes over ten
 # minutes under emulation, so the first version is installed while the
 # running kernel's headers are away (DKMS only adds its source, as on a
-# machine without headers), and the upgrade builds the second. Nothing of srdma is in place when it starts (no test
-# copied the module in), and every tool runs with no environment variable
-# pointing at srdma: what the system finds by itself is what is tested.
+# machine without headers), and the upgrade builds the second. Nothing of
+# srdma is in place when it starts (no test copied the module in), and
+# every tool runs with no environment variable pointing at srdma: what
+# the system finds by itself is what is tested.
 #
 # usage: packaging.sh DEBDIR NEXTDIR
 #   DEBDIR   srdma-dkms_V_all.deb and libsrdma1_V_*.deb (make deb)
