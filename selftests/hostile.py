@@ -994,6 +994,54 @@ def t_timeout_lost(t, w):
     timeout_done(t, c0)
 
 
+def rnr_gaps(t, w, p, timer, n):
+    """Answer the SEND at @p with @n RNR NAKs carrying @timer (IBTA table
+    45); the seconds from each NAK to the resend it brings."""
+    gaps = []
+    for i in range(n):
+        t0 = time.monotonic()
+        w.send(OP["ACK"], p, bytes([SYN_RNR | timer, 0, 0, 0]))
+        g = w.recv(2.0)
+        t1 = time.monotonic()
+        if not g or (g["op"], g["psn"]) != (OP["SEND_ONLY"], p):
+            fail("after RNR NAK %d (timer %d): %s, want the SEND at %#x again"
+                 % (i, timer, g, p))
+        gaps.append(t1 - t0)
+    return sorted(gaps)
+
+
+def t_rnr_wait(t, w):
+    """An RNR NAK is waited out for its timer, no less and not rounded up
+    to a jiffy (4 ms here): the resend after a 2.56 ms timer never comes
+    sooner, and one after a 0.01 ms timer comes clearly sooner than that.
+    rnr_retry 7: every NAK is retried; the SEND then completes."""
+    c0 = hw_counter("rnr_nak_received")
+    if t.cmd("send 64") != "ok":
+        fail("post_send")
+    q = w.recv(5.0)
+    if not q or q["op"] != OP["SEND_ONLY"]:
+        fail("first SEND: %s" % q)
+    p, n = q["psn"], 15
+    long_ = rnr_gaps(t, w, p, 16, n)        # 2.56 ms
+    short = rnr_gaps(t, w, p, 1, n)         # 0.01 ms
+    print("# ms after a 2.56 ms RNR NAK: %s" % ["%.2f" % (x * 1e3) for x in long_])
+    print("# ms after a 0.01 ms RNR NAK: %s" % ["%.2f" % (x * 1e3) for x in short])
+    if long_[0] < 2.56e-3:
+        fail("resent %.2f ms after a 2.56 ms RNR NAK" % (long_[0] * 1e3))
+    if short[n // 2] > long_[n // 2] - 1e-3:
+        fail("median wait after a 0.01 ms RNR NAK %.2f ms, after 2.56 ms %.2f ms"
+             % (short[n // 2] * 1e3, long_[n // 2] * 1e3))
+    w.send(OP["ACK"], p, b"\x1f\x00\x00\x01")
+    time.sleep(0.3)
+    expect_send_wc(t, t.poll())
+    if w.drain(0.2):
+        fail("sent more after the ACK")
+    d = hw_counter("rnr_nak_received") - c0
+    if d != 2 * n:
+        fail("rnr_nak_received +%d, want +%d" % (d, 2 * n))
+    expect_state(t, QPS_RTS)
+
+
 def t_to_reset_qp(t, w):
     """A request to a QP moved to RESET is dropped unanswered and counted
     as for a QP in the wrong state (rx_bad_qp_state), not as a bad header:

@@ -45,6 +45,7 @@ test_hostile_atomic_replay() { hostile atomic_replay; }
 test_hostile_atomic_write() { hostile atomic_write; }
 test_hostile_atomic_write_len() { hostile atomic_write_len; }
 test_hostile_uc_resync() { hostile uc_resync; }
+test_hostile_rnr_wait() { hostile rnr_wait; }
 
 # SEND with Invalidate from the wire to a user QP: never invalidates a
 # user MR, and counts the refusal; a duplicate neither.

@@ -692,9 +692,11 @@ struct srdma_qp {
 	struct timer_list retrans_timer;
 	/*
 	 * Pacing (srdma_pace_hold()): the earliest time the next packet
-	 * may leave, and the timer that runs the requester then.
+	 * may leave, and the timer that runs the requester then. The same
+	 * timer ends an RNR wait, at rnr_until (srdma_req_rnr()).
 	 */
 	ktime_t pace_next;
+	ktime_t rnr_until;
 	struct hrtimer pace_timer;
 	/* RTT estimate (RFC 6298 style), one sample in flight at a time. */
 	u32 sent_psn;			/* one past the highest PSN sent */

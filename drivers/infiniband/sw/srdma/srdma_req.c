@@ -458,8 +458,6 @@ void srdma_req_loss(struct srdma_qp *qp, u32 psn)
  */
 bool srdma_req_rnr(struct srdma_qp *qp, u32 psn, u8 timer)
 {
-	unsigned long wait;
-
 	lockdep_assert_held(&qp->lock);
 	if (!qp->rnr_left)
 		return false;
@@ -467,8 +465,16 @@ bool srdma_req_rnr(struct srdma_qp *qp, u32 psn, u8 timer)
 		qp->rnr_left--;
 	srdma_req_rewind(qp, psn);
 	qp->rnr_wait = true;
-	wait = usecs_to_jiffies(srdma_rnr_usecs[timer & SRDMA_AETH_VALUE_MASK]);
-	mod_timer(&qp->retrans_timer, jiffies + max_t(unsigned long, wait, 1));
+	/*
+	 * The wait is timed to the microsecond: the usual timers (0.01 to
+	 * 1.92 ms) are shorter than a jiffy, and a sender that meets its
+	 * receiver's empty queue would otherwise idle a whole jiffy each
+	 * time. Nothing is in flight now, so the ACK timer has no work.
+	 */
+	del_timer(&qp->retrans_timer);
+	qp->rnr_until = ktime_add_us(ktime_get(),
+				     srdma_rnr_usecs[timer & SRDMA_AETH_VALUE_MASK]);
+	hrtimer_start(&qp->pace_timer, qp->rnr_until, HRTIMER_MODE_ABS_SOFT);
 	return true;
 }
 
@@ -1040,7 +1046,7 @@ static bool srdma_pace_hold(struct srdma_qp *qp, u64 gap)
 }
 
 /**
- * srdma_pace_timer() - a paced QP may send again
+ * srdma_pace_timer() - a paced QP may send again, or its RNR wait is over
  * @t: the QP's pace_timer
  *
  * Context: softirq (HRTIMER_MODE_ABS_SOFT); takes the QP lock.
@@ -1052,7 +1058,17 @@ enum hrtimer_restart srdma_pace_timer(struct hrtimer *t)
 	struct srdma_qp *qp = container_of(t, struct srdma_qp, pace_timer);
 
 	spin_lock_bh(&qp->lock);
+	/*
+	 * An RNR NAK that came while this run waited for the lock re-armed
+	 * the timer for a later time: that run ends the wait, not this one.
+	 */
+	if (qp->rnr_wait) {
+		if (ktime_before(ktime_get(), qp->rnr_until))
+			goto out_unlock;
+		qp->rnr_wait = false;
+	}
 	srdma_req_run(qp);
+out_unlock:
 	spin_unlock_bh(&qp->lock);
 	return HRTIMER_NORESTART;
 }
@@ -1582,8 +1598,8 @@ static void srdma_req_timeout(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
  * srdma_retrans_timer() - the retransmit timer of a QP expired
  * @t: the QP's retrans_timer
  *
- * Ends an RNR wait, or resends what is unacknowledged: a tail-loss probe,
- * an early retransmission or a retry of the QP's own ACK timeout.
+ * Resends what is unacknowledged: a tail-loss probe, an early
+ * retransmission or a retry of the QP's own ACK timeout.
  *
  * Context: timer (softirq); takes the QP lock.
  */
@@ -1595,11 +1611,9 @@ void srdma_retrans_timer(struct timer_list *t)
 	spin_lock_bh(&qp->lock);
 	if (!srdma_qp_sq_running(qp))
 		goto out_unlock;
-	if (qp->rnr_wait) {
-		qp->rnr_wait = false;
-		srdma_req_run(qp);
+	/* The pace timer ends an RNR wait (srdma_req_rnr()). */
+	if (qp->rnr_wait)
 		goto out_unlock;
-	}
 	if (qp->sq.cons == qp->sq.prod)
 		goto out_unlock;	/* nothing outstanding */
 	wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
