@@ -168,6 +168,7 @@ class Wire:
             pkt["op"] &= 0x1f
         if pkt["op"] in (OP["ACK"], OP["ATOMIC_ACK"], 13, 15, 16):
             pkt["syn"] = d[12]
+            pkt["msn"] = struct.unpack(">I", d[12:16])[0] & 0xffffff
         if pkt["op"] == OP["ATOMIC_ACK"] and len(d) >= 24:
             pkt["orig"] = struct.unpack(">Q", d[16:24])[0]
         return pkt
@@ -239,7 +240,8 @@ def t_write_imm_no_recv(t, w):
         fail("post_recv")
     w.send(OP["WRITE_LAST_IMM"], p + 2, data[2 * MTU:], imm=0x12345678,
            ackreq=True)
-    expect_syn(w, p + 2, 0x1f, "WRITE_LAST_IMM with a receive")
+    # ACKed with 0 credits: its one receive taken.
+    expect_syn(w, p + 2, SYN_ACK | 0, "WRITE_LAST_IMM with a receive")
     wcs = t.poll()
     want = {"wr_id": 0x100, "status": 0, "opcode": WC_RECV_RDMA_WITH_IMM,
             "byte_len": 3 * MTU, "imm": 0x12345678, "wc_flags": WC_WITH_IMM,
@@ -280,7 +282,7 @@ def t_read_reset(t, w):
     while time.time() < end:
         q = w.recv(1.0)
         if q and q["op"] == OP["ACK"] and q["dqpn"] == NEW_QPN:
-            if q["syn"] != 0x1f:
+            if q["syn"] != SYN_ACK | 0:     # no receive: 0 credits
                 fail("WRITE on the new connection: syndrome %#x" % q["syn"])
             break
     else:
@@ -327,7 +329,7 @@ def t_dup_ack_before_read(t, w):
     p = RQ_PSN
     w.send(OP["WRITE_ONLY"], p, b"\x66" * 8, va=t.addr + 65536,
            rkey=t.rkey, dmalen=8, ackreq=True)
-    expect_syn(w, p, 0x1f, "WRITE W")
+    expect_syn(w, p, SYN_ACK | 0, "WRITE W")
     w.send(OP["READ_REQ"], p + 1, va=t.addr, rkey=t.rkey, dmalen=8,
            ackreq=True)
     got = [(q["op"], q["psn"]) for q in w.drain(1.0)]
@@ -337,7 +339,7 @@ def t_dup_ack_before_read(t, w):
            rkey=t.rkey, dmalen=8, ackreq=True)
     got = [(q["op"], q["psn"], q["syn"]) for q in w.drain(1.0)]
     print("# answers to the duplicate:", got)
-    if got != [(OP["ACK"], p, 0x1f)]:
+    if got != [(OP["ACK"], p, SYN_ACK | 0)]:
         fail("duplicate WRITE answered with %s, want one ACK for %#x"
              % (got, p))
     if t.cmd("dump 65536 8") != "66" * 8:
@@ -375,12 +377,12 @@ def t_psn_edges(t, w):
     old = (RQ_PSN + 0x800000) & 0xffffff
     w.send(OP["WRITE_ONLY"], old, b"\x33" * 8, va=t.addr, rkey=t.rkey,
            dmalen=8, ackreq=True)
-    expect_syn(w, (RQ_PSN - 1) & 0xffffff, 0x1f, "PSN 2^23 behind")
+    expect_syn(w, (RQ_PSN - 1) & 0xffffff, SYN_ACK | 0, "PSN 2^23 behind")
     if t.cmd("dump 0 8") != "00" * 8:
         fail("an out-of-window WRITE was executed")
     w.send(OP["WRITE_ONLY"], RQ_PSN, b"\x44" * 8, va=t.addr, rkey=t.rkey,
            dmalen=8, ackreq=True)
-    expect_syn(w, RQ_PSN, 0x1f, "the expected PSN")
+    expect_syn(w, RQ_PSN, SYN_ACK | 0, "the expected PSN")
     if t.cmd("dump 0 8") != "44" * 8:
         fail("the in-window WRITE was not placed")
     expect_state(t, QPS_RTS)
@@ -790,7 +792,8 @@ def t_send_inv_dup(t, w):
         fail("post_recv")
     old = (RQ_PSN - 1) & 0xffffff
     w.send(OP["SEND_ONLY_INV"], old, b"\x88" * 8, imm=t.rkey, ackreq=True)
-    expect_syn(w, old, 0x1f, "duplicate SEND with Invalidate")
+    # 1 credit: the receive is still there.
+    expect_syn(w, old, SYN_ACK | 1, "duplicate SEND with Invalidate")
     if t.poll():
         fail("a duplicate SEND with Invalidate completed a receive")
     expect_state(t, QPS_RTS)
@@ -806,6 +809,7 @@ def t_xrc_srqs(t, w):
         fail("post_srq_recv")
     one, two = b"\x11" * 100, b"\x22" * 200
     w.send(OP["SEND_ONLY"], RQ_PSN, one, srqn=t.srqb, ackreq=True)
+    # XRC receives are an SRQ's: no credit count.
     expect_syn(w, RQ_PSN, SYN_ACK | 0x1f, "SEND ONLY to SRQ B")
     w.send(OP["SEND_ONLY"], RQ_PSN + 1, two, srqn=t.srqa, ackreq=True)
     p = w.recv(5.0)
@@ -992,6 +996,106 @@ def t_timeout_lost(t, w):
     w.send(OP["ACK"], p + 7, b"\x1f\x00\x00\x02")
     time.sleep(0.3)
     timeout_done(t, c0)
+
+
+def expect_ack(w, psn, syn, msn, what):
+    """The next answer is the ACK for @psn with syndrome @syn and MSN @msn."""
+    q = w.recv(5.0)
+    got = q and (q["op"], q["psn"], q.get("syn"), q.get("msn"))
+    if got != (OP["ACK"], psn & 0xffffff, syn, msn):
+        fail("%s: answer %s, want ACK psn %#x syndrome %#x msn %d"
+             % (what, got, psn, syn, msn))
+
+
+def t_credits_resp(t, w):
+    """The target's ACKs tell how many receives its RQ holds past the
+    message their MSN counts (IBTA 9.7.7.2 credit count, on the log scale):
+    a SEND takes one, a WRITE none, posted receives add, an empty RQ says
+    0 and the next SEND gets an RNR NAK. Every receive completes."""
+    if t.cmd("recv 3") != "ok":
+        fail("post_recv")
+    p = RQ_PSN
+    w.send(OP["SEND_ONLY"], p, b"\x11" * 8, ackreq=True)
+    expect_ack(w, p, SYN_ACK | 2, 1, "SEND with 3 receives")
+    w.send(OP["WRITE_ONLY"], p + 1, b"\x22" * 8, va=t.addr + 4096,
+           rkey=t.rkey, dmalen=8, ackreq=True)
+    expect_ack(w, p + 1, SYN_ACK | 2, 2, "WRITE: no receive taken")
+    if t.cmd("recv 5") != "ok":
+        fail("post_recv 5")
+    w.send(OP["SEND_ONLY"], p + 2, b"\x33" * 8, ackreq=True)
+    # 6 receives left: credit count 5 stands for 6.
+    expect_ack(w, p + 2, SYN_ACK | 5, 3, "SEND with 7 receives")
+    for i in range(6):
+        w.send(OP["SEND_ONLY"], p + 3 + i, b"\x44" * 8, ackreq=i == 5)
+    expect_ack(w, p + 8, SYN_ACK | 0, 9, "the last receive taken")
+    w.send(OP["SEND_ONLY"], p + 9, b"\x55" * 8, ackreq=True)
+    expect_syn(w, p + 9, SYN_RNR, "SEND with no receive")
+    wcs = t.poll()
+    want = [{"wr_id": 0x100 + i, "status": 0, "opcode": WC_RECV,
+             "byte_len": 8, "imm": 0, "wc_flags": 0, "src_qp": PEER_QPN,
+             "qp_num": t.qpn} for i in range(8)]
+    if wcs != want:
+        fail("completions %s, want %s" % (wcs, want))
+    expect_state(t, QPS_RTS)
+
+
+def t_credits_req(t, w):
+    """The target's requester keeps to the credits our ACKs give: with none
+    left and nothing in flight one SEND goes anyway, asking for its ACK,
+    and the next waits (tx_credit_waits) for an ACK with a credit; a count
+    of 31 (none kept, as from an SRQ or rdma_rxe) lifts the limit."""
+    c0 = hw_counter("tx_credit_waits")
+    if t.cmd("send 64") != "ok":
+        fail("post_send")
+    q = w.recv(5.0)
+    if not q or q["op"] != OP["SEND_ONLY"]:
+        fail("first SEND: %s" % q)
+    p = q["psn"]
+    w.send(OP["ACK"], p, b"\x00\x00\x00\x01")     # message 1 done, 0 credits
+    time.sleep(0.3)
+    expect_send_wc(t, t.poll())
+    if t.cmd("send 64") != "ok" or t.cmd("send 64") != "ok":
+        fail("post_send 2, 3")
+    q = w.recv(2.0)
+    if not q or (q["op"], q["psn"], q["ackreq"]) != (OP["SEND_ONLY"], p + 1, True):
+        fail("with no credit and nothing in flight: %s, want one SEND at %#x "
+             "with AckReq" % (q, p + 1))
+    # Only that SEND again (a timeout's resend) until a credit comes.
+    more = [g for g in w.drain(0.5) if g["psn"] != p + 1]
+    if more:
+        fail("sent beyond the credits: %s" % [(g["op"], hex(g["psn"])) for g in more])
+    if hw_counter("tx_credit_waits") - c0 != 1:
+        fail("tx_credit_waits +%d, want +1" % (hw_counter("tx_credit_waits") - c0))
+    w.send(OP["ACK"], p + 1, b"\x01\x00\x00\x02")   # message 2 done, 1 credit
+    # Unanswered, it is resent: the same packet each time.
+    got = set((g["op"], g["psn"]) for g in w.drain(0.5) if g["psn"] != p + 1)
+    if got != {(OP["SEND_ONLY"], p + 2)}:
+        fail("after a credit: %s, want the SEND at %#x"
+             % ([(op, hex(x)) for op, x in got], p + 2))
+    w.send(OP["ACK"], p + 2, b"\x1f\x00\x00\x03")   # no count: no limit
+    time.sleep(0.3)
+    wcs = t.poll()
+    if len(wcs) != 2:
+        fail("completions %s, want 2" % wcs)
+    expect_send_wc(t, wcs[:1])
+    expect_send_wc(t, wcs[1:])
+    for i in range(3):
+        if t.cmd("send 64") != "ok":
+            fail("post_send %d" % (4 + i))
+    got = [g for g in w.drain(0.5) if g["op"] == OP["SEND_ONLY"]]
+    if sorted(set(g["psn"] for g in got)) != [p + 3, p + 4, p + 5]:
+        fail("with no limit: %s" % [hex(g["psn"]) for g in got])
+    w.send(OP["ACK"], p + 5, b"\x1f\x00\x00\x06")
+    time.sleep(0.3)
+    wcs = t.poll()
+    if len(wcs) != 3:
+        fail("completions %s, want 3" % wcs)
+    for c in wcs:
+        expect_send_wc(t, [c])
+    if hw_counter("tx_credit_waits") - c0 != 1:
+        fail("tx_credit_waits +%d at the end, want +1"
+             % (hw_counter("tx_credit_waits") - c0))
+    expect_state(t, QPS_RTS)
 
 
 def rnr_gaps(t, w, p, timer, n):

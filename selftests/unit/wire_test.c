@@ -804,4 +804,29 @@ TEST(psn_arithmetic)
 	EXPECT_EQ(0U, srdma_psn_add(0xfffffe, 2));
 }
 
+/* AETH credit counts (IBTA 9.7.7.2): each code and the boundaries round down. */
+TEST(credit_counts)
+{
+	static const u32 wqes[31] = {
+		0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+		256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
+		12288, 16384, 24576, 32768,
+	};
+	u32 c;
+
+	for (c = 0; c < 31; c++) {
+		EXPECT_EQ(wqes[c], srdma_credits_decode(c));
+		EXPECT_EQ(c, srdma_credits_encode(wqes[c]));
+		/* One short of the next step still encodes as this one. */
+		if (c < 30)
+			EXPECT_EQ(c, srdma_credits_encode(wqes[c + 1] - 1));
+	}
+	EXPECT_EQ(0U, srdma_credits_decode(SRDMA_AETH_CREDIT_INVALID));
+	/* Only the low five bits count. */
+	EXPECT_EQ(8U, srdma_credits_decode(0xe6));
+	EXPECT_EQ(30, srdma_credits_encode(32769));
+	EXPECT_EQ(30, srdma_credits_encode(0xffffffff));
+	EXPECT_EQ(5, srdma_credits_encode(7));
+}
+
 TEST_HARNESS_MAIN

@@ -174,6 +174,9 @@ static void srdma_comp_aeth(struct srdma_qp *qp, struct srdma_pkt *pkt)
 
 	switch (syn & SRDMA_AETH_KIND_MASK) {
 	case SRDMA_AETH_ACK:
+		/* Credits from plain ACKs; READ responses may carry none. */
+		if (pkt->opcode == SRDMA_OP_ACK)
+			srdma_req_credits(qp, pkt->psn, pkt->msn, syn);
 		srdma_comp_ack(qp, pkt->psn);
 		break;
 	case SRDMA_AETH_RNR_NAK:

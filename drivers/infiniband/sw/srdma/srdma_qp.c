@@ -666,6 +666,9 @@ static void srdma_qp_to_reset(struct srdma_qp *qp)
 	qp->nak_sent = false;
 	qp->sq_error = false;
 	qp->rnr_wait = false;
+	qp->credits_on = false;
+	qp->credit_wait = false;
+	qp->ssn = 0;
 	qp->msn = 0;
 	qp->resp_opcode = SRDMA_OP_ACK;
 	qp->rd_end_psn = U32_MAX;

@@ -528,6 +528,56 @@ static void srdma_req_doorbell(struct srdma_qp *qp, bool skip)
  * waits for this one's ACK (a fence, a READ over the limit, SQD), or is a
  * local operation (which sends nothing).
  */
+/* Does a message of @opcode take a receive WQE at the responder? */
+static bool srdma_wr_takes_recv(u32 opcode)
+{
+	return opcode == IB_WR_SEND || opcode == IB_WR_SEND_WITH_IMM ||
+	       opcode == IB_WR_SEND_WITH_INV ||
+	       opcode == IB_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/*
+ * May @wqe, not started, start as far as the peer's credits go? Within
+ * them, or beyond them with nothing in flight: a message then draws an
+ * ACK with a fresh count (or an RNR NAK), since the peer tells of
+ * receives posted later only in its next ACK.
+ */
+static bool srdma_req_credit_ok(struct srdma_qp *qp,
+				struct srdma_send_wqe *wqe)
+{
+	if (!qp->credits_on || !srdma_wr_takes_recv(wqe->opcode))
+		return true;
+	return srdma_psn_diff(srdma_psn_add(qp->ssn, 1), qp->lsn) <= 0 ||
+	       qp->una_psn == qp->next_psn;
+}
+
+/**
+ * srdma_req_credits() - an ACK told the peer's receive credits
+ * @qp: the QP
+ * @psn: the ACK's PSN
+ * @msn: its MSN
+ * @code: its credit count (IBTA 9.7.7.2), or SRDMA_AETH_CREDIT_INVALID
+ *
+ * Messages up to @msn plus the count may take receives; an invalid count
+ * (an SRQ, or a peer that does not count) lifts the limit. An ACK older
+ * than the one the count came from changes nothing.
+ *
+ * Context: softirq, QP lock held.
+ */
+void srdma_req_credits(struct srdma_qp *qp, u32 psn, u32 msn, u8 code)
+{
+	lockdep_assert_held(&qp->lock);
+	if (qp->ibqp.qp_type != IB_QPT_RC)
+		return;
+	if (qp->credits_on && srdma_psn_diff(psn, qp->credit_psn) < 0)
+		return;
+	qp->credit_psn = psn;
+	code &= SRDMA_AETH_VALUE_MASK;
+	qp->credits_on = code != SRDMA_AETH_CREDIT_INVALID;
+	if (qp->credits_on)
+		qp->lsn = srdma_psn_add(msn, srdma_credits_decode(code));
+}
+
 static bool srdma_more_follows(struct srdma_qp *qp)
 {
 	struct srdma_send_wqe *next;
@@ -536,6 +586,9 @@ static bool srdma_more_follows(struct srdma_qp *qp)
 		return false;
 	next = srdma_ring_slot(&qp->sq, qp->sq_next + 1);
 	if (srdma_wr_is_local(next->opcode))
+		return false;
+	/* Held for credits: this packet must draw the ACK that brings them. */
+	if (!next->started && !srdma_req_credit_ok(qp, next))
 		return false;
 	return (next->started && !next->done) ||
 	       (!srdma_wr_is_rd_atomic(next->opcode) &&
@@ -844,6 +897,12 @@ static bool srdma_req_may_start(struct srdma_qp *qp,
 		return false;
 	if ((wqe->send_flags & IB_SEND_FENCE) && qp->rd_outstanding)
 		return false;
+	if (!srdma_req_credit_ok(qp, wqe)) {
+		if (!qp->credit_wait)
+			srdma_count(qp->sdev, SRDMA_CNT_CREDIT_WAIT);
+		qp->credit_wait = true;
+		return false;
+	}
 	return srdma_psn_diff(qp->next_psn, qp->una_psn) <
 	       (s32)srdma_cwnd_pkts(qp);
 }
@@ -868,6 +927,8 @@ static int srdma_req_start(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	wqe->started = true;
 	wqe->done = false;
 	qp->next_psn = srdma_psn_add(qp->next_psn, wqe->npkts);
+	qp->ssn = srdma_psn_add(qp->ssn, 1);	/* MSN space: 24 bits too */
+	qp->credit_wait = false;
 	qp->sq_next_off = 0;
 	if (srdma_wr_is_rd_atomic(wqe->opcode))
 		qp->rd_outstanding++;

@@ -226,6 +226,31 @@ void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn)
 static u32 srdma_rd_queued(struct srdma_qp *qp);
 
 /*
+ * The AETH syndrome of a positive ACK: with the credit count (IBTA
+ * 9.7.7.2) of an RC QP with its own RQ, the receives it holds from rq.cons
+ * on, for the messages after the last one completed (whose count the ACK's
+ * MSN is). A mapped RQ counts what the process has posted, as its
+ * producer index says, when that index is in range; the count only steers
+ * the peer's requester, which an RNR NAK corrects. An SRQ's receives
+ * belong to no QP: no count (invalid), as from a peer that does not count.
+ */
+static u8 srdma_ack_syndrome(struct srdma_qp *qp)
+{
+	u32 n, uprod;
+
+	lockdep_assert_held(&qp->lock);
+	if (qp->ibqp.qp_type != IB_QPT_RC || srdma_qp_srq(qp))
+		return SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID;
+	n = qp->rq.prod - qp->rq.cons;
+	if (qp->urq.map) {
+		uprod = READ_ONCE(qp->urq.hdr->prod);
+		if (uprod - qp->rq.cons <= qp->rq.max_wr)
+			n = max(n, uprod - qp->rq.cons);
+	}
+	return SRDMA_AETH_ACK | srdma_credits_encode(min(n, qp->rq.max_wr));
+}
+
+/*
  * A positive ACK for everything up to @psn: at once, or, while READ
  * responses accepted before @psn are still queued, once they are out. An
  * ACK ahead of them would tell the requester that they were lost (rdma_rxe
@@ -243,7 +268,7 @@ static void srdma_send_ack_ok(struct srdma_qp *qp, u32 psn)
 		qp->ack_deferred_msn = qp->msn;
 		return;
 	}
-	srdma_send_ack(qp, SRDMA_AETH_ACK | SRDMA_AETH_CREDIT_INVALID, psn);
+	srdma_send_ack(qp, srdma_ack_syndrome(qp), psn);
 }
 
 static void srdma_send_nak(struct srdma_qp *qp, u8 code, u32 psn)
@@ -1606,8 +1631,7 @@ void srdma_read_work(struct work_struct *work)
 	if (qp->ack_deferred && !srdma_rd_queued(qp) &&
 	    srdma_qp_rq_running(qp)) {
 		qp->ack_deferred = false;
-		srdma_send_ack_msn(qp, SRDMA_AETH_ACK |
-				   SRDMA_AETH_CREDIT_INVALID,
+		srdma_send_ack_msn(qp, srdma_ack_syndrome(qp),
 				   qp->ack_deferred_psn, qp->ack_deferred_msn);
 	}
 	spin_unlock_bh(&qp->lock);

@@ -409,3 +409,46 @@ void srdma_icrc_mask(u8 *hdrs, bool ipv6)
 	bth = udp + SRDMA_UDP_HDR_LEN;
 	bth[SRDMA_BTH_RESV8A] = 0xff;
 }
+
+/*
+ * The receive WQEs an AETH credit count of 0 to 30 stands for (IBTA
+ * 9.7.7.2: a logarithmic scale, steps of 1.5x and 2x above 4); 31 says
+ * nothing (SRDMA_AETH_CREDIT_INVALID).
+ */
+static const u16 srdma_credit_wqes[SRDMA_AETH_CREDIT_INVALID] = {
+	0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384,
+	512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+	24576, 32768,
+};
+
+/**
+ * srdma_credits_decode() - receive WQEs an AETH credit count stands for
+ * @code: the count (the low five bits are used), not
+ *	  SRDMA_AETH_CREDIT_INVALID
+ *
+ * Context: Any context.
+ * Return: the number of WQEs; 0 for SRDMA_AETH_CREDIT_INVALID, which the
+ * caller must have told apart.
+ */
+u32 srdma_credits_decode(u8 code)
+{
+	code &= SRDMA_AETH_VALUE_MASK;
+	return code < SRDMA_AETH_CREDIT_INVALID ? srdma_credit_wqes[code] : 0;
+}
+
+/**
+ * srdma_credits_encode() - the AETH credit count for @wqes receive WQEs
+ * @wqes: receive WQEs available
+ *
+ * Context: Any context.
+ * Return: the largest count that stands for no more than @wqes (never
+ * SRDMA_AETH_CREDIT_INVALID).
+ */
+u8 srdma_credits_encode(u32 wqes)
+{
+	u8 code = SRDMA_AETH_CREDIT_INVALID - 1;
+
+	while (code && srdma_credit_wqes[code] > wqes)
+		code--;
+	return code;
+}

@@ -233,6 +233,8 @@ static inline u32 srdma_icrc_hdrs_len(bool ipv6)
  * independently built packets.
  */
 void srdma_icrc_mask(u8 *hdrs, bool ipv6);
+u32 srdma_credits_decode(u8 code);
+u8 srdma_credits_encode(u32 wqes);
 
 /* The ICRC on the wire is the complement of the CRC, little-endian. */
 static inline void srdma_icrc_store(u8 *p, u32 crc)
