@@ -1098,6 +1098,79 @@ def t_credits_req(t, w):
     expect_state(t, QPS_RTS)
 
 
+def t_credits_read(t, w):
+    """A READ goes as one request per 16 responses, and the responder's MSN
+    counts each: the requester's message numbers must too, or the credits
+    of later ACKs allow too much. A 17 KiB READ (two requests, answered
+    with MSN 1 and 2), a SEND (message 3) ACKed with one credit: of three
+    SENDs posted then, exactly one (message 4) goes, asking for its ACK."""
+    c0 = hw_counter("tx_credit_waits")
+    size = 17 * MTU
+    data = bytes((i * 7 + 3) & 0xff for i in range(size))
+    if t.cmd("read %d" % size) != "ok":
+        fail("post READ")
+    reqs, end = [], time.time() + 5
+    while sum(r[1] for r in reqs) < size and time.time() < end:
+        q = w.recv(1.0)
+        if q and q["op"] == OP["READ_REQ"]:
+            reqs.append((q["psn"], min(16 * MTU, size - sum(r[1] for r in reqs))))
+    if [r[1] for r in reqs] != [16 * MTU, MTU]:
+        fail("READ requests %s, want 16 and 1 packets" % reqs)
+    p, off = reqs[0][0], 0
+    for msn, (psn, length) in enumerate(reqs, 1):
+        n = length // MTU
+        for i in range(n):
+            aeth = struct.pack(">I", 0x1f000000 | msn)
+            chunk = data[off:off + MTU]
+            off += MTU
+            if n == 1:
+                w.send(OP["READ_RESP_ONLY"], psn, aeth + chunk)
+            elif i == 0:
+                w.send(13, psn, aeth + chunk)
+            elif i == n - 1:
+                w.send(15, psn + i, aeth + chunk)
+            else:
+                w.send(14, psn + i, chunk)
+    time.sleep(0.3)
+    wcs = t.poll()
+    want = [dict(wr_id=0x400, status=0, opcode=2, byte_len=size, imm=0,
+                 wc_flags=0, src_qp=0, qp_num=t.qpn)]
+    if wcs != want:
+        fail("READ: completions %s, want %s" % (wcs, want))
+    if t.cmd("dump 0 %d" % size) != data.hex():
+        fail("READ data not in place")
+    if t.cmd("send 64") != "ok":
+        fail("post_send")
+    q = w.recv(2.0)
+    if not q or (q["op"], q["psn"]) != (OP["SEND_ONLY"], p + 17):
+        fail("SEND after the READ: %s" % q)
+    w.send(OP["ACK"], p + 17, b"\x01\x00\x00\x03")   # message 3 done, 1 credit
+    time.sleep(0.3)
+    expect_send_wc(t, t.poll())
+    for i in range(3):
+        if t.cmd("send 64") != "ok":
+            fail("post_send %d" % i)
+    got = set((g["op"], g["psn"], g["ackreq"]) for g in w.drain(0.5))
+    if got != {(OP["SEND_ONLY"], p + 18, True)}:
+        fail("with one credit after message 3: %s, want only the SEND at %#x"
+             % (sorted(got), p + 18))
+    w.send(OP["ACK"], p + 18, b"\x1f\x00\x00\x04")
+    got = set(g["psn"] for g in w.drain(0.5) if g["op"] == OP["SEND_ONLY"])
+    if got != {p + 19, p + 20}:
+        fail("with no limit: %s" % sorted(hex(x) for x in got))
+    w.send(OP["ACK"], p + 20, b"\x1f\x00\x00\x06")
+    time.sleep(0.3)
+    wcs = t.poll()
+    if len(wcs) != 3:
+        fail("completions %s, want 3" % wcs)
+    for c in wcs:
+        expect_send_wc(t, [c])
+    d = hw_counter("tx_credit_waits") - c0
+    if d != 1:
+        fail("tx_credit_waits +%d, want +1" % d)
+    expect_state(t, QPS_RTS)
+
+
 def rnr_gaps(t, w, p, timer, n):
     """Answer the SEND at @p with @n RNR NAKs carrying @timer (IBTA table
     45); the seconds from each NAK to the resend it brings."""

@@ -358,6 +358,17 @@ int main(int argc, char **argv)
 						  .send_flags = IBV_SEND_SIGNALED },
 					   *bad;
 			printf(ibv_post_send(qp, &wr, &bad) ? "fail\n" : "ok\n");
+		} else if (sscanf(line, "read %u", &n1) == 1) {
+			struct ibv_sge sge = { .addr = (uintptr_t)buf,
+					       .length = n1, .lkey = mr->lkey };
+			struct ibv_send_wr wr = { .wr_id = 0x400, .sg_list = &sge,
+						  .num_sge = 1,
+						  .opcode = IBV_WR_RDMA_READ,
+						  .send_flags = IBV_SEND_SIGNALED,
+						  .wr.rdma = { 0x1000, 0x1234 } },
+					   *bad;
+			printf(n1 > MR_LEN || ibv_post_send(qp, &wr, &bad) ?
+			       "fail\n" : "ok\n");
 		} else if (sscanf(line, "rdwr %u", &n1) == 1) {
 			struct ibv_sge sge = { .addr = (uintptr_t)buf,
 					       .length = n1, .lkey = mr->lkey };

@@ -48,6 +48,7 @@ test_hostile_uc_resync() { hostile uc_resync; }
 test_hostile_rnr_wait() { hostile rnr_wait; }
 test_hostile_credits_resp() { hostile credits_resp; }
 test_hostile_credits_req() { hostile credits_req; }
+test_hostile_credits_read() { hostile credits_read; }
 
 # SEND with Invalidate from the wire to a user QP: never invalidates a
 # user MR, and counts the refusal; a duplicate neither.

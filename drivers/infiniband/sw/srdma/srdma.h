@@ -692,14 +692,15 @@ struct srdma_qp {
 	 * End-to-end credits (IBTA 9.7.7.2), RC: ssn numbers the messages
 	 * started as the responder's MSN counts them. While the peer counts
 	 * its receives (credits_on), no message that takes one goes beyond
-	 * message lsn, which the ACK at credit_psn allowed, unless nothing
-	 * is in flight (srdma_req_credit_ok()).
+	 * message lsn, which its ACKs allowed, unless no answer is due
+	 * (srdma_req_credit_ok()).
 	 */
 	bool credits_on;
 	bool credit_wait;		/* held for credits since the last start */
 	u32 ssn;
 	u32 lsn;
-	u32 credit_psn;
+	/* Last PSN of the last packet sent that asked for an answer. */
+	u32 ackreq_psn;
 	bool sq_error;			/* a WQE failed, flush the rest */
 	bool uring_bad;			/* a mapped ring held garbage */
 	struct timer_list retrans_timer;
@@ -1299,7 +1300,7 @@ void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 void srdma_req_acked(struct srdma_qp *qp, u32 una, bool retired);
 void srdma_req_loss(struct srdma_qp *qp, u32 psn);
 bool srdma_req_rnr(struct srdma_qp *qp, u32 psn, u8 timer);
-void srdma_req_credits(struct srdma_qp *qp, u32 psn, u32 msn, u8 code);
+void srdma_req_credits(struct srdma_qp *qp, u32 msn, u8 code);
 struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			       const struct srdma_payload_src *src);
 void srdma_req_init_window(struct srdma_qp *qp, u32 psn);

@@ -176,7 +176,7 @@ static void srdma_comp_aeth(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	case SRDMA_AETH_ACK:
 		/* Credits from plain ACKs; READ responses may carry none. */
 		if (pkt->opcode == SRDMA_OP_ACK)
-			srdma_req_credits(qp, pkt->psn, pkt->msn, syn);
+			srdma_req_credits(qp, pkt->msn, syn);
 		srdma_comp_ack(qp, pkt->psn);
 		break;
 	case SRDMA_AETH_RNR_NAK:

@@ -100,6 +100,8 @@ static void srdma_arm_timer(struct srdma_qp *qp)
 static void srdma_rtt_start(struct srdma_qp *qp, u32 psn, u32 npkts,
 			    bool ackreq)
 {
+	if (ackreq)	/* its answer covers it all: srdma_req_answer_due() */
+		qp->ackreq_psn = srdma_psn_add(psn, npkts - 1);
 	if (srdma_psn_diff(psn, qp->sent_psn) < 0) {
 		/* A resend: counted, no sample from it. */
 		srdma_count(qp->sdev, SRDMA_CNT_TX_RESENT);
@@ -155,6 +157,7 @@ void srdma_req_init_window(struct srdma_qp *qp, u32 psn)
 	qp->next_psn = psn;
 	qp->una_psn = psn;
 	qp->sent_psn = psn;
+	qp->ackreq_psn = srdma_psn_prev(psn);	/* no answer due */
 	qp->rtt_pending = false;
 	qp->srtt_us = 0;
 	qp->rttvar_us = 0;
@@ -522,12 +525,6 @@ static void srdma_req_doorbell(struct srdma_qp *qp, bool skip)
 		smp_mb();	/* flag before the provider's prod */
 }
 
-/*
- * Will another SEND or WRITE packet follow the current work request's
- * last one right away? Not if nothing is posted behind it, or if what is
- * waits for this one's ACK (a fence, a READ over the limit, SQD), or is a
- * local operation (which sends nothing).
- */
 /* Does a message of @opcode take a receive WQE at the responder? */
 static bool srdma_wr_takes_recv(u32 opcode)
 {
@@ -536,48 +533,74 @@ static bool srdma_wr_takes_recv(u32 opcode)
 	       opcode == IB_WR_RDMA_WRITE_WITH_IMM;
 }
 
+/* Do the peer's credits cover @wqe, the next message to start? */
+static bool srdma_req_credits_cover(struct srdma_qp *qp,
+				    struct srdma_send_wqe *wqe)
+{
+	return !qp->credits_on || !srdma_wr_takes_recv(wqe->opcode) ||
+	       srdma_psn_diff(srdma_psn_add(qp->ssn, 1), qp->lsn) <= 0;
+}
+
+/*
+ * Is an answer on its way: a packet sent with AckReq (or a READ request)
+ * and not yet acknowledged? Its ACK runs the requester again.
+ */
+static bool srdma_req_answer_due(struct srdma_qp *qp)
+{
+	return srdma_psn_diff(qp->ackreq_psn, qp->una_psn) >= 0 &&
+	       srdma_psn_diff(qp->ackreq_psn, qp->next_psn) < 0;
+}
+
 /*
  * May @wqe, not started, start as far as the peer's credits go? Within
- * them, or beyond them with nothing in flight: a message then draws an
- * ACK with a fresh count (or an RNR NAK), since the peer tells of
- * receives posted later only in its next ACK.
+ * them; beyond them only when no answer is due, since the peer tells of
+ * receives posted later only in its next ACK: the message then draws one
+ * with a fresh count (or an RNR NAK), and a held one never waits for an
+ * ACK that nothing asked for.
  */
 static bool srdma_req_credit_ok(struct srdma_qp *qp,
 				struct srdma_send_wqe *wqe)
 {
-	if (!qp->credits_on || !srdma_wr_takes_recv(wqe->opcode))
-		return true;
-	return srdma_psn_diff(srdma_psn_add(qp->ssn, 1), qp->lsn) <= 0 ||
-	       qp->una_psn == qp->next_psn;
+	return srdma_req_credits_cover(qp, wqe) || !srdma_req_answer_due(qp);
 }
 
 /**
  * srdma_req_credits() - an ACK told the peer's receive credits
  * @qp: the QP
- * @psn: the ACK's PSN
- * @msn: its MSN
+ * @msn: the ACK's MSN
  * @code: its credit count (IBTA 9.7.7.2), or SRDMA_AETH_CREDIT_INVALID
  *
  * Messages up to @msn plus the count may take receives; an invalid count
- * (an SRQ, or a peer that does not count) lifts the limit. An ACK older
- * than the one the count came from changes nothing.
+ * (an SRQ, or a peer that does not count) lifts the limit. The limit never
+ * moves back while counts come: they are rounded down, and an ACK may
+ * carry an older MSN (one deferred behind READ responses, or reordered).
  *
  * Context: softirq, QP lock held.
  */
-void srdma_req_credits(struct srdma_qp *qp, u32 psn, u32 msn, u8 code)
+void srdma_req_credits(struct srdma_qp *qp, u32 msn, u8 code)
 {
+	u32 lsn;
+
 	lockdep_assert_held(&qp->lock);
 	if (qp->ibqp.qp_type != IB_QPT_RC)
 		return;
-	if (qp->credits_on && srdma_psn_diff(psn, qp->credit_psn) < 0)
-		return;
-	qp->credit_psn = psn;
 	code &= SRDMA_AETH_VALUE_MASK;
-	qp->credits_on = code != SRDMA_AETH_CREDIT_INVALID;
-	if (qp->credits_on)
-		qp->lsn = srdma_psn_add(msn, srdma_credits_decode(code));
+	if (code == SRDMA_AETH_CREDIT_INVALID) {
+		qp->credits_on = false;
+		return;
+	}
+	lsn = srdma_psn_add(msn, srdma_credits_decode(code));
+	if (!qp->credits_on || srdma_psn_diff(lsn, qp->lsn) > 0)
+		qp->lsn = lsn;
+	qp->credits_on = true;
 }
 
+/*
+ * Will another SEND or WRITE packet follow the current work request's
+ * last one right away? Not if nothing is posted behind it, or if what is
+ * waits for this one's ACK (a fence, a READ over the limit, SQD), or is a
+ * local operation (which sends nothing).
+ */
 static bool srdma_more_follows(struct srdma_qp *qp)
 {
 	struct srdma_send_wqe *next;
@@ -587,8 +610,8 @@ static bool srdma_more_follows(struct srdma_qp *qp)
 	next = srdma_ring_slot(&qp->sq, qp->sq_next + 1);
 	if (srdma_wr_is_local(next->opcode))
 		return false;
-	/* Held for credits: this packet must draw the ACK that brings them. */
-	if (!next->started && !srdma_req_credit_ok(qp, next))
+	/* Beyond the credits: this packet must draw the ACK that brings more. */
+	if (!next->started && !srdma_req_credits_cover(qp, next))
 		return false;
 	return (next->started && !next->done) ||
 	       (!srdma_wr_is_rd_atomic(next->opcode) &&
@@ -927,7 +950,12 @@ static int srdma_req_start(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	wqe->started = true;
 	wqe->done = false;
 	qp->next_psn = srdma_psn_add(qp->next_psn, wqe->npkts);
-	qp->ssn = srdma_psn_add(qp->ssn, 1);	/* MSN space: 24 bits too */
+	/*
+	 * Message numbers as the responder's MSN counts them (24 bits, like
+	 * PSNs): a READ goes as one request per SRDMA_READ_CHUNK responses.
+	 */
+	qp->ssn = srdma_psn_add(qp->ssn, wqe->opcode == IB_WR_RDMA_READ ?
+				DIV_ROUND_UP(wqe->npkts, SRDMA_READ_CHUNK) : 1);
 	qp->credit_wait = false;
 	qp->sq_next_off = 0;
 	if (srdma_wr_is_rd_atomic(wqe->opcode))
