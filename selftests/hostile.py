@@ -912,26 +912,40 @@ def expect_send_wc(t, wcs):
         fail("completions %s, want %s" % (wcs, want))
 
 
+def first_send(t, w):
+    """Post a 64-byte SEND on the target: the PSN of its SEND ONLY."""
+    if t.cmd("send 64") != "ok":
+        fail("post_send")
+    q = w.recv(5.0)
+    if not q or q["op"] != OP["SEND_ONLY"]:
+        fail("first SEND: %s" % q)
+    return q["psn"]
+
+
+def expect_send_wcs(t, n):
+    """After a moment, @n successful SEND completions, every field of each."""
+    time.sleep(0.3)
+    wcs = t.poll()
+    if len(wcs) != n:
+        fail("completions %s, want %d" % (wcs, n))
+    for c in wcs:
+        expect_send_wc(t, [c])
+
+
 def timeout_probe(t, w):
     """Set up an early timeout: one SEND ACKed at once (an RTT sample),
     then one of 8 packets left unanswered until the requester resends its
     first packet. Returns (first PSN, counters before). Asserts that the
     probe is that one packet, with AckReq, and that nothing else of the
     message follows it."""
-    if t.cmd("send 64") != "ok":
-        fail("post_send")
-    q = w.recv(5.0)
-    if not q or q["op"] != OP["SEND_ONLY"]:
-        fail("first SEND: %s" % q)
-    w.send(OP["ACK"], q["psn"], b"\x1f\x00\x00\x01")
-    time.sleep(0.3)
-    wcs = t.poll()
-    expect_send_wc(t, wcs)
+    first = first_send(t, w)
+    w.send(OP["ACK"], first, b"\x1f\x00\x00\x01")
+    expect_send_wcs(t, 1)
     c0 = {k: hw_counter(k) for k in ("early_timeouts", "tail_loss_probes",
                                      "ack_timeouts", "retransmits")}
     if t.cmd("send %d" % (8 * MTU)) != "ok":
         fail("post_send 8 KiB")
-    p = (q["psn"] + 1) & 0xffffff
+    p = (first + 1) & 0xffffff
     got = [w.recv(2.0) for _ in range(8)]
     if [g and (g["op"], g["psn"]) for g in got] != \
             [(OP["SEND_FIRST"], p)] + [(OP["SEND_MIDDLE"], p + i) for i in range(1, 7)] + \
@@ -1045,15 +1059,9 @@ def t_credits_req(t, w):
     and the next waits (tx_credit_waits) for an ACK with a credit; a count
     of 31 (none kept, as from an SRQ or rdma_rxe) lifts the limit."""
     c0 = hw_counter("tx_credit_waits")
-    if t.cmd("send 64") != "ok":
-        fail("post_send")
-    q = w.recv(5.0)
-    if not q or q["op"] != OP["SEND_ONLY"]:
-        fail("first SEND: %s" % q)
-    p = q["psn"]
+    p = first_send(t, w)
     w.send(OP["ACK"], p, b"\x00\x00\x00\x01")     # message 1 done, 0 credits
-    time.sleep(0.3)
-    expect_send_wc(t, t.poll())
+    expect_send_wcs(t, 1)
     if t.cmd("send 64") != "ok" or t.cmd("send 64") != "ok":
         fail("post_send 2, 3")
     q = w.recv(2.0)
@@ -1073,12 +1081,7 @@ def t_credits_req(t, w):
         fail("after a credit: %s, want the SEND at %#x"
              % ([(op, hex(x)) for op, x in got], p + 2))
     w.send(OP["ACK"], p + 2, b"\x1f\x00\x00\x03")   # no count: no limit
-    time.sleep(0.3)
-    wcs = t.poll()
-    if len(wcs) != 2:
-        fail("completions %s, want 2" % wcs)
-    expect_send_wc(t, wcs[:1])
-    expect_send_wc(t, wcs[1:])
+    expect_send_wcs(t, 2)
     for i in range(3):
         if t.cmd("send 64") != "ok":
             fail("post_send %d" % (4 + i))
@@ -1086,12 +1089,7 @@ def t_credits_req(t, w):
     if sorted(set(g["psn"] for g in got)) != [p + 3, p + 4, p + 5]:
         fail("with no limit: %s" % [hex(g["psn"]) for g in got])
     w.send(OP["ACK"], p + 5, b"\x1f\x00\x00\x06")
-    time.sleep(0.3)
-    wcs = t.poll()
-    if len(wcs) != 3:
-        fail("completions %s, want 3" % wcs)
-    for c in wcs:
-        expect_send_wc(t, [c])
+    expect_send_wcs(t, 3)
     if hw_counter("tx_credit_waits") - c0 != 1:
         fail("tx_credit_waits +%d at the end, want +1"
              % (hw_counter("tx_credit_waits") - c0))
@@ -1145,8 +1143,7 @@ def t_credits_read(t, w):
     if not q or (q["op"], q["psn"]) != (OP["SEND_ONLY"], p + 17):
         fail("SEND after the READ: %s" % q)
     w.send(OP["ACK"], p + 17, b"\x01\x00\x00\x03")   # message 3 done, 1 credit
-    time.sleep(0.3)
-    expect_send_wc(t, t.poll())
+    expect_send_wcs(t, 1)
     for i in range(3):
         if t.cmd("send 64") != "ok":
             fail("post_send %d" % i)
@@ -1159,12 +1156,7 @@ def t_credits_read(t, w):
     if got != {p + 19, p + 20}:
         fail("with no limit: %s" % sorted(hex(x) for x in got))
     w.send(OP["ACK"], p + 20, b"\x1f\x00\x00\x06")
-    time.sleep(0.3)
-    wcs = t.poll()
-    if len(wcs) != 3:
-        fail("completions %s, want 3" % wcs)
-    for c in wcs:
-        expect_send_wc(t, [c])
+    expect_send_wcs(t, 3)
     d = hw_counter("tx_credit_waits") - c0
     if d != 1:
         fail("tx_credit_waits +%d, want +1" % d)
@@ -1193,12 +1185,7 @@ def t_rnr_wait(t, w):
     sooner, and one after a 0.01 ms timer comes clearly sooner than that.
     rnr_retry 7: every NAK is retried; the SEND then completes."""
     c0 = hw_counter("rnr_nak_received")
-    if t.cmd("send 64") != "ok":
-        fail("post_send")
-    q = w.recv(5.0)
-    if not q or q["op"] != OP["SEND_ONLY"]:
-        fail("first SEND: %s" % q)
-    p, n = q["psn"], 15
+    p, n = first_send(t, w), 15
     long_ = rnr_gaps(t, w, p, 16, n)        # 2.56 ms
     short = rnr_gaps(t, w, p, 1, n)         # 0.01 ms
     print("# ms after a 2.56 ms RNR NAK: %s" % ["%.2f" % (x * 1e3) for x in long_])
@@ -1209,8 +1196,7 @@ def t_rnr_wait(t, w):
         fail("median wait after a 0.01 ms RNR NAK %.2f ms, after 2.56 ms %.2f ms"
              % (short[n // 2] * 1e3, long_[n // 2] * 1e3))
     w.send(OP["ACK"], p, b"\x1f\x00\x00\x01")
-    time.sleep(0.3)
-    expect_send_wc(t, t.poll())
+    expect_send_wcs(t, 1)
     if w.drain(0.2):
         fail("sent more after the ACK")
     d = hw_counter("rnr_nak_received") - c0

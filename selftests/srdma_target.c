@@ -205,6 +205,25 @@ static void cmd_recv(int n, struct ibv_srq *srq)
 	printf("ok\n");
 }
 
+/*
+ * One signaled work request of @len bytes from the MR's start: a SEND, or
+ * a READ of the peer's (address 0x1000, rkey 0x1234).
+ */
+static void cmd_post(enum ibv_wr_opcode op, uint64_t wr_id, unsigned int len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	if (op == IBV_WR_RDMA_READ) {
+		wr.wr.rdma.remote_addr = 0x1000;
+		wr.wr.rdma.rkey = 0x1234;
+	}
+	printf(ibv_post_send(qp, &wr, &bad) ? "fail\n" : "ok\n");
+}
+
 static void cmd_poll(void)
 {
 	struct ibv_wc wc;
@@ -350,25 +369,12 @@ int main(int argc, char **argv)
 			       modify(IBV_QPS_RESET, 0) || connect_to(n1) ?
 			       "fail\n" : "ok\n");
 		} else if (sscanf(line, "send %u", &n1) == 1) {
-			struct ibv_sge sge = { .addr = (uintptr_t)buf,
-					       .length = n1, .lkey = mr->lkey };
-			struct ibv_send_wr wr = { .wr_id = 0x200, .sg_list = &sge,
-						  .num_sge = 1,
-						  .opcode = IBV_WR_SEND,
-						  .send_flags = IBV_SEND_SIGNALED },
-					   *bad;
-			printf(ibv_post_send(qp, &wr, &bad) ? "fail\n" : "ok\n");
+			cmd_post(IBV_WR_SEND, 0x200, n1);
 		} else if (sscanf(line, "read %u", &n1) == 1) {
-			struct ibv_sge sge = { .addr = (uintptr_t)buf,
-					       .length = n1, .lkey = mr->lkey };
-			struct ibv_send_wr wr = { .wr_id = 0x400, .sg_list = &sge,
-						  .num_sge = 1,
-						  .opcode = IBV_WR_RDMA_READ,
-						  .send_flags = IBV_SEND_SIGNALED,
-						  .wr.rdma = { 0x1000, 0x1234 } },
-					   *bad;
-			printf(n1 > MR_LEN || ibv_post_send(qp, &wr, &bad) ?
-			       "fail\n" : "ok\n");
+			if (n1 > MR_LEN)
+				printf("fail\n");
+			else
+				cmd_post(IBV_WR_RDMA_READ, 0x400, n1);
 		} else if (sscanf(line, "rdwr %u", &n1) == 1) {
 			struct ibv_sge sge = { .addr = (uintptr_t)buf,
 					       .length = n1, .lkey = mr->lkey };
