@@ -660,6 +660,12 @@ struct srdma_qp {
 	bool dst_local;			/* the route ends on this host */
 	__be16 sport;
 	/*
+	 * A local delivery batch (srdma_net.c) being filled: only while a
+	 * run that set batching holds the QP lock, never beyond it.
+	 */
+	struct sk_buff *batch;
+	bool batching;
+	/*
 	 * When (jiffies) a request last arrived for this QP: a QP whose
 	 * peer sends to it too is in a ping-pong, and local delivery stays
 	 * on its CPU (srdma_net.c). Written in receive, read as a hint.
@@ -981,6 +987,12 @@ static inline void srdma_count(struct srdma_dev *sdev, enum srdma_counter c)
 	atomic64_inc(&sdev->counters[c]);
 }
 
+static inline void srdma_count_add(struct srdma_dev *sdev,
+				   enum srdma_counter c, u32 n)
+{
+	atomic64_add(n, &sdev->counters[c]);
+}
+
 static inline void *srdma_ring_slot(struct srdma_ring *r, u32 idx)
 {
 	return r->buf + (size_t)(idx & r->mask) * r->slot_size;
@@ -1125,12 +1137,39 @@ int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		       struct dst_entry **dstp, u32 *cookie);
 void srdma_loop_init(void);
 void srdma_loop_exit(void);
+bool srdma_batch_begin(struct srdma_qp *qp);
+int srdma_batch_end(struct srdma_qp *qp, bool outer);
+int srdma_batch_flush(struct srdma_qp *qp);
+u8 *srdma_batch_add(struct srdma_qp *qp, struct srdma_pkt *pkt, u32 copied,
+		    u32 *ent_len);
+void srdma_batch_commit(struct srdma_qp *qp, u32 ent_len);
+
+/*
+ * An entry of a local delivery batch (srdma_net.c), ahead of its packet's
+ * transport headers. Never on a wire.
+ */
+struct srdma_batch_ent {
+	u32 len;		/* as the UDP payload's: headers to ICRC */
+	u32 copied;		/* the payload follows the headers, here */
+};
+
+/* What a local delivery queue entry carries in its skb's cb. */
+struct srdma_loop_cb {
+	u64 net_cookie;			/* the sender's network namespace */
+	u16 nsub;			/* a batch of this many packets, or 0 */
+	u16 used;			/* bytes of the batch's entries */
+};
+
+static inline struct srdma_loop_cb *srdma_loop_cb(struct sk_buff *skb)
+{
+	return (struct srdma_loop_cb *)skb->cb;
+}
 
 extern struct workqueue_struct *srdma_wq;
 
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
-void srdma_rcv_local(struct sk_buff *skb, u64 net_cookie);
+void srdma_rcv_local(struct sk_buff *skb);
 
 /* A request arrived for @qp: see srdma_qp.rx_req_at. */
 static inline void srdma_qp_note_rx_req(struct srdma_qp *qp)
@@ -1303,6 +1342,8 @@ bool srdma_req_rnr(struct srdma_qp *qp, u32 psn, u8 timer);
 void srdma_req_credits(struct srdma_qp *qp, u32 msn, u8 code);
 struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			       const struct srdma_payload_src *src);
+int srdma_data_xmit(struct srdma_qp *qp, struct srdma_pkt *pkt,
+		    const struct srdma_payload_src *src, bool alone);
 void srdma_req_init_window(struct srdma_qp *qp, u32 psn);
 int srdma_sq_pull(struct srdma_qp *qp);
 

@@ -1051,14 +1051,19 @@ int srdma_mr_attach(struct srdma_mr *mr, u64 serial, u64 iova,
 	if (mr->type != SRDMA_MR_USER || mr->odp || mr->dmabuf)
 		return -EOPNOTSUPP;
 	for (done = 0; done < len; done += n) {
-		i = skb_shinfo(skb)->nr_frags;
-		if (i >= MAX_SKB_FRAGS)
-			return -EMSGSIZE;
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);
 		if (!n)
 			return -EFAULT;
-		get_page(pg);
-		skb_fill_page_desc(skb, i, pg, pgoff, n);
+		i = skb_shinfo(skb)->nr_frags;
+		if (skb_can_coalesce(skb, i, pg, pgoff)) {
+			/* Right after the last one: its reference covers it. */
+			skb_frag_size_add(&skb_shinfo(skb)->frags[i - 1], n);
+		} else {
+			if (i >= MAX_SKB_FRAGS)
+				return -EMSGSIZE;
+			get_page(pg);
+			skb_fill_page_desc(skb, i, pg, pgoff, n);
+		}
 		skb->len += n;
 		skb->data_len += n;
 		skb->truesize += n;

@@ -310,6 +310,25 @@ out_unlock:
 	return dst;
 }
 
+/*
+ * @pkt as it goes on the wire. An XRC QP sends RC's opcodes in the XRC
+ * group; its requests carry an XRCETH (pkt->xrc_srqn): the copy in @xrc.
+ * The caller's @pkt stays RC's. post_send lets no opcode through that XRC
+ * lacks: NULL if one came.
+ */
+static struct srdma_pkt *srdma_pkt_wire(struct srdma_qp *qp,
+					struct srdma_pkt *pkt,
+					struct srdma_pkt *xrc)
+{
+	if (!srdma_qp_is_xrc(qp))
+		return pkt;
+	*xrc = *pkt;
+	xrc->opcode |= SRDMA_OP_XRC;
+	if (WARN_ON_ONCE(!srdma_op_flags(xrc->opcode)))
+		return NULL;
+	return xrc;
+}
+
 /**
  * srdma_alloc_pkt() - allocate a packet and build its transport headers
  * @qp: the sending QP
@@ -340,18 +359,9 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	if (WARN_ON_ONCE(pkt->paylen > ib_mtu_enum_to_int(IB_MTU_4096)))
 		return NULL;
 	pkt->pad = srdma_pad_len(pkt->paylen);
-	/*
-	 * An XRC QP sends RC's opcodes in the XRC group; its requests
-	 * carry an XRCETH (pkt->xrc_srqn). The caller's @pkt stays RC's.
-	 * post_send lets no opcode through that XRC lacks.
-	 */
-	if (srdma_qp_is_xrc(qp)) {
-		xrc = *pkt;
-		xrc.opcode |= SRDMA_OP_XRC;
-		if (WARN_ON_ONCE(!srdma_op_flags(xrc.opcode)))
-			return NULL;
-		pkt = &xrc;
-	}
+	pkt = srdma_pkt_wire(qp, pkt, &xrc);
+	if (!pkt)
+		return NULL;
 	hlen = srdma_hdr_len(pkt->opcode);
 	if (payload)
 		body = pkt->paylen + pkt->pad + SRDMA_ICRC_LEN;
@@ -468,10 +478,6 @@ static bool srdma_loop_spread(struct srdma_qp *qp)
 	}
 }
 
-struct srdma_loop_cb {
-	u64 net_cookie;			/* the sender's network namespace */
-};
-
 static struct {
 	/*
 	 * Protects q and running; taken with BHs off, by senders in any
@@ -505,8 +511,7 @@ static void srdma_loop_run(struct tasklet_struct *t)
 		spin_unlock(&srdma_loop.lock);
 		if (!skb)
 			return;
-		srdma_rcv_local(skb,
-				((struct srdma_loop_cb *)skb->cb)->net_cookie);
+		srdma_rcv_local(skb);
 	}
 	/* Budget spent, running still set: let other softirq work go first. */
 	tasklet_schedule(&srdma_loop.tasklet);
@@ -560,7 +565,10 @@ static void srdma_loop_kick(bool spread)
 		tasklet_schedule(&srdma_loop.tasklet);
 }
 
-/* Queue @skb of @qp (IP header built, no ICRC) for local delivery. */
+/*
+ * Queue @skb of @qp (IP header built, no ICRC; a batch or not, as its cb
+ * says) for local delivery.
+ */
 static int srdma_loop_xmit(struct srdma_qp *qp, struct net *net,
 			   struct sk_buff *skb)
 {
@@ -568,7 +576,7 @@ static int srdma_loop_xmit(struct srdma_qp *qp, struct net *net,
 	int err = 0;
 
 	skb_dst_drop(skb);
-	((struct srdma_loop_cb *)skb->cb)->net_cookie = net->net_cookie;
+	srdma_loop_cb(skb)->net_cookie = net->net_cookie;
 	spin_lock_bh(&srdma_loop.lock);
 	if (skb_queue_len(&srdma_loop.q) < srdma_loop.qlen) {
 		__skb_queue_tail(&srdma_loop.q, skb);
@@ -698,6 +706,7 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
 	struct srdma_dev *sdev = qp->sdev;
 	struct net *net = dev_net(sdev->ndev);
 	bool local = dst->dev->flags & IFF_LOOPBACK;
+	u32 npkts = max_t(u32, srdma_loop_cb(skb)->nsub, 1);
 	u32 len = skb->len;
 	int err;
 
@@ -718,7 +727,7 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
 		if (!av->ipv6)
 			ip_send_check(ip_hdr(skb));
 		if (srdma_loop_xmit(qp, net, skb)) {
-			srdma_count(sdev, SRDMA_CNT_TX_ERR);
+			srdma_count_add(sdev, SRDMA_CNT_TX_ERR, npkts);
 			return -ENOBUFS;
 		}
 	} else {
@@ -729,7 +738,7 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
 			return -EIO;
 		}
 	}
-	srdma_count(sdev, SRDMA_CNT_TX_PKTS);
+	srdma_count_add(sdev, SRDMA_CNT_TX_PKTS, npkts);
 	return 0;
 }
 
@@ -752,6 +761,9 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	struct dst_entry *dst;
 
 	lockdep_assert_held(&qp->lock);	/* keeps the AV whole */
+	/* What the QP sent before goes first. */
+	srdma_batch_flush(qp);
+	srdma_loop_cb(skb)->nsub = 0;
 	dst = srdma_get_dst(qp);
 	if (!dst) {
 		kfree_skb(skb);
@@ -780,10 +792,202 @@ int srdma_xmit_ud(struct srdma_qp *qp, const struct srdma_av *av,
 	u32 cookie;
 
 	lockdep_assert_held(&qp->lock);
+	srdma_loop_cb(skb)->nsub = 0;
 	if (srdma_route_lookup(qp->sdev, av, &dst, &cookie)) {
 		kfree_skb(skb);
 		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
 		return -EHOSTUNREACH;
 	}
 	return srdma_xmit_dst(qp, av, dst, skb);
+}
+
+/*
+ * Local delivery batches. The SEND, WRITE and READ response packets that
+ * a run of a QP's requester or READ responder sends back to back to a QP
+ * on this host go to the local delivery queue together, in one skb: a
+ * batch, which saves an skb, a queueing and a QP lookup per packet. It
+ * is never on a wire and never leaves this module.
+ *
+ * After the IP and UDP headers, a batch's linear part is an area of
+ * SRDMA_BATCH_AREA bytes, of which its cb's used are entries, one per
+ * packet in PSN order: a struct srdma_batch_ent, the packet's transport
+ * headers as on the wire, and a copied payload. Payloads attached from
+ * memory (zero-copy) follow the area in the fragments, in packet order.
+ * No pad and no ICRC. srdma_rcv_batch() parses every packet from its
+ * headers and the length its entry gives, as it parses one from the
+ * wire, and hands each on alone.
+ *
+ * The run sets qp->batching (srdma_batch_begin()) and sends the batch
+ * when it ends (srdma_batch_end()), all under the QP lock: no batch
+ * outlives the lock hold. Any other packet of the QP sends the batch
+ * first (srdma_xmit()), so packets leave in the order they were made.
+ */
+#define SRDMA_BATCH_AREA	1536
+#define SRDMA_BATCH_PKTS	16
+/* Fragment bytes at most: IP's 16-bit lengths stay true. */
+#define SRDMA_BATCH_FRAG_BYTES	(32 * 1024)
+
+/**
+ * srdma_batch_begin() - gather the QP's data packets in batches
+ * @qp: the QP, about to send
+ *
+ * Batches only where the route ends on this host (a hint).
+ *
+ * Context: QP lock held.
+ * Return: whether a batch was being gathered already (a run inside a
+ * run), for srdma_batch_end().
+ */
+bool srdma_batch_begin(struct srdma_qp *qp)
+{
+	bool outer = qp->batching;
+
+	lockdep_assert_held(&qp->lock);
+	if (!outer)
+		qp->batching = READ_ONCE(qp->dst_local);
+	return outer;
+}
+
+/**
+ * srdma_batch_end() - end a run's batching, sending its batch
+ * @qp: the QP
+ * @outer: what srdma_batch_begin() returned
+ *
+ * Context: QP lock held.
+ * Return: as srdma_batch_flush(); 0 inside an outer run, which sends it.
+ */
+int srdma_batch_end(struct srdma_qp *qp, bool outer)
+{
+	lockdep_assert_held(&qp->lock);
+	if (outer)
+		return 0;
+	qp->batching = false;
+	return srdma_batch_flush(qp);
+}
+
+/* A new batch, its area reserved, none of it used. */
+static struct sk_buff *srdma_batch_alloc(struct srdma_qp *qp)
+{
+	struct net_device *ndev = qp->sdev->ndev;
+	unsigned int head = LL_RESERVED_SPACE(ndev) +
+			    sizeof(struct ipv6hdr) + sizeof(struct udphdr);
+	struct sk_buff *skb;
+
+	skb = alloc_skb(head + SRDMA_BATCH_AREA, GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, head);
+	skb_put(skb, SRDMA_BATCH_AREA);
+	srdma_loop_cb(skb)->nsub = 0;
+	srdma_loop_cb(skb)->used = 0;
+	return skb;
+}
+
+/**
+ * srdma_batch_add() - make room for a packet in the QP's batch
+ * @qp: the QP, batching
+ * @pkt: the packet's header fields and pkt->paylen; pkt->pad is set here
+ * @copied: bytes of payload to copy into the area (all or none of it);
+ *	    else pkt->paylen bytes follow as fragments
+ * @ent_len: set to the bytes of area the packet takes
+ *
+ * Writes the entry and the headers in the area of the QP's batch (a new
+ * one if it has none) after the entries in use. The caller adds the
+ * payload, then commits the packet with srdma_batch_commit(), or leaves
+ * it out by not doing so (and trims any fragments it added).
+ *
+ * Context: QP lock held.
+ * Return: where a copied payload goes; NULL if the batch has no room for
+ * the packet (send it and try a new one) or no memory.
+ */
+u8 *srdma_batch_add(struct srdma_qp *qp, struct srdma_pkt *pkt, u32 copied,
+		    u32 *ent_len)
+{
+	struct srdma_batch_ent ent;
+	struct srdma_loop_cb *cb;
+	struct srdma_pkt xrc, *w;
+	struct sk_buff *skb;
+	u32 hlen, need;
+	u8 *p;
+
+	lockdep_assert_held(&qp->lock);
+	if (WARN_ON_ONCE(pkt->paylen > ib_mtu_enum_to_int(IB_MTU_4096) ||
+			 (copied && copied != pkt->paylen)))
+		return NULL;
+	if (!qp->batch) {
+		qp->batch = srdma_batch_alloc(qp);
+		if (!qp->batch)
+			return NULL;
+	}
+	skb = qp->batch;
+	cb = srdma_loop_cb(skb);
+	if (cb->nsub >= SRDMA_BATCH_PKTS ||
+	    (!copied && skb->data_len + pkt->paylen > SRDMA_BATCH_FRAG_BYTES))
+		return NULL;
+	pkt->pad = srdma_pad_len(pkt->paylen);
+	w = srdma_pkt_wire(qp, pkt, &xrc);
+	if (!w)
+		return NULL;
+	hlen = srdma_hdr_len(w->opcode);
+	need = sizeof(ent) + hlen + copied;
+	if (need > SRDMA_BATCH_AREA - cb->used)
+		return NULL;
+	ent.len = hlen + pkt->paylen + pkt->pad + SRDMA_ICRC_LEN;
+	ent.copied = !!copied || !pkt->paylen;
+	p = skb->data + cb->used;
+	memcpy(p, &ent, sizeof(ent));
+	srdma_build_hdr(p + sizeof(ent), w);
+	*ent_len = need;
+	return p + sizeof(ent) + hlen;
+}
+
+/**
+ * srdma_batch_commit() - count the packet srdma_batch_add() made room for
+ * @qp: the QP
+ * @ent_len: what srdma_batch_add() set
+ *
+ * Context: QP lock held.
+ */
+void srdma_batch_commit(struct srdma_qp *qp, u32 ent_len)
+{
+	struct srdma_loop_cb *cb = srdma_loop_cb(qp->batch);
+
+	lockdep_assert_held(&qp->lock);
+	cb->nsub++;
+	cb->used += ent_len;
+}
+
+/**
+ * srdma_batch_flush() - send the QP's batch, if it has one
+ * @qp: the QP
+ *
+ * A batch whose route no longer ends on this host is dropped: it cannot
+ * go on a wire. Its packets are lost, as on a wire, and sent again.
+ *
+ * Context: QP lock held.
+ * Return: 0, or as srdma_xmit() if the batch was dropped on this host
+ * (-EHOSTUNREACH also for a route that left it).
+ */
+int srdma_batch_flush(struct srdma_qp *qp)
+{
+	struct sk_buff *skb = qp->batch;
+	struct dst_entry *dst;
+	u32 n;
+
+	lockdep_assert_held(&qp->lock);
+	if (!skb)
+		return 0;
+	qp->batch = NULL;
+	n = srdma_loop_cb(skb)->nsub;
+	if (!n) {
+		consume_skb(skb);
+		return 0;
+	}
+	dst = srdma_get_dst(qp);
+	if (!dst || !(dst->dev->flags & IFF_LOOPBACK)) {
+		dst_release(dst);
+		kfree_skb(skb);
+		srdma_count_add(qp->sdev, SRDMA_CNT_TX_ERR, n);
+		return -EHOSTUNREACH;
+	}
+	return srdma_xmit_dst(qp, &qp->av, dst, skb);	/* counts failures */
 }

@@ -65,16 +65,16 @@ static bool srdma_rcv_parse(struct sk_buff *skb, bool ipv6, int *payoff,
 }
 
 /*
- * Hand @pkt to the responder (requests) or the completer (responses) of
- * @qp, under the QP lock, if it comes from the QP's peer; to a connected
- * QP still in RESET or INIT nothing is delivered (counted as a bad QP
- * state, not as a bad header). UD packets go to
- * UD QPs only, and anyone may send them; UC packets to UC QPs only; XRC
+ * Hand @pkt, its payload at @payload in @skb, to the responder (requests)
+ * or the completer (responses) of @qp, under the QP lock, if it comes
+ * from the QP's peer; to a connected QP still in RESET or INIT nothing is
+ * delivered (counted as a bad QP state, not as a bad header). UD packets
+ * go to UD QPs only, and anyone may send them; UC packets to UC QPs only; XRC
  * requests to XRC target QPs and XRC responses to XRC initiators, as RC
  * opcodes from then on; the rest to RC QPs.
  */
 static bool srdma_rcv_deliver(struct srdma_qp *qp, struct srdma_pkt *pkt,
-			      struct sk_buff *skb, int payoff, bool ipv6)
+			      struct sk_buff *skb, int payload, bool ipv6)
 {
 	if (srdma_qp_is_ud(qp) != !!(pkt->flags & SRDMA_F_UD) ||
 	    srdma_qp_is_uc(qp) != !!(pkt->flags & SRDMA_F_UC) ||
@@ -88,7 +88,7 @@ static bool srdma_rcv_deliver(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	}
 	spin_lock_bh(&qp->lock);
 	if (srdma_qp_is_ud(qp)) {
-		srdma_ud_rcv(qp, pkt, skb, payoff + pkt->hdr_len, ipv6);
+		srdma_ud_rcv(qp, pkt, skb, payload, ipv6);
 	} else if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT) {
 		/* No peer yet, whose address a packet could match. */
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
@@ -96,9 +96,9 @@ static bool srdma_rcv_deliver(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		spin_unlock_bh(&qp->lock);
 		return false;
 	} else if (pkt->flags & SRDMA_F_REQ) {
-		srdma_resp_rcv(qp, pkt, skb, payoff + pkt->hdr_len);
+		srdma_resp_rcv(qp, pkt, skb, payload);
 	} else {
-		srdma_comp_rcv(qp, pkt, skb, payoff + pkt->hdr_len);
+		srdma_comp_rcv(qp, pkt, skb, payload);
 	}
 	spin_unlock_bh(&qp->lock);
 	return true;
@@ -149,6 +149,28 @@ static struct srdma_qp *srdma_rcv_qp(struct sk_buff *skb, bool ipv6,
 	return srdma_gsi_get(net_cookie, &dgid);
 }
 
+/*
+ * Hand @pkt of @skb, its payload at @payload, to @qp, the QP its
+ * destination QPN names. QPNs are module-wide: the QP must live where the
+ * packet arrived. Only the multicast QPN takes datagrams to a multicast
+ * address. False, counted, if it may not have it.
+ */
+static bool srdma_rcv_qp_pkt(struct srdma_qp *qp, struct sk_buff *skb,
+			     struct srdma_pkt *pkt, int payload, bool ipv6,
+			     u64 net_cookie)
+{
+	if (!srdma_pkey_is_default(pkt->pkey) ||
+	    dev_net(qp->sdev->ndev)->net_cookie != net_cookie ||
+	    srdma_rcv_to_mcast(skb, ipv6) ||
+	    !srdma_rcv_deliver(qp, pkt, skb, payload, ipv6)) {
+		srdma_dbg_qp(qp, "opcode %#x psn %u dropped: wrong kind, peer or state\n",
+			     pkt->opcode, pkt->psn);
+		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_HDR);
+		return false;
+	}
+	return true;
+}
+
 /* What became of a datagram: the socket set counts the early drops. */
 enum srdma_rcv_result {
 	SRDMA_RCV_TAKEN,		/* handed to a QP, or counted there */
@@ -191,7 +213,8 @@ static enum srdma_rcv_result srdma_rcv_mcast(struct sk_buff *skb,
 		ok = true;
 	for (i = 0; i < n; i++) {
 		if (ok)
-			srdma_rcv_deliver(qps[i], pkt, skb, payoff, ipv6);
+			srdma_rcv_deliver(qps[i], pkt, skb,
+					  payoff + pkt->hdr_len, ipv6);
 		srdma_qp_put(qps[i]);
 	}
 	return SRDMA_RCV_TAKEN;
@@ -235,19 +258,9 @@ static enum srdma_rcv_result srdma_rcv(struct sk_buff *skb, u64 net_cookie,
 		srdma_count(sdev, SRDMA_CNT_RX_BAD_ICRC);
 		goto drop_put;
 	}
-	/*
-	 * QPNs are module-wide: the QP must live where the packet arrived.
-	 * Only the multicast QPN takes datagrams to a multicast address.
-	 */
-	if (!srdma_pkey_is_default(pkt.pkey) ||
-	    dev_net(sdev->ndev)->net_cookie != net_cookie ||
-	    srdma_rcv_to_mcast(skb, ipv6) ||
-	    !srdma_rcv_deliver(qp, &pkt, skb, payoff, ipv6)) {
-		srdma_dbg_qp(qp, "opcode %#x psn %u dropped: wrong kind, peer or state\n",
-			     pkt.opcode, pkt.psn);
-		srdma_count(sdev, SRDMA_CNT_RX_BAD_HDR);
+	if (!srdma_rcv_qp_pkt(qp, skb, &pkt, payoff + pkt.hdr_len, ipv6,
+			      net_cookie))
 		goto drop_put;
-	}
 	srdma_qp_put(qp);
 	consume_skb(skb);
 	return res;
@@ -286,14 +299,83 @@ int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 	return 0;
 }
 
+/*
+ * A batch of @nsub packets, whose entries take @used bytes after the UDP
+ * header (srdma_net.c): each packet is parsed from its entry as from the
+ * wire, checked and handed on alone, to the QP its own header names
+ * (looked up again when that changes). A malformed entry ends the batch:
+ * nothing after it can be found. Consumes @skb.
+ */
+static void srdma_rcv_batch(struct sk_buff *skb, u64 net_cookie, u32 nsub,
+			    u32 used)
+{
+	bool ipv6 = skb->protocol == htons(ETH_P_IPV6);
+	int iplen = ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	u32 off, end, data, avail, payload, qpn = 0, i;
+	struct srdma_qp *qp = NULL;
+	struct srdma_batch_ent ent;
+	struct srdma_pkt pkt;
+
+	if (skb_transport_header(skb) - skb_network_header(skb) != iplen ||
+	    skb_transport_offset(skb) < 0)
+		goto out;
+	off = skb_transport_offset(skb) + sizeof(struct udphdr);
+	data = skb_headlen(skb);
+	if (off > data || used > data - off)
+		goto out;
+	end = off + used;
+	for (i = 0; i < nsub; i++) {
+		if (end - off < sizeof(ent))
+			break;
+		memcpy(&ent, skb->data + off, sizeof(ent));
+		off += sizeof(ent);
+		avail = min3(ent.len, (u32)SRDMA_MAX_HDR_LEN, end - off);
+		if (srdma_parse(skb->data + off, avail, ent.len, &pkt))
+			break;
+		off += pkt.hdr_len;
+		if (ent.copied) {
+			if (pkt.paylen > end - off)
+				break;
+			payload = off;
+			off += pkt.paylen;
+		} else {
+			if (pkt.paylen > skb->len - data)
+				break;
+			payload = data;
+			data += pkt.paylen;
+		}
+		if (pkt.dqpn == SRDMA_MCAST_QPN)
+			continue;	/* never batched; never local */
+		if (!qp || pkt.dqpn != qpn) {
+			if (qp)
+				srdma_qp_put(qp);
+			qpn = pkt.dqpn;
+			qp = srdma_rcv_qp(skb, ipv6, &pkt, net_cookie);
+			if (!qp)
+				continue;
+		}
+		srdma_count(qp->sdev, SRDMA_CNT_RX_PKTS);
+		srdma_rcv_qp_pkt(qp, skb, &pkt, payload, ipv6, net_cookie);
+	}
+	if (qp)
+		srdma_qp_put(qp);
+out:
+	consume_skb(skb);
+}
+
 /**
- * srdma_rcv_local() - receive a packet looped back on this host
- * @skb: the packet, built by srdma_xmit() without an ICRC; consumed
- * @net_cookie: the sender's network namespace
+ * srdma_rcv_local() - receive a packet, or a batch, looped back on this host
+ * @skb: what srdma_xmit() or srdma_batch_flush() queued, without an ICRC,
+ *	 its cb a struct srdma_loop_cb; consumed
  *
  * Context: Softirq (srdma_net.c's local delivery tasklet).
  */
-void srdma_rcv_local(struct sk_buff *skb, u64 net_cookie)
+void srdma_rcv_local(struct sk_buff *skb)
 {
-	srdma_rcv(skb, net_cookie, true);
+	const struct srdma_loop_cb *cb = srdma_loop_cb(skb);
+
+	if (cb->nsub)
+		srdma_rcv_batch(skb, cb->net_cookie, cb->nsub, cb->used);
+	else
+		srdma_rcv(skb, cb->net_cookie, true);
 }

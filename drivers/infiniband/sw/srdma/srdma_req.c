@@ -696,6 +696,94 @@ struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /*
+ * Put data packet @pkt, its payload from @src, in the QP's local delivery
+ * batch (srdma_batch_add()), in a new one if this one has no room. The
+ * payload is attached as srdma_data_pkt() would, or copied into the
+ * batch. 0; -ENOSPC if it could not go in a batch (a payload to copy
+ * that is too big, pages that cannot be attached, no memory): the caller
+ * sends it alone. Else the error of the payload, as srdma_data_pkt(), or
+ * that of a full batch sent to make room, as srdma_xmit(): dropped on
+ * this host, and this packet with it.
+ */
+static int srdma_batch_data(struct srdma_qp *qp, struct srdma_pkt *pkt,
+			    const struct srdma_payload_src *src)
+{
+	bool copy = pkt->paylen < SRDMA_ZCOPY_MIN || src->copy;
+	bool fresh = !qp->batch;
+	u32 ent_len, len;
+	u8 *payload;
+	int err;
+
+	for (;;) {
+		payload = srdma_batch_add(qp, pkt, copy ? pkt->paylen : 0,
+					  &ent_len);
+		if (payload)
+			break;
+		if (fresh)
+			return -ENOSPC;
+		/* Dropped on this host: so is this packet, as if sent. */
+		err = srdma_batch_flush(qp);
+		if (err)
+			return err;
+		fresh = true;
+	}
+	len = qp->batch->len;
+	if (copy)
+		err = srdma_payload_fill(qp, src, NULL, payload, pkt->paylen);
+	else
+		err = srdma_payload_fill(qp, src, qp->batch, NULL,
+					 pkt->paylen);
+	if (!err) {
+		srdma_batch_commit(qp, ent_len);
+		return 0;
+	}
+	/* Leave the packet out: drop the fragments it added. */
+	if (!copy && pskb_trim(qp->batch, len)) {
+		/* Never for an skb of our own; it goes whole if it does. */
+		kfree_skb(qp->batch);
+		qp->batch = NULL;
+	}
+	if (err == -EACCES || err == -EINVAL || err == -EAGAIN)
+		return err;
+	if (err == -EMSGSIZE && !fresh) {
+		/* Out of fragments: a new batch has them all. */
+		err = srdma_batch_flush(qp);
+		return err ?: srdma_batch_data(qp, pkt, src);
+	}
+	return -ENOSPC;
+}
+
+/**
+ * srdma_data_xmit() - send a SEND, WRITE or READ response packet
+ * @qp: the QP that sends it
+ * @pkt: its headers, with pkt->paylen bytes of payload
+ * @src: where the payload comes from
+ * @alone: likely the only packet this run sends: no batch for it alone
+ *
+ * Into the QP's local delivery batch while it gathers one, else alone.
+ *
+ * Context: QP lock held.
+ * Return: 0, or an error of srdma_data_pkt() or srdma_xmit().
+ */
+int srdma_data_xmit(struct srdma_qp *qp, struct srdma_pkt *pkt,
+		    const struct srdma_payload_src *src, bool alone)
+{
+	struct sk_buff *skb;
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	if (qp->batching && (qp->batch || !alone)) {
+		err = srdma_batch_data(qp, pkt, src);
+		if (err != -ENOSPC)
+			return err;
+	}
+	skb = srdma_data_pkt(qp, pkt, src);
+	if (IS_ERR(skb))
+		return PTR_ERR(skb);
+	return srdma_xmit(qp, skb);
+}
+
+/*
  * Send the READ request of @wqe from qp->sq_next_off. Large READs go out
  * as a series of requests of at most SRDMA_READ_CHUNK packets. A request
  * asked again from the middle of one ends where the original ended: the
@@ -804,19 +892,18 @@ static int srdma_req_atomic_packet(struct srdma_qp *qp,
 }
 
 /*
- * Does the next SEND or WRITE packet, @last of its message or not, ask
- * for an ACK? ACKs are coalesced: ask for one at the end of what can be
- * sent now, and at least four times per window to keep it moving.
+ * Does the next SEND or WRITE packet, the end of what can be sent now
+ * (@end) or not, ask for an ACK? ACKs are coalesced: ask for one at the
+ * end, and at least four times per window to keep it moving.
  */
-static bool srdma_req_ackreq(struct srdma_qp *qp, bool last)
+static bool srdma_req_ackreq(struct srdma_qp *qp, bool end)
 {
 	u32 every = min_t(u32, SRDMA_ACKREQ_EVERY,
 			  max_t(u32, srdma_cwnd_pkts(qp) / SRDMA_ACKREQ_PER_CWND,
 				1));
 
 	qp->pkts_since_ackreq++;
-	if ((last && !srdma_more_follows(qp)) ||
-	    qp->pkts_since_ackreq >= every) {
+	if (end || qp->pkts_since_ackreq >= every) {
 		qp->pkts_since_ackreq = 0;
 		return true;
 	}
@@ -837,7 +924,8 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 		.copy = !!srdma_wqe_inline(wqe),
 	};
 	struct sk_buff *skb;
-	bool last;
+	bool last, end;
+	int err;
 
 	pkt->paylen = min(qp->mtu, wqe->length - off);
 	last = off + pkt->paylen >= wqe->length;
@@ -854,16 +942,23 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 	if (wqe->opcode == SRDMA_WR_ATOMIC_WRITE) {
 		pkt->ackreq = 1;	/* answered anyway: a READ response */
 		qp->pkts_since_ackreq = 0;
-	} else {
-		pkt->ackreq = srdma_req_ackreq(qp, last);
-	}
-	skb = srdma_data_pkt(qp, pkt, &src);
-	if (IS_ERR(skb))
-		return PTR_ERR(skb);
-	if (wqe->opcode == SRDMA_WR_ATOMIC_WRITE)
+		skb = srdma_data_pkt(qp, pkt, &src);
+		if (IS_ERR(skb))
+			return PTR_ERR(skb);
 		srdma_req_one_sent(qp, wqe);
+		qp->sq_next_off = off + pkt->paylen;
+		return srdma_xmit(qp, skb);
+	}
+	/* The last packet of its message, with nothing right behind it. */
+	end = last && !srdma_more_follows(qp);
+	pkt->ackreq = srdma_req_ackreq(qp, end);
+	err = srdma_data_xmit(qp, pkt, &src, end);
+	/* Not made (its memory), or made and dropped on this host. */
+	if (err == -EACCES || err == -EINVAL || err == -EAGAIN ||
+	    err == -ENOMEM)
+		return err;
 	qp->sq_next_off = off + pkt->paylen;
-	return srdma_xmit(qp, skb);
+	return err;
 }
 
 /*
@@ -1469,6 +1564,7 @@ void srdma_send_work(struct work_struct *work)
 void srdma_req_run(struct srdma_qp *qp)
 {
 	u32 sent = 0, work = 0, prod;
+	bool outer;
 	int err = 0;
 
 	lockdep_assert_held(&qp->lock);
@@ -1489,9 +1585,12 @@ void srdma_req_run(struct srdma_qp *qp)
 		srdma_uc_run(qp);
 		return;
 	}
+	outer = srdma_batch_begin(qp);
 	for (;;) {
-		if (!srdma_req_push(qp, &sent, &work, &err))
+		if (!srdma_req_push(qp, &sent, &work, &err)) {
+			srdma_batch_end(qp, outer);
 			return;
+		}
 		/*
 		 * Something went out, or a started request could not (no
 		 * memory, no route): in both cases only the timer brings the
@@ -1521,6 +1620,7 @@ void srdma_req_run(struct srdma_qp *qp)
 		srdma_req_doorbell(qp, false);
 		prod = qp->sq.prod;
 		if (srdma_sq_pull(qp)) {
+			srdma_batch_end(qp, outer);
 			srdma_qp_error(qp);
 			return;
 		}
@@ -1528,6 +1628,9 @@ void srdma_req_run(struct srdma_qp *qp)
 			break;
 		/* Posted meanwhile, without a doorbell: send it too. */
 	}
+	/* A batch dropped on this host: retried soon, as in the loop. */
+	if (srdma_batch_end(qp, outer) && !timer_pending(&qp->retrans_timer))
+		mod_timer(&qp->retrans_timer, jiffies + SRDMA_RTO_MIN_JIFFIES);
 	if (qp->state == IB_QPS_SQD && qp->attr.en_sqd_async_notify &&
 	    qp->sq_next == qp->sq.prod && qp->una_psn == qp->next_psn)
 		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);

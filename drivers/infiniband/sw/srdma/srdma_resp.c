@@ -739,7 +739,7 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 		.iova = job->va + off,
 		.serial = job->serial,
 	};
-	struct sk_buff *skb;
+	int err;
 
 	lockdep_assert_held(&qp->lock);
 	if (srdma_qp_is_xrc_tgt(qp))
@@ -751,12 +751,10 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 		if (!src.mr)
 			return -EACCES;
 	}
-	skb = srdma_data_pkt(qp, &pkt, &src);
+	err = srdma_data_xmit(qp, &pkt, &src, npkts == 1);
 	if (src.mr)
 		srdma_mr_put(src.mr);
-	if (IS_ERR(skb))
-		return PTR_ERR(skb);
-	return srdma_xmit(qp, skb);
+	return err;
 }
 
 /*
@@ -961,14 +959,17 @@ static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job,
 			       struct srdma_pkt *pkt)
 {
 	u32 npkts = srdma_npkts(job->len, job->mtu), msn, off, i;
+	bool outer;
 	int err;
 
 	/* The MSN counts this READ as done. */
 	msn = srdma_psn_diff(pkt->psn, qp->epsn) < 0 ? qp->msn :
 	      srdma_resp_msn_next(qp);
+	outer = srdma_batch_begin(qp);
 	for (off = 0, i = 0; i < npkts; i++, off += job->mtu) {
 		err = srdma_read_resp_pkt(qp, job, off, npkts, msn);
 		if (err == -EAGAIN) {
+			srdma_batch_end(qp, outer);
 			/*
 			 * On-demand pages not present: the read work faults
 			 * them in and answers it whole (a response already
@@ -979,10 +980,12 @@ static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job,
 			return 0;
 		}
 		if (err == -EACCES) {
+			srdma_batch_end(qp, outer);
 			srdma_read_access_err(qp, job, off);
 			return -EACCES;
 		}
 	}
+	srdma_batch_end(qp, outer);
 	return 0;
 }
 
@@ -1527,6 +1530,8 @@ static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,
  * invalidation took them again before the response was built.
  */
 #define SRDMA_READ_ODP_TRIES	32
+/* READ responses the read work sends per hold of the QP lock. */
+#define SRDMA_READ_BURST	16
 /* How much of a READ the read work faults in at a time. */
 #define SRDMA_READ_ODP_SPAN	SZ_1M
 
@@ -1572,10 +1577,12 @@ void srdma_read_work(struct work_struct *work)
 {
 	struct srdma_qp *qp = container_of(work, struct srdma_qp, read_work);
 	struct srdma_read_job job;
-	u32 off, npkts, msn, gen, tries;
+	u32 off, npkts, msn, gen, tries, burst = 0;
+	bool outer;
 	int err;
 
 	spin_lock_bh(&qp->lock);
+	outer = srdma_batch_begin(qp);
 	while (srdma_qp_rq_running(qp) && srdma_rd_queued(qp)) {
 		job = qp->rd_jobs[qp->rd_cons & qp->rd_mask];
 		msn = qp->msn;
@@ -1594,10 +1601,12 @@ void srdma_read_work(struct work_struct *work)
 			err = srdma_read_resp_pkt(qp, &job, off, npkts, msn);
 			if (err == -EAGAIN && tries++ < SRDMA_READ_ODP_TRIES) {
 				/* On-demand pages not present: fault them. */
+				srdma_batch_end(qp, outer);
 				spin_unlock_bh(&qp->lock);
 				if (srdma_read_fault(qp, &job, off))
 					tries = SRDMA_READ_ODP_TRIES;
 				spin_lock_bh(&qp->lock);
+				outer = srdma_batch_begin(qp);
 				if (qp->rd_gen != gen ||
 				    !srdma_qp_rq_running(qp))
 					break;
@@ -1620,9 +1629,15 @@ void srdma_read_work(struct work_struct *work)
 				srdma_rd_queue_pop(qp, gen);
 				break;
 			}
+			/* A batch's worth at a time under the lock. */
+			if (++burst < SRDMA_READ_BURST)
+				continue;
+			burst = 0;
+			srdma_batch_end(qp, outer);
 			spin_unlock_bh(&qp->lock);
 			cond_resched();
 			spin_lock_bh(&qp->lock);
+			outer = srdma_batch_begin(qp);
 			if (qp->rd_gen != gen || !srdma_qp_rq_running(qp))
 				break;
 		}
@@ -1634,6 +1649,7 @@ void srdma_read_work(struct work_struct *work)
 		srdma_send_ack_msn(qp, srdma_ack_syndrome(qp),
 				   qp->ack_deferred_psn, qp->ack_deferred_msn);
 	}
+	srdma_batch_end(qp, outer);
 	spin_unlock_bh(&qp->lock);
 }
 
