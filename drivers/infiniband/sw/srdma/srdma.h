@@ -209,6 +209,7 @@ enum srdma_counter {
 	SRDMA_CNT_EARLY_RTO,		/* adaptive timeouts (not the QP's) */
 	SRDMA_CNT_TX_RESENT,		/* RC request packets sent again */
 	SRDMA_CNT_CREDIT_WAIT,		/* RC sends held for the peer's credits */
+	SRDMA_CNT_TX_BATCH,		/* local delivery batches queued */
 	SRDMA_NUM_COUNTERS
 };
 

@@ -485,9 +485,10 @@ static struct {
 	 */
 	spinlock_t lock;
 	struct sk_buff_head q;
+	u32 npkts;		/* packets in q, a batch's all counted */
 	/* A tasklet run is scheduled or under way and will look at q. */
 	bool running;
-	u32 qlen;		/* q's limit, set at load */
+	u32 qlen;		/* npkts' limit, set at load */
 	struct tasklet_struct tasklet;
 	/*
 	 * Schedules the tasklet on the CPU it is sent to (hard IRQ). Sent
@@ -498,19 +499,28 @@ static struct {
 	call_single_data_t start;
 } srdma_loop;
 
+/* Packets @skb stands for: a batch's, or itself. */
+static u32 srdma_loop_pkts(struct sk_buff *skb)
+{
+	return max_t(u32, srdma_loop_cb(skb)->nsub, 1);
+}
+
 static void srdma_loop_run(struct tasklet_struct *t)
 {
 	struct sk_buff *skb;
 	int budget;
 
-	for (budget = SRDMA_LOOP_BUDGET; budget; budget--) {
+	for (budget = SRDMA_LOOP_BUDGET; budget > 0;) {
 		spin_lock(&srdma_loop.lock);
 		skb = __skb_dequeue(&srdma_loop.q);
-		if (!skb)
+		if (skb)
+			srdma_loop.npkts -= srdma_loop_pkts(skb);
+		else
 			srdma_loop.running = false;
 		spin_unlock(&srdma_loop.lock);
 		if (!skb)
 			return;
+		budget -= srdma_loop_pkts(skb);
 		srdma_rcv_local(skb);
 	}
 	/* Budget spent, running still set: let other softirq work go first. */
@@ -574,12 +584,16 @@ static int srdma_loop_xmit(struct srdma_qp *qp, struct net *net,
 {
 	bool kick = false;
 	int err = 0;
+	u32 n;
 
 	skb_dst_drop(skb);
 	srdma_loop_cb(skb)->net_cookie = net->net_cookie;
+	n = srdma_loop_pkts(skb);
 	spin_lock_bh(&srdma_loop.lock);
-	if (skb_queue_len(&srdma_loop.q) < srdma_loop.qlen) {
+	/* An empty queue takes a batch bigger than its limit. */
+	if (!srdma_loop.npkts || srdma_loop.npkts + n <= srdma_loop.qlen) {
 		__skb_queue_tail(&srdma_loop.q, skb);
+		srdma_loop.npkts += n;
 		kick = !srdma_loop.running;
 		srdma_loop.running = true;
 	} else {
@@ -604,6 +618,7 @@ void srdma_loop_init(void)
 		     sizeof_field(struct sk_buff, cb));
 	spin_lock_init(&srdma_loop.lock);
 	__skb_queue_head_init(&srdma_loop.q);
+	srdma_loop.npkts = 0;
 	srdma_loop.running = false;
 	srdma_loop.qlen = loop_qlen && loop_qlen < SRDMA_LOOP_QLEN ?
 			  loop_qlen : SRDMA_LOOP_QLEN;
@@ -631,6 +646,7 @@ void srdma_loop_exit(void)
 	tasklet_kill(&srdma_loop.tasklet);
 	spin_lock_bh(&srdma_loop.lock);
 	__skb_queue_purge(&srdma_loop.q);
+	srdma_loop.npkts = 0;
 	srdma_loop.running = false;
 	spin_unlock_bh(&srdma_loop.lock);
 }
@@ -754,15 +770,17 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
  *
  * Context: Any context, with the QP lock held (BHs off).
  * Return: 0; -EHOSTUNREACH with no route; -ENOBUFS if the local delivery
- * queue is full; -EIO if the IP stack dropped the packet.
+ * queue is full; -EIO if the IP stack dropped the packet. Also if the
+ * QP's batch, sent first, was dropped.
  */
 int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 {
 	struct dst_entry *dst;
+	int flushed;
 
 	lockdep_assert_held(&qp->lock);	/* keeps the AV whole */
-	/* What the QP sent before goes first. */
-	srdma_batch_flush(qp);
+	/* What the QP sent before goes first; its loss is told too. */
+	flushed = srdma_batch_flush(qp);
 	srdma_loop_cb(skb)->nsub = 0;
 	dst = srdma_get_dst(qp);
 	if (!dst) {
@@ -770,7 +788,7 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
 		return -EHOSTUNREACH;
 	}
-	return srdma_xmit_dst(qp, &qp->av, dst, skb);
+	return srdma_xmit_dst(qp, &qp->av, dst, skb) ?: flushed;
 }
 
 /**
@@ -824,6 +842,20 @@ int srdma_xmit_ud(struct srdma_qp *qp, const struct srdma_av *av,
  */
 #define SRDMA_BATCH_AREA	1536
 #define SRDMA_BATCH_PKTS	16
+
+/*
+ * Packets a batch holds at most; 0 or 1: no batches. Above the default
+ * means the default. Read when a run begins.
+ */
+static unsigned int loop_batch = SRDMA_BATCH_PKTS;
+module_param(loop_batch, uint, 0644);
+MODULE_PARM_DESC(loop_batch, "packets a local delivery batch holds at most (default and max 16, 0 or 1: no batches)");
+
+static u32 srdma_batch_max(void)
+{
+	return min_t(u32, READ_ONCE(loop_batch), SRDMA_BATCH_PKTS);
+}
+
 /* Fragment bytes at most: IP's 16-bit lengths stay true. */
 #define SRDMA_BATCH_FRAG_BYTES	(32 * 1024)
 
@@ -842,8 +874,11 @@ bool srdma_batch_begin(struct srdma_qp *qp)
 	bool outer = qp->batching;
 
 	lockdep_assert_held(&qp->lock);
+	/* A batch with no run gathering it would never be sent. */
+	WARN_ON_ONCE(!outer && qp->batch);
 	if (!outer)
-		qp->batching = READ_ONCE(qp->dst_local);
+		qp->batching = READ_ONCE(qp->dst_local) &&
+			       srdma_batch_max() > 1;
 	return outer;
 }
 
@@ -920,7 +955,7 @@ u8 *srdma_batch_add(struct srdma_qp *qp, struct srdma_pkt *pkt, u32 copied,
 	}
 	skb = qp->batch;
 	cb = srdma_loop_cb(skb);
-	if (cb->nsub >= SRDMA_BATCH_PKTS ||
+	if (cb->nsub >= srdma_batch_max() ||
 	    (!copied && skb->data_len + pkt->paylen > SRDMA_BATCH_FRAG_BYTES))
 		return NULL;
 	pkt->pad = srdma_pad_len(pkt->paylen);
@@ -971,6 +1006,7 @@ int srdma_batch_flush(struct srdma_qp *qp)
 {
 	struct sk_buff *skb = qp->batch;
 	struct dst_entry *dst;
+	int err;
 	u32 n;
 
 	lockdep_assert_held(&qp->lock);
@@ -989,5 +1025,8 @@ int srdma_batch_flush(struct srdma_qp *qp)
 		srdma_count_add(qp->sdev, SRDMA_CNT_TX_ERR, n);
 		return -EHOSTUNREACH;
 	}
-	return srdma_xmit_dst(qp, &qp->av, dst, skb);	/* counts failures */
+	err = srdma_xmit_dst(qp, &qp->av, dst, skb);	/* counts failures */
+	if (!err)
+		srdma_count(qp->sdev, SRDMA_CNT_TX_BATCH);
+	return err;
 }

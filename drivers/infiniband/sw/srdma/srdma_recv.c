@@ -357,6 +357,8 @@ static void srdma_rcv_batch(struct sk_buff *skb, u64 net_cookie, u32 nsub,
 		srdma_count(qp->sdev, SRDMA_CNT_RX_PKTS);
 		srdma_rcv_qp_pkt(qp, skb, &pkt, payload, ipv6, net_cookie);
 	}
+	/* Only srdma_batch_add() builds them: a bad entry is our bug. */
+	WARN_ON_ONCE(i < nsub);
 	if (qp)
 		srdma_qp_put(qp);
 out:

@@ -696,6 +696,23 @@ struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /*
+ * Can the pages of @src be attached (srdma_mr_attach())? Not a kernel
+ * QP's memory (DMA and fast-registration MRs), nor a READ's MR whose
+ * pages may go (on-demand paging, dma-buf): such payloads go alone,
+ * copied, without a try that would fail. A user QP's SGEs may still name
+ * such an MR: srdma_batch_data() then finds out.
+ */
+static bool srdma_batch_attachable(struct srdma_qp *qp,
+				   const struct srdma_payload_src *src)
+{
+	const struct srdma_mr *mr = src->mr;
+
+	if (mr)
+		return mr->type == SRDMA_MR_USER && !mr->odp && !mr->dmabuf;
+	return qp->is_user;
+}
+
+/*
  * Put data packet @pkt, its payload from @src, in the QP's local delivery
  * batch (srdma_batch_add()), in a new one if this one has no room. The
  * payload is attached as srdma_data_pkt() would, or copied into the
@@ -714,6 +731,8 @@ static int srdma_batch_data(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	u8 *payload;
 	int err;
 
+	if (!copy && !srdma_batch_attachable(qp, src))
+		return -ENOSPC;
 	for (;;) {
 		payload = srdma_batch_add(qp, pkt, copy ? pkt->paylen : 0,
 					  &ent_len);
@@ -723,8 +742,10 @@ static int srdma_batch_data(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			return -ENOSPC;
 		/* Dropped on this host: so is this packet, as if sent. */
 		err = srdma_batch_flush(qp);
-		if (err)
+		if (err) {
+			srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
 			return err;
+		}
 		fresh = true;
 	}
 	len = qp->batch->len;
@@ -738,8 +759,13 @@ static int srdma_batch_data(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return 0;
 	}
 	/* Leave the packet out: drop the fragments it added. */
-	if (!copy && pskb_trim(qp->batch, len)) {
-		/* Never for an skb of our own; it goes whole if it does. */
+	if (!copy && WARN_ON_ONCE(pskb_trim(qp->batch, len))) {
+		/*
+		 * Never for an skb of our own (not cloned). If it did, the
+		 * batch is lost, as on a wire: a NAK or the timer resends.
+		 */
+		srdma_count_add(qp->sdev, SRDMA_CNT_TX_ERR,
+				srdma_loop_cb(qp->batch)->nsub);
 		kfree_skb(qp->batch);
 		qp->batch = NULL;
 	}
@@ -748,7 +774,11 @@ static int srdma_batch_data(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	if (err == -EMSGSIZE && !fresh) {
 		/* Out of fragments: a new batch has them all. */
 		err = srdma_batch_flush(qp);
-		return err ?: srdma_batch_data(qp, pkt, src);
+		if (err) {
+			srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
+			return err;
+		}
+		return srdma_batch_data(qp, pkt, src);
 	}
 	return -ENOSPC;
 }
@@ -1310,8 +1340,19 @@ static bool srdma_req_push(struct srdma_qp *qp, u32 *sent, u32 *work,
 			srdma_req_fail(qp, wqe, *err);
 			return false;
 		}
-		if (*err)
-			break;	/* no memory or route: the timer retries */
+		if (*err) {
+			/*
+			 * No memory or route: the timer retries. A packet made
+			 * and dropped on this host moved the send position, as
+			 * if sent; past the request's last one, the next run
+			 * must not send from its end (an empty LAST, a READ of
+			 * nothing): the request is done sending, as below.
+			 */
+			if (qp->sq_next_off != off &&
+			    qp->sq_next_off >= wqe->length)
+				srdma_req_next_wqe(qp);
+			break;
+		}
 		/*
 		 * The next may leave a gap later per packet; a READ request
 		 * per response it brings.

@@ -719,8 +719,8 @@ static u8 srdma_read_resp_opcode(u32 idx, u32 npkts)
 
 /*
  * Build and send one READ response packet. QP lock held: the read work
- * takes it for each packet, so that a reset or a new peer can never see
- * the rest of an old READ.
+ * holds it for every packet it sends (SRDMA_READ_BURST at a time), so
+ * that a reset or a new peer can never see the rest of an old READ.
  */
 static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 			       u32 off, u32 npkts, u32 msn)
@@ -1565,7 +1565,8 @@ static int srdma_read_fault(struct srdma_qp *qp,
  * srdma_read_work() - answer the queued READs
  * @work: the QP's read_work
  *
- * A packet at a time under the QP lock, giving the CPU up between packets.
+ * SRDMA_READ_BURST packets at a time under the QP lock (one local
+ * delivery batch), giving the CPU up in between.
  * Stops as soon as the queue is reset (flush, RESET, a new
  * max_dest_rd_atomic, a READ asked again) or the QP leaves the states that
  * answer requests, so nothing of an old READ is ever sent after that, nor
