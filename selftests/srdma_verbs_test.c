@@ -715,6 +715,114 @@ static int ll6_gid(struct ibv_context *ctx, union ibv_gid *gid)
 	return -1;
 }
 
+/* The next async event within @ms ms into @ev (acked); 0, or -1 if none. */
+static int qp_next_event(struct ibv_context *ctx, int ms,
+			 struct ibv_async_event *ev)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, ms) != 1)
+		return -1;
+	if (ibv_get_async_event(ctx, ev))
+		return -1;
+	ibv_ack_async_event(ev);
+	return 0;
+}
+
+/*
+ * SQ drained (IBTA 10.3.1): in SQD a QP starts no work request, and its
+ * SQ is drained once those it started are done. A self-connected QP
+ * with en_sqd_async_notify enters SQD idle: one SQ_DRAINED, sq_draining
+ * 0. A WRITE posted in SQD is not started: the SQ stays drained
+ * (sq_draining 0; srdma said 1 before, and never told a QP drained that
+ * entered SQD with such a request), no second event comes and nothing
+ * completes. Back in RTS the WRITE goes and completes, every field and
+ * byte checked; entering SQD again tells it again.
+ */
+TEST_F(qp, sq_drained)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_async_event ev;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	struct ibv_sge sge;
+	union ibv_gid gid;
+	struct ibv_wc wc;
+	int flags, i;
+
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+	ASSERT_GE(self->gidx, 0);
+	flags = fcntl(self->ctx->async_fd, F_GETFL);
+	ASSERT_EQ(0, fcntl(self->ctx->async_fd, F_SETFL, flags | O_NONBLOCK));
+	ASSERT_EQ(0, srdma_test_connect_self(self->qp, self->gidx, &gid));
+	write_checked(_metadata, self, 1, 0, 8192, 4000);
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_SQD;
+	a.en_sqd_async_notify = 1;
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a,
+				   IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY));
+	memset(&ev, 0, sizeof(ev));
+	ASSERT_EQ(0, qp_next_event(self->ctx, 2000, &ev))
+		TH_LOG("no event on entering SQD idle");
+	EXPECT_EQ(IBV_EVENT_SQ_DRAINED, ev.event_type);
+	EXPECT_EQ(self->qp, ev.element.qp);
+	ASSERT_EQ(0, ibv_query_qp(self->qp, &a, IBV_QP_STATE, &ia));
+	EXPECT_EQ(IBV_QPS_SQD, a.qp_state);
+	EXPECT_EQ(0, a.sq_draining);
+
+	/* Posted in SQD: queued, not started. */
+	for (i = 0; i < 4000; i++)
+		self->buf[i] = (char)(i * 7 + 2);
+	memset(self->buf + 16384, 0, 4000);
+	sge.addr = (uintptr_t)self->buf;
+	sge.length = 4000;
+	sge.lkey = self->mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 2;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + 16384;
+	wr.wr.rdma.rkey = self->mr->rkey;
+	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
+	usleep(200000);
+	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc)) TH_LOG("a completion in SQD");
+	ASSERT_EQ(0, ibv_query_qp(self->qp, &a, IBV_QP_STATE, &ia));
+	EXPECT_EQ(IBV_QPS_SQD, a.qp_state);
+	EXPECT_EQ(0, a.sq_draining)
+		TH_LOG("a request not started counted as draining");
+	memset(&ev, 0, sizeof(ev));
+	EXPECT_EQ(-1, qp_next_event(self->ctx, 200, &ev))
+		TH_LOG("a second event in SQD: %s",
+		       ibv_event_type_str(ev.event_type));
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	memset(&wc, 0xa5, sizeof(wc));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc))
+		TH_LOG("no completion once back in RTS");
+	EXPECT_EQ(2, wc.wr_id);
+	ASSERT_EQ(IBV_WC_SUCCESS, wc.status)
+		TH_LOG("%s", ibv_wc_status_str(wc.status));
+	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
+	EXPECT_EQ(0, wc.byte_len);
+	EXPECT_EQ(0, wc.wc_flags);
+	EXPECT_EQ(self->qp->qp_num, wc.qp_num);
+	EXPECT_EQ(0, memcmp(self->buf, self->buf + 16384, 4000));
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_SQD;
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
+	memset(&ev, 0, sizeof(ev));
+	ASSERT_EQ(0, qp_next_event(self->ctx, 2000, &ev))
+		TH_LOG("no event on entering SQD a second time");
+	EXPECT_EQ(IBV_EVENT_SQ_DRAINED, ev.event_type);
+	EXPECT_EQ(self->qp, ev.element.qp);
+}
+
 /*
  * An address vector change either happens whole or not at all. A
  * self-connected QP in RTS writes, drains to SQD, and is given (SQD ->

@@ -685,6 +685,8 @@ struct srdma_qp {
 	/* Requester */
 	u32 sq_next;			/* next SQ index to (re)transmit */
 	u32 sq_next_off;		/* byte offset in it */
+	/* SQ_DRAINED went out since the QP last entered SQD. */
+	bool sqd_told;
 	u32 next_psn;			/* PSN of the next new packet */
 	u32 una_psn;			/* oldest unacknowledged PSN */
 	u32 resend_psn;			/* next PSN to resend, while rewound */
@@ -1326,6 +1328,8 @@ void srdma_qp_error(struct srdma_qp *qp);
 void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type);
 void srdma_qp_flush(struct srdma_qp *qp);
 void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
+bool srdma_sq_drained(struct srdma_qp *qp);
+void srdma_sq_drained_event(struct srdma_qp *qp);
 
 /* srdma_req.c */
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,

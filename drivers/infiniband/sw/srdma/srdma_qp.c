@@ -687,12 +687,19 @@ static void srdma_qp_to_rts(struct srdma_qp *qp, enum ib_qp_state cur)
 	}
 }
 
-/* Transition to SQD: if asked to, say at once that nothing is left to send. */
-static void srdma_qp_to_sqd(struct srdma_qp *qp)
+/*
+ * Transition to SQD (from @cur): if asked to, say once, as soon as it is
+ * so, that the SQ is drained (srdma_sq_drained_event()). Within SQD
+ * (SQD to SQD) nothing is said again.
+ */
+static void srdma_qp_to_sqd(struct srdma_qp *qp, enum ib_qp_state cur)
 {
 	lockdep_assert_held(&qp->lock);
-	if (qp->attr.en_sqd_async_notify && qp->sq_next == qp->sq.prod)
-		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
+	if (cur == IB_QPS_SQD)
+		return;
+	qp->sqd_told = false;
+	qp->state = IB_QPS_SQD;		/* what the event looks at */
+	srdma_sq_drained_event(qp);
 }
 
 /* Transition to ERR, asked for: flush everything posted. */
@@ -991,7 +998,7 @@ static void srdma_qp_apply_state(struct srdma_qp *qp, struct srdma_qp_mod *m)
 		srdma_qp_to_err(qp);
 		break;
 	case IB_QPS_SQD:
-		srdma_qp_to_sqd(qp);
+		srdma_qp_to_sqd(qp, m->cur);
 		break;
 	default:	/* INIT, RTR: their attributes are all there is */
 		break;
@@ -1083,8 +1090,7 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cur_qp_state = qp->state;
 	attr->sq_psn = qp->next_psn;
 	attr->rq_psn = qp->epsn;
-	attr->sq_draining = qp->state == IB_QPS_SQD &&
-			    qp->sq_next != qp->sq.prod;
+	attr->sq_draining = qp->state == IB_QPS_SQD && !srdma_sq_drained(qp);
 	spin_unlock_bh(&qp->lock);
 
 	attr->ah_attr.grh.sgid_attr = NULL;

@@ -1564,9 +1564,8 @@ static void srdma_uc_run(struct srdma_qp *qp)
 			retired = true;
 		}
 	}
-	if (retired && qp->state == IB_QPS_SQD &&
-	    qp->attr.en_sqd_async_notify)
-		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
+	if (retired)
+		srdma_sq_drained_event(qp);
 }
 
 /**
@@ -1672,9 +1671,50 @@ void srdma_req_run(struct srdma_qp *qp)
 	/* A batch dropped on this host: retried soon, as in the loop. */
 	if (srdma_batch_end(qp, outer) && !timer_pending(&qp->retrans_timer))
 		mod_timer(&qp->retrans_timer, jiffies + SRDMA_RTO_MIN_JIFFIES);
-	if (qp->state == IB_QPS_SQD && qp->attr.en_sqd_async_notify &&
-	    qp->sq_next == qp->sq.prod && qp->una_psn == qp->next_psn)
-		srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
+	srdma_sq_drained_event(qp);
+}
+
+/**
+ * srdma_sq_drained() - has everything the SQ started finished?
+ * @qp: the QP
+ *
+ * In SQD the requester starts no work request: the SQ is drained once
+ * every one it started is done, for RC and XRC once acknowledged. Work
+ * requests posted but not started do not count (IBTA 10.3.1, SQD).
+ *
+ * Context: QP lock held.
+ */
+bool srdma_sq_drained(struct srdma_qp *qp)
+{
+	const struct srdma_send_wqe *wqe;
+
+	lockdep_assert_held(&qp->lock);
+	if (!srdma_qp_is_ud(qp) && !srdma_qp_is_uc(qp) &&
+	    qp->una_psn != qp->next_psn)
+		return false;
+	if (qp->sq_next == qp->sq.prod)
+		return true;
+	wqe = srdma_ring_slot(&qp->sq, qp->sq_next);
+	return !wqe->started;
+}
+
+/**
+ * srdma_sq_drained_event() - tell the SQ drained, once per stay in SQD
+ * @qp: the QP
+ *
+ * IB_EVENT_SQ_DRAINED, if the QP entered SQD with en_sqd_async_notify and
+ * its SQ is drained (srdma_sq_drained()), once until it enters SQD again.
+ *
+ * Context: QP lock held.
+ */
+void srdma_sq_drained_event(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (qp->state != IB_QPS_SQD || !qp->attr.en_sqd_async_notify ||
+	    qp->sqd_told || !srdma_sq_drained(qp))
+		return;
+	qp->sqd_told = true;
+	srdma_qp_event(qp, IB_EVENT_SQ_DRAINED);
 }
 
 /*
