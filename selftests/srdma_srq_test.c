@@ -170,20 +170,6 @@ static int holds(FIXTURE_DATA(srq) *self, int r, uint32_t len, int seed)
 	return 1;
 }
 
-/* The next async event within @ms ms into @ev (acked); 0, or -1 if none. */
-static int next_event(struct ibv_context *ctx, int ms,
-		      struct ibv_async_event *ev)
-{
-	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
-
-	if (poll(&pfd, 1, ms) != 1)
-		return -1;
-	if (ibv_get_async_event(ctx, ev))
-		return -1;
-	ibv_ack_async_event(ev);
-	return 0;
-}
-
 FIXTURE_SETUP(srq)
 {
 	int flags;
@@ -539,20 +525,20 @@ TEST_F(srq, limit_event_once)
 		ASSERT_EQ(1, srdma_test_poll_n(self->scq, &wc, 1, 2000));
 		if (i < 2) {
 			/* 7, then 6 left: not below the limit. */
-			EXPECT_EQ(-1, next_event(self->ctx, 100, &ev))
+			EXPECT_EQ(-1, srdma_test_next_event(self->ctx, 100, &ev))
 				TH_LOG("event %d after %d takes", ev.event_type,
 				       i + 1);
 			ASSERT_EQ(0, ibv_query_srq(self->srq, &sa));
 			EXPECT_EQ(6, sa.srq_limit);
 		} else if (i == 2) {
 			/* 5 left: the event, once, for our SRQ. */
-			ASSERT_EQ(0, next_event(self->ctx, 2000, &ev));
+			ASSERT_EQ(0, srdma_test_next_event(self->ctx, 2000, &ev));
 			EXPECT_EQ(IBV_EVENT_SRQ_LIMIT_REACHED, ev.event_type);
 			EXPECT_EQ(self->srq, ev.element.srq);
 			ASSERT_EQ(0, ibv_query_srq(self->srq, &sa));
 			EXPECT_EQ(0, sa.srq_limit);
 		} else {
-			EXPECT_EQ(-1, next_event(self->ctx, 100, &ev))
+			EXPECT_EQ(-1, srdma_test_next_event(self->ctx, 100, &ev))
 				TH_LOG("event %d after %d takes", ev.event_type,
 				       i + 1);
 		}
@@ -562,9 +548,9 @@ TEST_F(srq, limit_event_once)
 	ASSERT_EQ(0, ibv_modify_srq(self->srq, &sa, IBV_SRQ_LIMIT));
 	ASSERT_EQ(0, post_op(self, self->snd[0], IBV_WR_SEND, 9, 0, 16, 0));
 	ASSERT_EQ(1, srdma_test_poll_n(self->rcq, &wc, 1, 2000));
-	ASSERT_EQ(0, next_event(self->ctx, 2000, &ev));
+	ASSERT_EQ(0, srdma_test_next_event(self->ctx, 2000, &ev));
 	EXPECT_EQ(IBV_EVENT_SRQ_LIMIT_REACHED, ev.event_type);
-	EXPECT_EQ(-1, next_event(self->ctx, 100, &ev));
+	EXPECT_EQ(-1, srdma_test_next_event(self->ctx, 100, &ev));
 }
 
 /*
@@ -634,12 +620,12 @@ TEST_F(srq, last_wqe_reached)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_ERR;
 	ASSERT_EQ(0, ibv_modify_qp(self->rcv[0], &a, IBV_QP_STATE));
-	ASSERT_EQ(0, next_event(self->ctx, 2000, &ev));
+	ASSERT_EQ(0, srdma_test_next_event(self->ctx, 2000, &ev));
 	EXPECT_EQ(IBV_EVENT_QP_LAST_WQE_REACHED, ev.event_type);
 	EXPECT_EQ(self->rcv[0], ev.element.qp);
 	/* ERR again: no second event. */
 	ASSERT_EQ(0, ibv_modify_qp(self->rcv[0], &a, IBV_QP_STATE));
-	EXPECT_EQ(-1, next_event(self->ctx, 100, &ev));
+	EXPECT_EQ(-1, srdma_test_next_event(self->ctx, 100, &ev));
 	EXPECT_EQ(0, ibv_poll_cq(self->rcq, 1, &wc));
 	/* The other QP gets both receives. */
 	ASSERT_EQ(0, post_op(self, self->snd[1], IBV_WR_SEND, 5, 0, 8, 0));
@@ -690,7 +676,7 @@ TEST_F(srq, taken_receive_flushed)
 	EXPECT_EQ(0, ibv_poll_cq(self->rcq, 1, &wc));
 	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->rcv[0]));
 	/* QP_ACCESS_ERR, then Last WQE Reached. */
-	for (i = 0; i < 3 && !next_event(self->ctx, 1000, &ev); i++) {
+	for (i = 0; i < 3 && !srdma_test_next_event(self->ctx, 1000, &ev); i++) {
 		if (ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED &&
 		    ev.element.qp == self->rcv[0])
 			got_last++;
@@ -945,7 +931,7 @@ static void expect_srq_err(struct __test_metadata *_metadata,
 	struct ibv_async_event ev;
 	int srq_err = 0, fatal = 0, last = 0, i;
 
-	for (i = 0; i < 4 && !next_event(self->ctx, 1000, &ev); i++) {
+	for (i = 0; i < 4 && !srdma_test_next_event(self->ctx, 1000, &ev); i++) {
 		if (ev.event_type == IBV_EVENT_SRQ_ERR &&
 		    ev.element.srq == self->srq)
 			srq_err++;
@@ -1063,7 +1049,7 @@ TEST_F(srq, ring_bad_lkey)
 	EXPECT_EQ(self->rcv[0]->qp_num, wc.qp_num);
 	EXPECT_EQ(1, h->cons);
 	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->rcv[0]));
-	for (i = 0; i < 3 && !next_event(self->ctx, 500, &ev); i++)
+	for (i = 0; i < 3 && !srdma_test_next_event(self->ctx, 500, &ev); i++)
 		srq_err += ev.event_type == IBV_EVENT_SRQ_ERR;
 	EXPECT_EQ(0, srq_err);
 	/* The SRQ goes on serving the other QP. */

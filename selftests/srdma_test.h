@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,20 @@ static inline const char *srdma_test_devname(void)
 	const char *name = getenv("SRDMA_DEV");
 
 	return name && *name ? name : "srdma0";
+}
+
+/* The next async event within @ms ms into @ev (acked); 0, or -1 if none. */
+static inline int srdma_test_next_event(struct ibv_context *ctx, int ms,
+					struct ibv_async_event *ev)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, ms) != 1)
+		return -1;
+	if (ibv_get_async_event(ctx, ev))
+		return -1;
+	ibv_ack_async_event(ev);
+	return 0;
 }
 
 /* Open device @name, or NULL if it is not listed. */

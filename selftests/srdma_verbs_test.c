@@ -715,20 +715,6 @@ static int ll6_gid(struct ibv_context *ctx, union ibv_gid *gid)
 	return -1;
 }
 
-/* The next async event within @ms ms into @ev (acked); 0, or -1 if none. */
-static int qp_next_event(struct ibv_context *ctx, int ms,
-			 struct ibv_async_event *ev)
-{
-	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
-
-	if (poll(&pfd, 1, ms) != 1)
-		return -1;
-	if (ibv_get_async_event(ctx, ev))
-		return -1;
-	ibv_ack_async_event(ev);
-	return 0;
-}
-
 /*
  * SQ drained (IBTA 10.3.1): in SQD a QP starts no work request, and its
  * SQ is drained once those it started are done. A self-connected QP
@@ -763,7 +749,7 @@ TEST_F(qp, sq_drained)
 	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a,
 				   IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY));
 	memset(&ev, 0, sizeof(ev));
-	ASSERT_EQ(0, qp_next_event(self->ctx, 2000, &ev))
+	ASSERT_EQ(0, srdma_test_next_event(self->ctx, 2000, &ev))
 		TH_LOG("no event on entering SQD idle");
 	EXPECT_EQ(IBV_EVENT_SQ_DRAINED, ev.event_type);
 	EXPECT_EQ(self->qp, ev.element.qp);
@@ -794,7 +780,7 @@ TEST_F(qp, sq_drained)
 	EXPECT_EQ(0, a.sq_draining)
 		TH_LOG("a request not started counted as draining");
 	memset(&ev, 0, sizeof(ev));
-	EXPECT_EQ(-1, qp_next_event(self->ctx, 200, &ev))
+	EXPECT_EQ(-1, srdma_test_next_event(self->ctx, 200, &ev))
 		TH_LOG("a second event in SQD: %s",
 		       ibv_event_type_str(ev.event_type));
 
@@ -817,7 +803,7 @@ TEST_F(qp, sq_drained)
 	a.qp_state = IBV_QPS_SQD;
 	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a, IBV_QP_STATE));
 	memset(&ev, 0, sizeof(ev));
-	ASSERT_EQ(0, qp_next_event(self->ctx, 2000, &ev))
+	ASSERT_EQ(0, srdma_test_next_event(self->ctx, 2000, &ev))
 		TH_LOG("no event on entering SQD a second time");
 	EXPECT_EQ(IBV_EVENT_SQ_DRAINED, ev.event_type);
 	EXPECT_EQ(self->qp, ev.element.qp);

@@ -874,6 +874,17 @@ static inline struct srdma_mr *to_smr(struct ib_mr *ibmr)
 	return container_of(ibmr, struct srdma_mr, ibmr);
 }
 
+/*
+ * May packets carry @mr's pages as fragments (srdma_mr_attach())? Only a
+ * user MR's pinned pages: not kernel memory (DMA and fast-registration
+ * MRs, which may be slab memory), nor on-demand or dma-buf pages, which
+ * may go while a packet still holds them.
+ */
+static inline bool srdma_mr_attachable(const struct srdma_mr *mr)
+{
+	return mr->type == SRDMA_MR_USER && !mr->odp && !mr->dmabuf;
+}
+
 static inline struct srdma_cq *to_scq(struct ib_cq *ibcq)
 {
 	return container_of(ibcq, struct srdma_cq, ibcq);

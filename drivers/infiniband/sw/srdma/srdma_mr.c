@@ -1048,7 +1048,7 @@ int srdma_mr_attach(struct srdma_mr *mr, u64 serial, u64 iova,
 	 * dma-buf's pages are its exporter's, to reuse once the MR is gone:
 	 * no packet keeps them beyond that.
 	 */
-	if (mr->type != SRDMA_MR_USER || mr->odp || mr->dmabuf)
+	if (!srdma_mr_attachable(mr))
 		return -EOPNOTSUPP;
 	for (done = 0; done < len; done += n) {
 		n = srdma_mr_chunk(mr, iova, done, len - done, &pg, &pgoff);

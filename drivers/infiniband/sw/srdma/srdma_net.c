@@ -329,6 +329,13 @@ static struct srdma_pkt *srdma_pkt_wire(struct srdma_qp *qp,
 	return xrc;
 }
 
+/* Room in front of the transport headers: link layer, IPv6 (the larger), UDP. */
+static unsigned int srdma_pkt_headroom(struct net_device *ndev)
+{
+	return LL_RESERVED_SPACE(ndev) + sizeof(struct ipv6hdr) +
+	       sizeof(struct udphdr);
+}
+
 /**
  * srdma_alloc_pkt() - allocate a packet and build its transport headers
  * @qp: the sending QP
@@ -348,8 +355,7 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				u8 **payload)
 {
 	struct net_device *ndev = qp->sdev->ndev;
-	unsigned int head = LL_RESERVED_SPACE(ndev) +
-			    sizeof(struct ipv6hdr) + sizeof(struct udphdr);
+	unsigned int head = srdma_pkt_headroom(ndev);
 	struct srdma_pkt xrc;
 	u32 hlen, body = 0, size;
 	struct sk_buff *skb;
@@ -509,18 +515,20 @@ static void srdma_loop_run(struct tasklet_struct *t)
 {
 	struct sk_buff *skb;
 	int budget;
+	u32 n = 0;
 
-	for (budget = SRDMA_LOOP_BUDGET; budget > 0;) {
+	for (budget = SRDMA_LOOP_BUDGET; budget > 0; budget -= n) {
 		spin_lock(&srdma_loop.lock);
 		skb = __skb_dequeue(&srdma_loop.q);
-		if (skb)
-			srdma_loop.npkts -= srdma_loop_pkts(skb);
-		else
+		if (skb) {
+			n = srdma_loop_pkts(skb);
+			srdma_loop.npkts -= n;
+		} else {
 			srdma_loop.running = false;
+		}
 		spin_unlock(&srdma_loop.lock);
 		if (!skb)
 			return;
-		budget -= srdma_loop_pkts(skb);
 		srdma_rcv_local(skb);
 	}
 	/* Budget spent, running still set: let other softirq work go first. */
@@ -722,7 +730,7 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
 	struct srdma_dev *sdev = qp->sdev;
 	struct net *net = dev_net(sdev->ndev);
 	bool local = dst->dev->flags & IFF_LOOPBACK;
-	u32 npkts = max_t(u32, srdma_loop_cb(skb)->nsub, 1);
+	u32 npkts = srdma_loop_pkts(skb);
 	u32 len = skb->len;
 	int err;
 
@@ -902,9 +910,7 @@ int srdma_batch_end(struct srdma_qp *qp, bool outer)
 /* A new batch, its area reserved, none of it used. */
 static struct sk_buff *srdma_batch_alloc(struct srdma_qp *qp)
 {
-	struct net_device *ndev = qp->sdev->ndev;
-	unsigned int head = LL_RESERVED_SPACE(ndev) +
-			    sizeof(struct ipv6hdr) + sizeof(struct udphdr);
+	unsigned int head = srdma_pkt_headroom(qp->sdev->ndev);
 	struct sk_buff *skb;
 
 	skb = alloc_skb(head + SRDMA_BATCH_AREA, GFP_ATOMIC);

@@ -696,20 +696,16 @@ struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /*
- * Can the pages of @src be attached (srdma_mr_attach())? Not a kernel
- * QP's memory (DMA and fast-registration MRs), nor a READ's MR whose
- * pages may go (on-demand paging, dma-buf): such payloads go alone,
- * copied, without a try that would fail. A user QP's SGEs may still name
- * such an MR: srdma_batch_data() then finds out.
+ * Can the pages of @src be attached (srdma_mr_attachable())? Not a kernel
+ * QP's memory, which only kernel MRs hold, nor a READ's MR that is not a
+ * plain user MR: such payloads go alone, copied, without a try that would
+ * fail. A user QP's SGEs may still name an on-demand or dma-buf MR:
+ * srdma_batch_data() then finds out.
  */
 static bool srdma_batch_attachable(struct srdma_qp *qp,
 				   const struct srdma_payload_src *src)
 {
-	const struct srdma_mr *mr = src->mr;
-
-	if (mr)
-		return mr->type == SRDMA_MR_USER && !mr->odp && !mr->dmabuf;
-	return qp->is_user;
+	return src->mr ? srdma_mr_attachable(src->mr) : qp->is_user;
 }
 
 /*
@@ -722,6 +718,20 @@ static bool srdma_batch_attachable(struct srdma_qp *qp,
  * that of a full batch sent to make room, as srdma_xmit(): dropped on
  * this host, and this packet with it.
  */
+/*
+ * Send the QP's full batch to make room for packet @pkt. If the batch was
+ * dropped on this host, so is @pkt, as if sent: counted, and the error
+ * returned for it.
+ */
+static int srdma_batch_make_room(struct srdma_qp *qp)
+{
+	int err = srdma_batch_flush(qp);
+
+	if (err)
+		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
+	return err;
+}
+
 static int srdma_batch_data(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			    const struct srdma_payload_src *src)
 {
@@ -740,12 +750,9 @@ static int srdma_batch_data(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			break;
 		if (fresh)
 			return -ENOSPC;
-		/* Dropped on this host: so is this packet, as if sent. */
-		err = srdma_batch_flush(qp);
-		if (err) {
-			srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
+		err = srdma_batch_make_room(qp);
+		if (err)
 			return err;
-		}
 		fresh = true;
 	}
 	len = qp->batch->len;
@@ -773,12 +780,8 @@ static int srdma_batch_data(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		return err;
 	if (err == -EMSGSIZE && !fresh) {
 		/* Out of fragments: a new batch has them all. */
-		err = srdma_batch_flush(qp);
-		if (err) {
-			srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
-			return err;
-		}
-		return srdma_batch_data(qp, pkt, src);
+		return srdma_batch_make_room(qp) ?:
+		       srdma_batch_data(qp, pkt, src);
 	}
 	return -ENOSPC;
 }
