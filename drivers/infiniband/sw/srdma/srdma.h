@@ -363,10 +363,14 @@ struct srdma_mr {
 	/*
 	 * The iova range of the last fault that failed (memory not mapped,
 	 * or not writable), under the lock: a page missed there is an
-	 * access error, not a fault to retry. A fault that succeeds over it
-	 * clears it.
+	 * access error, not a fault to retry, reported once. A fault that
+	 * succeeds over it clears it. odp_bad_gen counts the reports: a
+	 * fault queued before the last report (a second miss of the same
+	 * request, say) marks nothing when it fails, since the memory may
+	 * be mapped again by then. Written under the lock, read without.
 	 */
 	u64 odp_bad_start, odp_bad_end;
+	u32 odp_bad_gen;
 	unsigned long npages;
 	unsigned int page_off;		/* offset of iova in pages[0] */
 	/*
@@ -811,6 +815,7 @@ struct srdma_qp {
 	struct srdma_mr *odp_mr;
 	u64 odp_iova;
 	u32 odp_len;
+	u32 odp_gen;			/* odp_mr's odp_bad_gen when queued */
 	enum srdma_odp_kick odp_kick;
 	bool odp_queued;
 	/* GSI: on srdma_gsi_list (RCU readers; srdma_gsi_mutex writers). */

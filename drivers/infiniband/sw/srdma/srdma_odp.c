@@ -310,6 +310,7 @@ int srdma_odp_missing(struct srdma_mr *mr, u64 iova)
 	lockdep_assert_held(&mr->lock);
 	if (iova >= mr->odp_bad_start && iova < mr->odp_bad_end) {
 		mr->odp_bad_end = 0;
+		WRITE_ONCE(mr->odp_bad_gen, mr->odp_bad_gen + 1);
 		return -EFAULT;
 	}
 	return -EAGAIN;
@@ -319,9 +320,13 @@ int srdma_odp_missing(struct srdma_mr *mr, u64 iova)
  * Fault in what a copy missed at [@iova, +@len) of @mr, and a span around
  * it: the next bytes are likely next. If that fails, the missing bytes
  * alone; if those fail too (not mapped, not writable), the next copy that
- * misses them is an access error. Process context.
+ * misses them is an access error, unless a failure was reported since the
+ * miss (@gen, odp_bad_gen when the fault was queued): then this fault is
+ * one of several queued for that request, and the memory may be mapped
+ * again by now. Process context.
  */
-static void srdma_odp_fault_missed(struct srdma_mr *mr, u64 iova, u32 len)
+static void srdma_odp_fault_missed(struct srdma_mr *mr, u64 iova, u32 len,
+				   u32 gen)
 {
 	u64 start, end;
 	int err;
@@ -336,13 +341,20 @@ static void srdma_odp_fault_missed(struct srdma_mr *mr, u64 iova, u32 len)
 	err = srdma_odp_fault(mr, start, end - start, true);
 	if (err && (start != iova || end - start != len))
 		err = srdma_odp_fault(mr, iova, len, true);
-	if (!err || err == -EBUSY || err == -ENOMEM || err == -EINTR)
+	if (err == -EBUSY || err == -ENOMEM || err == -EINTR)
 		return;
-	srdma_dbg_mr(mr, "fault of %#llx+%u: %d\n", iova, len, err);
 	spin_lock_bh(&mr->lock);
-	mr->odp_bad_start = iova;
-	mr->odp_bad_end = iova + len;
+	if (!err) {
+		/* Present now: an older failure there is stale. */
+		if (iova < mr->odp_bad_end && iova + len > mr->odp_bad_start)
+			mr->odp_bad_end = 0;
+	} else if (gen == mr->odp_bad_gen) {
+		mr->odp_bad_start = iova;
+		mr->odp_bad_end = iova + len;
+	}
 	spin_unlock_bh(&mr->lock);
+	if (err)
+		srdma_dbg_mr(mr, "fault of %#llx+%u: %d\n", iova, len, err);
 }
 
 /* A responder's fault, queued by srdma_odp_fault_later(). */
@@ -351,6 +363,7 @@ struct srdma_odp_work {
 	struct srdma_mr *mr;		/* with a reference */
 	u64 iova;
 	u32 len;
+	u32 gen;			/* mr's odp_bad_gen when queued */
 };
 
 static void srdma_odp_work(struct work_struct *work)
@@ -359,7 +372,7 @@ static void srdma_odp_work(struct work_struct *work)
 						work);
 	struct srdma_mr *mr = w->mr;
 
-	srdma_odp_fault_missed(mr, w->iova, w->len);
+	srdma_odp_fault_missed(mr, w->iova, w->len, w->gen);
 	atomic_dec(&mr->odp_faults);
 	srdma_mr_put(mr);
 	kfree(w);
@@ -377,18 +390,19 @@ void srdma_odp_qp_work(struct work_struct *work)
 	enum srdma_odp_kick kick;
 	struct srdma_mr *mr;
 	u64 iova;
-	u32 len;
+	u32 len, gen;
 
 	spin_lock_bh(&qp->lock);
 	mr = qp->odp_mr;
 	iova = qp->odp_iova;
 	len = qp->odp_len;
+	gen = qp->odp_gen;
 	kick = qp->odp_kick;
 	qp->odp_mr = NULL;
 	qp->odp_queued = false;
 	spin_unlock_bh(&qp->lock);
 
-	srdma_odp_fault_missed(mr, iova, len);
+	srdma_odp_fault_missed(mr, iova, len, gen);
 	srdma_mr_put(mr);
 	spin_lock_bh(&qp->lock);
 	if (kick == SRDMA_ODP_KICK_RESEND)
@@ -423,6 +437,7 @@ static void srdma_odp_qp_fault(struct srdma_qp *qp, struct srdma_mr *mr,
 	qp->odp_mr = mr;
 	qp->odp_iova = iova;
 	qp->odp_len = len;
+	qp->odp_gen = READ_ONCE(mr->odp_bad_gen);
 	qp->odp_kick = kick;
 	qp->odp_queued = true;
 	queue_work(srdma_wq, &qp->odp_work);
@@ -466,6 +481,7 @@ void srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
 	w->mr = mr;
 	w->iova = iova;
 	w->len = len;
+	w->gen = READ_ONCE(mr->odp_bad_gen);
 	INIT_WORK(&w->work, srdma_odp_work);
 	queue_work(srdma_wq, &w->work);
 	return;
