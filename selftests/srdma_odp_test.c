@@ -12,7 +12,8 @@
  * faults, invalidations, RNR NAKs), that after an invalidation
  * (MADV_DONTNEED) no byte goes to or comes from the old page,
  * ibv_advise_mr() (prefetch, prefetch without faults, its refusals), an
- * access error for memory unmapped under an MR, and the refusals:
+ * access error for memory unmapped under an MR (also when its request was
+ * given up), and the refusals:
  * implicit MRs, ibv_rereg_mr(), memory windows.
  */
 #include <pthread.h>
@@ -528,6 +529,68 @@ TEST_F(odp, unmapped)
 		if (!_metadata->passed)
 			break;
 	}
+}
+
+/*
+ * A failed fault whose request was given up (no RNR retries: the WRITE
+ * fails with RNR_RETRY_EXC before its fault does) is never reported; once
+ * it is older than any RNR wait (2 s), a WRITE into the memory mapped
+ * again works.
+ */
+TEST_F(odp, unmapped_given_up)
+{
+	char *src = keep(self, fresh_pattern(0x50));
+	char *dst = fresh();
+	struct ibv_mr *smr, *dmr;
+	struct ibv_qp_attr a = {};
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	smr = reg(self, src, ACCESS_ODP);
+	dmr = reg(self, dst, ACCESS_ODP);
+	ASSERT_NE(NULL, smr);
+	ASSERT_NE(NULL, dmr);
+	ASSERT_EQ(0, munmap(dst, LEN));
+
+	/* qa again, without RNR retries. */
+	a.qp_state = IBV_QPS_RESET;
+	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, IBV_QP_STATE));
+	ASSERT_EQ(0, srdma_test_qp_init_access(self->qa, ACCESS_QP));
+	ASSERT_EQ(0, srdma_test_qp_rtr_to(self->qa, self->qb->qp_num,
+					  self->gidx, &self->gid,
+					  IBV_MTU_1024));
+	srdma_test_rts_attr(&a);
+	a.rnr_retry = 0;
+	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, SRDMA_TEST_RTS_MASK));
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 15, smr, src, 4096,
+			  dmr, dst + 4096));
+	wait_wc(self->ca, &wc);
+	EXPECT_EQ(IBV_WC_RNR_RETRY_EXC_ERR, wc.status)
+		TH_LOG("status %s", ibv_wc_status_str(wc.status));
+	EXPECT_EQ(15, wc.wr_id);
+	EXPECT_EQ(self->qa->qp_num, wc.qp_num);
+	usleep(200000);		/* the fault fails meanwhile */
+
+	ASSERT_EQ(dst, mmap(dst, LEN, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	keep(self, dst);
+	usleep(2200000);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, IBV_QP_STATE));
+	ASSERT_EQ(0, ibv_modify_qp(self->qb, &a, IBV_QP_STATE));
+	while (ibv_poll_cq(self->ca, 1, &wc) > 0 ||
+	       ibv_poll_cq(self->cb, 1, &wc) > 0)
+		;
+	ASSERT_EQ(0, connect_to(self->qa, self->qb->qp_num, self->gidx,
+				&self->gid));
+	ASSERT_EQ(0, connect_to(self->qb, self->qa->qp_num, self->gidx,
+				&self->gid));
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 16, smr, src, 4096,
+			  dmr, dst + 4096));
+	EXPECT_REQ_WC(16, IBV_WC_RDMA_WRITE, 0);
+	EXPECT_TRUE(is_pattern((unsigned char *)dst + 4096, 0, 4096, 0x50));
 }
 
 /* The invalidator of the race below: drops the mappings until told. */

@@ -368,8 +368,12 @@ struct srdma_mr {
 	 * fault queued before the last report (a second miss of the same
 	 * request, say) marks nothing when it fails, since the memory may
 	 * be mapped again by then. Written under the lock, read without.
+	 * A failure not reported within SRDMA_ODP_BAD_TTL (its request was
+	 * given up) is forgotten: if the memory is still missing, the next
+	 * miss faults, fails and marks it again.
 	 */
 	u64 odp_bad_start, odp_bad_end;
+	unsigned long odp_bad_time;	/* jiffies when marked */
 	u32 odp_bad_gen;
 	unsigned long npages;
 	unsigned int page_off;		/* offset of iova in pages[0] */

@@ -38,6 +38,11 @@
 
 /* At most this many fault work items per MR are queued for responders. */
 #define SRDMA_ODP_MAX_FAULTS	8
+/*
+ * A failed fault is reported within this long or forgotten: longer than
+ * the longest RNR timer (655 ms) a requester waits before it sends again.
+ */
+#define SRDMA_ODP_BAD_TTL	(2 * HZ)
 /* A fault brings in at least this much around the missing bytes. */
 #define SRDMA_ODP_FAULT_SPAN	(256UL << 10)
 /*
@@ -301,14 +306,15 @@ int srdma_odp_fault(struct srdma_mr *mr, u64 iova, u64 len, bool fault)
  * @iova: the first byte not present
  *
  * Context: Any context, @mr's lock held.
- * Return: -EFAULT if the last fault of that byte failed (an access error,
- * reported once: the memory may be mapped again later), else -EAGAIN
+ * Return: -EFAULT if the last fault of that byte failed, lately (an access
+ * error, reported once: the memory may be mapped again later), else -EAGAIN
  * (queue a fault and try again).
  */
 int srdma_odp_missing(struct srdma_mr *mr, u64 iova)
 {
 	lockdep_assert_held(&mr->lock);
-	if (iova >= mr->odp_bad_start && iova < mr->odp_bad_end) {
+	if (iova >= mr->odp_bad_start && iova < mr->odp_bad_end &&
+	    time_before(jiffies, mr->odp_bad_time + SRDMA_ODP_BAD_TTL)) {
 		mr->odp_bad_end = 0;
 		WRITE_ONCE(mr->odp_bad_gen, mr->odp_bad_gen + 1);
 		return -EFAULT;
@@ -351,6 +357,7 @@ static void srdma_odp_fault_missed(struct srdma_mr *mr, u64 iova, u32 len,
 	} else if (gen == mr->odp_bad_gen) {
 		mr->odp_bad_start = iova;
 		mr->odp_bad_end = iova + len;
+		mr->odp_bad_time = jiffies;
 	}
 	spin_unlock_bh(&mr->lock);
 	if (err)
