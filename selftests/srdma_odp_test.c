@@ -533,9 +533,10 @@ TEST_F(odp, unmapped)
 
 /*
  * A failed fault whose request was given up (no RNR retries: the WRITE
- * fails with RNR_RETRY_EXC before its fault does) is never reported; once
- * it is older than any RNR wait (2 s), a WRITE into the memory mapped
- * again works.
+ * fails with RNR_RETRY_EXC before its fault does) is never reported. It is
+ * the target QP's: once the memory is mapped again, a WRITE through
+ * another QP pair works at once, and so does one on the first pair after
+ * a reset.
  */
 TEST_F(odp, unmapped_given_up)
 {
@@ -543,6 +544,7 @@ TEST_F(odp, unmapped_given_up)
 	char *dst = fresh();
 	struct ibv_mr *smr, *dmr;
 	struct ibv_qp_attr a = {};
+	struct ibv_qp *qc, *qd;
 	struct ibv_wc wc;
 
 	ASSERT_NE(NULL, src);
@@ -571,11 +573,29 @@ TEST_F(odp, unmapped_given_up)
 	EXPECT_EQ(15, wc.wr_id);
 	EXPECT_EQ(self->qa->qp_num, wc.qp_num);
 	usleep(200000);		/* the fault fails meanwhile */
-
 	ASSERT_EQ(dst, mmap(dst, LEN, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
 	keep(self, dst);
-	usleep(2200000);
+
+	/* Another pair, at once: qb's failure is not its. */
+	qc = srdma_test_rc_qp(self->pd, self->ca, 16, 16, 2);
+	qd = srdma_test_rc_qp(self->pd, self->cb, 16, 16, 2);
+	ASSERT_NE(NULL, qc);
+	ASSERT_NE(NULL, qd);
+	ASSERT_EQ(0, connect_to(qc, qd->qp_num, self->gidx, &self->gid));
+	ASSERT_EQ(0, connect_to(qd, qc->qp_num, self->gidx, &self->gid));
+	ASSERT_EQ(0, post(qc, IBV_WR_RDMA_WRITE, 16, smr, src, 4096, dmr,
+			  dst + 4096));
+	wait_wc(self->ca, &wc);
+	EXPECT_SEND_WC(wc, 16, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, qc);
+	EXPECT_TRUE(is_pattern((unsigned char *)dst + 4096, 0, 4096, 0x50));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(qd));
+	ASSERT_EQ(0, ibv_destroy_qp(qc));
+	ASSERT_EQ(0, ibv_destroy_qp(qd));
+
+	/* The first pair after a reset, at once. */
+	memset(dst + 4096, 0, 4096);
+	ASSERT_EQ(0, madvise(dst, LEN, MADV_DONTNEED));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RESET;
 	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, IBV_QP_STATE));
@@ -587,9 +607,9 @@ TEST_F(odp, unmapped_given_up)
 				&self->gid));
 	ASSERT_EQ(0, connect_to(self->qb, self->qa->qp_num, self->gidx,
 				&self->gid));
-	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 16, smr, src, 4096,
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 17, smr, src, 4096,
 			  dmr, dst + 4096));
-	EXPECT_REQ_WC(16, IBV_WC_RDMA_WRITE, 0);
+	EXPECT_REQ_WC(17, IBV_WC_RDMA_WRITE, 0);
 	EXPECT_TRUE(is_pattern((unsigned char *)dst + 4096, 0, 4096, 0x50));
 }
 

@@ -360,21 +360,6 @@ struct srdma_mr {
 	 */
 	struct ib_umem_odp *odp;
 	atomic_t odp_faults;		/* fault work items queued */
-	/*
-	 * The iova range of the last fault that failed (memory not mapped,
-	 * or not writable), under the lock: a page missed there is an
-	 * access error, not a fault to retry, reported once. A fault that
-	 * succeeds over it clears it. odp_bad_gen counts the reports: a
-	 * fault queued before the last report (a second miss of the same
-	 * request, say) marks nothing when it fails, since the memory may
-	 * be mapped again by then. Written under the lock, read without.
-	 * A failure not reported within SRDMA_ODP_BAD_TTL (its request was
-	 * given up) is forgotten: if the memory is still missing, the next
-	 * miss faults, fails and marks it again.
-	 */
-	u64 odp_bad_start, odp_bad_end;
-	unsigned long odp_bad_time;	/* jiffies when marked */
-	u32 odp_bad_gen;
 	unsigned long npages;
 	unsigned int page_off;		/* offset of iova in pages[0] */
 	/*
@@ -819,7 +804,21 @@ struct srdma_qp {
 	struct srdma_mr *odp_mr;
 	u64 odp_iova;
 	u32 odp_len;
-	u32 odp_gen;			/* odp_mr's odp_bad_gen when queued */
+	u32 odp_epoch_queued;		/* odp_epoch when odp_work was queued */
+	/*
+	 * The last fault for this QP that failed (memory not mapped, or not
+	 * writable), under the QP lock: the next miss of the QP in those
+	 * bytes of that registration is an access error, not a fault to
+	 * retry, reported once (srdma_odp_fault_later()). Kept on the QP,
+	 * not the MR, so that no other QP's traffic reports or hides it.
+	 * odp_epoch counts resets: a fault queued before one records
+	 * nothing. A failure not reported within SRDMA_ODP_FAIL_TTL is
+	 * forgotten.
+	 */
+	u64 odp_fail_serial;		/* the MR's serial; 0: none */
+	u64 odp_fail_start, odp_fail_end;
+	u64 odp_fail_at;		/* jiffies64 when recorded */
+	u32 odp_epoch;
 	enum srdma_odp_kick odp_kick;
 	bool odp_queued;
 	/* GSI: on srdma_gsi_list (RCU readers; srdma_gsi_mutex writers). */
@@ -1276,9 +1275,9 @@ void srdma_dmabuf_release(struct srdma_mr *mr);
 int srdma_odp_reg(struct srdma_mr *mr, u64 start, u64 length, int access);
 void srdma_odp_release(struct srdma_mr *mr);
 int srdma_odp_fault(struct srdma_mr *mr, u64 iova, u64 len, bool fault);
-int srdma_odp_missing(struct srdma_mr *mr, u64 iova);
-void srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
-			   u64 iova, u32 len, enum srdma_odp_kick kick);
+int srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
+			  u64 iova, u32 len, enum srdma_odp_kick kick);
+void srdma_odp_qp_reset(struct srdma_qp *qp);
 int srdma_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);

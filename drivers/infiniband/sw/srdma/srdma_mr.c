@@ -719,15 +719,15 @@ static void srdma_odp_unlock(struct srdma_mr *mr)
 
 /*
  * The error of a chunk srdma_mr_chunk() returned for byte @iova of @mr:
- * -EFAULT outside the MR, for an on-demand page not present
- * srdma_odp_missing()'s (-EAGAIN, or -EFAULT where a fault failed).
+ * -EFAULT outside the MR, -EAGAIN for an on-demand page not present (the
+ * caller queues a fault, srdma_odp_fault_later()).
  */
 static int srdma_chunk_err(struct srdma_mr *mr, u64 iova, u32 n,
 			   struct page *pg)
 {
 	if (!n)
 		return -EFAULT;
-	return pg ? 0 : srdma_odp_missing(mr, iova);
+	return pg ? 0 : -EAGAIN;
 }
 
 /*
@@ -988,10 +988,9 @@ int srdma_mr_atomic(struct srdma_mr *mr, u64 serial, u64 iova, u8 op,
 		srdma_odp_unlock(mr);
 		return -EFAULT;
 	}
-	if (!pg) {
-		err = srdma_odp_missing(mr, iova);	/* on-demand */
+	if (!pg) {	/* on-demand, not present */
 		srdma_odp_unlock(mr);
-		return err;
+		return -EAGAIN;
 	}
 	va = kmap_local_page(pg);
 	word = va + pgoff;
@@ -1162,8 +1161,8 @@ int srdma_sge_copy(struct srdma_qp *qp, struct srdma_sge *sge, u32 num_sge,
 						    buf + done, n, to_mr);
 		}
 		if (err == -EAGAIN)
-			srdma_odp_fault_later(qp, mr, sge[i].addr + off, n,
-					      kick);
+			err = srdma_odp_fault_later(qp, mr, sge[i].addr + off,
+						    n, kick);
 		srdma_mr_put(mr);
 		if (err)
 			return err == -EFAULT ? -EACCES : err;

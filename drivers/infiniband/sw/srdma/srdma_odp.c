@@ -23,6 +23,9 @@
  *   its RNR timer; the requester stops and is run again, or sends again,
  *   once the fault is done (enum srdma_odp_kick). READ responses are built
  *   in the read work, which faults the pages itself.
+ * - A fault that fails (memory not mapped, not writable) is recorded on
+ *   the QP it was queued for; that QP's next miss there is an access error
+ *   instead of another fault (srdma_odp_fault_later()).
  *
  * Lock order: umem_mutex, then the QP lock is never taken inside it;
  * mr->lock nests inside both.
@@ -42,7 +45,7 @@
  * A failed fault is reported within this long or forgotten: longer than
  * the longest RNR timer (655 ms) a requester waits before it sends again.
  */
-#define SRDMA_ODP_BAD_TTL	(2 * HZ)
+#define SRDMA_ODP_FAIL_TTL	(2 * HZ)
 /* A fault brings in at least this much around the missing bytes. */
 #define SRDMA_ODP_FAULT_SPAN	(256UL << 10)
 /*
@@ -300,39 +303,13 @@ int srdma_odp_fault(struct srdma_mr *mr, u64 iova, u64 len, bool fault)
 	return 0;
 }
 
-/**
- * srdma_odp_missing() - The error of a copy that found a page missing.
- * @mr: the on-demand paging MR, its lock held
- * @iova: the first byte not present
- *
- * Context: Any context, @mr's lock held.
- * Return: -EFAULT if the last fault of that byte failed, lately (an access
- * error, reported once: the memory may be mapped again later), else -EAGAIN
- * (queue a fault and try again).
- */
-int srdma_odp_missing(struct srdma_mr *mr, u64 iova)
-{
-	lockdep_assert_held(&mr->lock);
-	if (iova >= mr->odp_bad_start && iova < mr->odp_bad_end &&
-	    time_before(jiffies, mr->odp_bad_time + SRDMA_ODP_BAD_TTL)) {
-		mr->odp_bad_end = 0;
-		WRITE_ONCE(mr->odp_bad_gen, mr->odp_bad_gen + 1);
-		return -EFAULT;
-	}
-	return -EAGAIN;
-}
-
 /*
  * Fault in what a copy missed at [@iova, +@len) of @mr, and a span around
  * it: the next bytes are likely next. If that fails, the missing bytes
- * alone; if those fail too (not mapped, not writable), the next copy that
- * misses them is an access error, unless a failure was reported since the
- * miss (@gen, odp_bad_gen when the fault was queued): then this fault is
- * one of several queued for that request, and the memory may be mapped
- * again by now. Process context.
+ * alone. Process context.
+ * Return: 0, or the error of the fault of the missing bytes.
  */
-static void srdma_odp_fault_missed(struct srdma_mr *mr, u64 iova, u32 len,
-				   u32 gen)
+static int srdma_odp_fault_missed(struct srdma_mr *mr, u64 iova, u32 len)
 {
 	u64 start, end;
 	int err;
@@ -347,30 +324,62 @@ static void srdma_odp_fault_missed(struct srdma_mr *mr, u64 iova, u32 len,
 	err = srdma_odp_fault(mr, start, end - start, true);
 	if (err && (start != iova || end - start != len))
 		err = srdma_odp_fault(mr, iova, len, true);
+	return err;
+}
+
+/*
+ * The fault of [@iova, +@len) of @mr, queued for @qp in its life @epoch,
+ * ended with @err. A failure (memory not mapped, not writable) is recorded
+ * on the QP for its next miss there, unless the QP was reset since; a
+ * success clears a failure recorded over those bytes. Errors that say
+ * nothing of the memory (busy, no memory, killed) record nothing: the
+ * next miss faults again. Process context; takes the QP lock.
+ */
+static void srdma_odp_fault_done(struct srdma_qp *qp, u32 epoch,
+				 struct srdma_mr *mr, u64 iova, u32 len,
+				 int err)
+{
 	if (err == -EBUSY || err == -ENOMEM || err == -EINTR)
 		return;
-	spin_lock_bh(&mr->lock);
+	spin_lock_bh(&qp->lock);
 	if (!err) {
-		/* Present now: an older failure there is stale. */
-		if (iova < mr->odp_bad_end && iova + len > mr->odp_bad_start)
-			mr->odp_bad_end = 0;
-	} else if (gen == mr->odp_bad_gen) {
-		mr->odp_bad_start = iova;
-		mr->odp_bad_end = iova + len;
-		mr->odp_bad_time = jiffies;
+		if (qp->odp_fail_serial == mr->serial &&
+		    iova < qp->odp_fail_end && iova + len > qp->odp_fail_start)
+			qp->odp_fail_serial = 0;
+	} else if (epoch == qp->odp_epoch) {
+		qp->odp_fail_serial = mr->serial;
+		qp->odp_fail_start = iova;
+		qp->odp_fail_end = iova + len;
+		qp->odp_fail_at = get_jiffies_64();
+		srdma_dbg_qp(qp, "fault of %#llx+%u in MR %#x: %d\n", iova,
+			     len, mr->ibmr.lkey, err);
 	}
-	spin_unlock_bh(&mr->lock);
-	if (err)
-		srdma_dbg_mr(mr, "fault of %#llx+%u: %d\n", iova, len, err);
+	spin_unlock_bh(&qp->lock);
+}
+
+/**
+ * srdma_odp_qp_reset() - Forget the QP's failed faults.
+ * @qp: the QP, moving to RESET
+ *
+ * A fault still queued for the QP's earlier life records nothing.
+ *
+ * Context: QP lock held.
+ */
+void srdma_odp_qp_reset(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	qp->odp_fail_serial = 0;
+	qp->odp_epoch++;
 }
 
 /* A responder's fault, queued by srdma_odp_fault_later(). */
 struct srdma_odp_work {
 	struct work_struct work;
+	struct srdma_qp *qp;		/* with a reference */
 	struct srdma_mr *mr;		/* with a reference */
 	u64 iova;
 	u32 len;
-	u32 gen;			/* mr's odp_bad_gen when queued */
+	u32 epoch;			/* qp->odp_epoch when queued */
 };
 
 static void srdma_odp_work(struct work_struct *work)
@@ -378,10 +387,13 @@ static void srdma_odp_work(struct work_struct *work)
 	struct srdma_odp_work *w = container_of(work, struct srdma_odp_work,
 						work);
 	struct srdma_mr *mr = w->mr;
+	int err;
 
-	srdma_odp_fault_missed(mr, w->iova, w->len, w->gen);
+	err = srdma_odp_fault_missed(mr, w->iova, w->len);
+	srdma_odp_fault_done(w->qp, w->epoch, mr, w->iova, w->len, err);
 	atomic_dec(&mr->odp_faults);
 	srdma_mr_put(mr);
+	srdma_qp_put(w->qp);
 	kfree(w);
 }
 
@@ -396,20 +408,22 @@ void srdma_odp_qp_work(struct work_struct *work)
 	struct srdma_qp *qp = container_of(work, struct srdma_qp, odp_work);
 	enum srdma_odp_kick kick;
 	struct srdma_mr *mr;
+	u32 len, epoch;
 	u64 iova;
-	u32 len, gen;
+	int err;
 
 	spin_lock_bh(&qp->lock);
 	mr = qp->odp_mr;
 	iova = qp->odp_iova;
 	len = qp->odp_len;
-	gen = qp->odp_gen;
+	epoch = qp->odp_epoch_queued;
 	kick = qp->odp_kick;
 	qp->odp_mr = NULL;
 	qp->odp_queued = false;
 	spin_unlock_bh(&qp->lock);
 
-	srdma_odp_fault_missed(mr, iova, len, gen);
+	err = srdma_odp_fault_missed(mr, iova, len);
+	srdma_odp_fault_done(qp, epoch, mr, iova, len, err);
 	srdma_mr_put(mr);
 	spin_lock_bh(&qp->lock);
 	if (kick == SRDMA_ODP_KICK_RESEND)
@@ -444,10 +458,33 @@ static void srdma_odp_qp_fault(struct srdma_qp *qp, struct srdma_mr *mr,
 	qp->odp_mr = mr;
 	qp->odp_iova = iova;
 	qp->odp_len = len;
-	qp->odp_gen = READ_ONCE(mr->odp_bad_gen);
+	qp->odp_epoch_queued = qp->odp_epoch;
 	qp->odp_kick = kick;
 	qp->odp_queued = true;
 	queue_work(srdma_wq, &qp->odp_work);
+}
+
+/*
+ * Did the last fault for @qp fail in byte @iova of @mr, lately? Then that
+ * is reported now, once: the memory may be mapped again later. QP lock
+ * held.
+ */
+static bool srdma_odp_failed(struct srdma_qp *qp, struct srdma_mr *mr,
+			     u64 iova)
+{
+	lockdep_assert_held(&qp->lock);
+	if (!qp->odp_fail_serial)
+		return false;
+	if (time_after64(get_jiffies_64(),
+			 qp->odp_fail_at + SRDMA_ODP_FAIL_TTL)) {
+		qp->odp_fail_serial = 0;
+		return false;
+	}
+	if (qp->odp_fail_serial != mr->serial ||
+	    iova < qp->odp_fail_start || iova >= qp->odp_fail_end)
+		return false;
+	qp->odp_fail_serial = 0;
+	return true;
 }
 
 /**
@@ -458,25 +495,32 @@ static void srdma_odp_qp_fault(struct srdma_qp *qp, struct srdma_mr *mr,
  * @len: how many
  * @kick: what to do for @qp once the fault is done
  *
+ * If the last fault for @qp failed in @iova (not mapped, not writable),
+ * nothing is queued: the miss is an access error. Else a fault is queued.
  * A requester (@kick other than SRDMA_ODP_KICK_NONE) stopped, and only
  * its fault work starts it again: that work is the QP's own, queued once
  * at a time. A responder answered with an RNR NAK and its requester sends
  * again: nothing is queued if the MR has enough faults queued already, or
  * there is no memory; the next miss queues one.
  *
- * Context: Any context; the QP lock held for a requester's miss.
+ * Context: Any context; the QP lock held.
+ * Return: -EFAULT for an access error, else -EAGAIN (try again once the
+ * fault is done).
  */
-void srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
-			   u64 iova, u32 len, enum srdma_odp_kick kick)
+int srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
+			  u64 iova, u32 len, enum srdma_odp_kick kick)
 {
 	struct srdma_odp_work *w;
 
+	lockdep_assert_held(&qp->lock);
 	srdma_count(to_sdev(mr->ibmr.device), SRDMA_CNT_ODP_MISS);
 	if (!mr->odp)
-		return;
+		return -EAGAIN;
+	if (srdma_odp_failed(qp, mr, iova))
+		return -EFAULT;
 	if (kick != SRDMA_ODP_KICK_NONE) {
 		srdma_odp_qp_fault(qp, mr, iova, len, kick);
-		return;
+		return -EAGAIN;
 	}
 	if (atomic_inc_return(&mr->odp_faults) > SRDMA_ODP_MAX_FAULTS)
 		goto out_dec;
@@ -485,18 +529,24 @@ void srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
 		goto out_dec;
 	if (!refcount_inc_not_zero(&mr->ref))
 		goto out_free;
+	if (!refcount_inc_not_zero(&qp->ref))
+		goto out_put_mr;
+	w->qp = qp;
 	w->mr = mr;
 	w->iova = iova;
 	w->len = len;
-	w->gen = READ_ONCE(mr->odp_bad_gen);
+	w->epoch = qp->odp_epoch;
 	INIT_WORK(&w->work, srdma_odp_work);
 	queue_work(srdma_wq, &w->work);
-	return;
+	return -EAGAIN;
 
+out_put_mr:
+	srdma_mr_put(mr);
 out_free:
 	kfree(w);
 out_dec:
 	atomic_dec(&mr->odp_faults);
+	return -EAGAIN;
 }
 
 /**

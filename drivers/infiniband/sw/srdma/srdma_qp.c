@@ -629,6 +629,7 @@ void srdma_qp_error(struct srdma_qp *qp)
 static void srdma_qp_to_reset(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
+	srdma_odp_qp_reset(qp);
 	if (srdma_qp_is_xrc_tgt(qp))
 		srdma_qp_flush(qp);
 	qp->sq.prod = 0;

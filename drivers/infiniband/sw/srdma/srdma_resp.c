@@ -649,8 +649,8 @@ static int srdma_resp_write_place(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	err = srdma_mr_copy_skb(mr, serial, qp->write_va, skb, payoff,
 				pkt->paylen);
 	if (err == -EAGAIN)
-		srdma_odp_fault_later(qp, mr, qp->write_va, pkt->paylen,
-				      SRDMA_ODP_KICK_NONE);
+		err = srdma_odp_fault_later(qp, mr, qp->write_va, pkt->paylen,
+					    SRDMA_ODP_KICK_NONE);
 	srdma_mr_put(mr);
 	if (err == -EAGAIN)
 		return srdma_resp_odp_miss(qp, pkt);
@@ -1137,8 +1137,8 @@ static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
 				   pkt->swap_add, pkt->compare, &job.orig) :
 		   -EACCES;
 	if (err == -EAGAIN)
-		srdma_odp_fault_later(qp, mr, pkt->va, sizeof(u64),
-				      SRDMA_ODP_KICK_NONE);
+		err = srdma_odp_fault_later(qp, mr, pkt->va, sizeof(u64),
+					    SRDMA_ODP_KICK_NONE);
 	if (mr) {
 		job.serial = serial;
 		srdma_mr_put(mr);
@@ -1196,8 +1196,8 @@ static int srdma_resp_atomic_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 				      SRDMA_OP_ATOMIC_WRITE, data, 0,
 				      &job.orig);
 	if (err == -EAGAIN)
-		srdma_odp_fault_later(qp, mr, pkt->va, sizeof(u64),
-				      SRDMA_ODP_KICK_NONE);
+		err = srdma_odp_fault_later(qp, mr, pkt->va, sizeof(u64),
+					    SRDMA_ODP_KICK_NONE);
 	job.serial = serial;
 	srdma_mr_put(mr);
 	if (err == -EAGAIN)
