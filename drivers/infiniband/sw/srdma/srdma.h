@@ -1188,6 +1188,7 @@ static inline struct srdma_loop_cb *srdma_loop_cb(struct sk_buff *skb)
 }
 
 extern struct workqueue_struct *srdma_wq;
+extern struct workqueue_struct *srdma_tx_wq;
 
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
@@ -1354,6 +1355,7 @@ void srdma_sq_drained_event(struct srdma_qp *qp);
 int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 void srdma_req_run(struct srdma_qp *qp);
+void srdma_req_kick(struct srdma_qp *qp);
 void srdma_req_resend_now(struct srdma_qp *qp);
 void srdma_send_work(struct work_struct *work);
 void srdma_retrans_timer(struct timer_list *t);

@@ -388,5 +388,5 @@ void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		srdma_comp_aeth(qp, pkt);
 	}
 out_run:
-	srdma_req_run(qp);
+	srdma_req_kick(qp);
 }

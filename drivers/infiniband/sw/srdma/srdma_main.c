@@ -25,6 +25,12 @@ static DEFINE_MUTEX(srdma_dev_mutex);
 
 /* Runs READ responses and other deferred transport work. */
 struct workqueue_struct *srdma_wq;
+/*
+ * Runs requesters (send_work) at high priority: what one run left over,
+ * what was posted with IRQs off, and, towards another host, the runs an
+ * ACK or the pace timer starts (srdma_req_kick()).
+ */
+struct workqueue_struct *srdma_tx_wq;
 static LIST_HEAD(srdma_dev_list);
 
 static struct srdma_dev *srdma_find_by_ndev(struct net_device *ndev)
@@ -306,13 +312,18 @@ static int __init srdma_init(void)
 	srdma_wq = alloc_workqueue("srdma", WQ_UNBOUND, 0);
 	if (!srdma_wq)
 		return -ENOMEM;
+	srdma_tx_wq = alloc_workqueue("srdma_tx", WQ_UNBOUND | WQ_HIGHPRI, 0);
+	if (!srdma_tx_wq) {
+		err = -ENOMEM;
+		goto err_destroy_wq;
+	}
 	srdma_loop_init();
 	srdma_icrc_init();
 	srdma_mcast_init();
 
 	err = srdma_net_init();
 	if (err)
-		goto err_destroy_wq;
+		goto err_destroy_tx_wq;
 
 	err = register_netdevice_notifier(&srdma_netdev_nb);
 	if (err)
@@ -323,8 +334,10 @@ static int __init srdma_init(void)
 
 err_net_exit:
 	srdma_net_exit();
-err_destroy_wq:
+err_destroy_tx_wq:
 	srdma_icrc_exit();
+	destroy_workqueue(srdma_tx_wq);
+err_destroy_wq:
 	destroy_workqueue(srdma_wq);
 	return err;
 }
@@ -337,6 +350,7 @@ static void __exit srdma_exit(void)
 	srdma_net_exit();
 	srdma_loop_exit();
 	srdma_icrc_exit();
+	destroy_workqueue(srdma_tx_wq);
 	destroy_workqueue(srdma_wq);
 }
 

@@ -1284,7 +1284,7 @@ enum hrtimer_restart srdma_pace_timer(struct hrtimer *t)
 			goto out_unlock;
 		qp->rnr_wait = false;
 	}
-	srdma_req_run(qp);
+	srdma_req_kick(qp);
 out_unlock:
 	spin_unlock_bh(&qp->lock);
 	return HRTIMER_NORESTART;
@@ -1441,7 +1441,7 @@ static void srdma_ud_run(struct srdma_qp *qp)
 	lockdep_assert_held(&qp->lock);
 	while (qp->sq.cons != qp->sq.prod && qp->state == IB_QPS_RTS) {
 		if (!budget--) {
-			queue_work(srdma_wq, &qp->send_work);
+			queue_work(srdma_tx_wq, &qp->send_work);
 			break;
 		}
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
@@ -1539,7 +1539,7 @@ static void srdma_uc_run(struct srdma_qp *qp)
 			break;
 		/* Started only once a packet of it goes out (SQD). */
 		if (!budget--) {
-			queue_work(srdma_wq, &qp->send_work);
+			queue_work(srdma_tx_wq, &qp->send_work);
 			return;
 		}
 		if (!wqe->started) {
@@ -1581,7 +1581,7 @@ static void srdma_uc_run(struct srdma_qp *qp)
  * Sends nothing once the QP is in neither RTS nor SQD; destroy_qp moves
  * it to RESET before it cancels this work.
  *
- * Context: process context (srdma_wq); takes the QP lock.
+ * Context: process context (srdma_tx_wq); takes the QP lock.
  */
 void srdma_send_work(struct work_struct *work)
 {
@@ -1591,6 +1591,45 @@ void srdma_send_work(struct work_struct *work)
 	spin_lock_bh(&qp->lock);
 	srdma_req_run(qp);
 	spin_unlock_bh(&qp->lock);
+}
+
+/*
+ * Towards another host, the requester runs an ACK or the pace timer starts
+ * go to send_work (tx_work, the default) instead of running in softirq.
+ * Each run copies, checksums and hands to the IP stack up to
+ * SRDMA_RC_BUDGET packets; in softirq that pushes the network's softirq
+ * work into ksoftirqd, which the scheduler then shares fairly with any
+ * process that polls a CQ on that CPU, and the requester gets half of it
+ * (performance.rst, two guests). srdma_tx_wq's workers run at high
+ * priority. Local delivery (one host) keeps its runs in softirq.
+ */
+static unsigned int tx_work = 1;
+module_param(tx_work, uint, 0644);
+MODULE_PARM_DESC(tx_work,
+		 "towards another host, run the requester after an ACK in a high-priority work item (default 1) or in softirq (0)");
+
+/**
+ * srdma_req_kick() - run the requester after an ACK or the pace timer
+ * @qp: the QP
+ *
+ * Runs it at once, or queues send_work (see tx_work above) if, in softirq
+ * towards another host, there is something to send: a work request posted
+ * and not all sent, or one a process posted to its mapped SQ since.
+ *
+ * Context: softirq or process context, QP lock held.
+ */
+void srdma_req_kick(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (READ_ONCE(tx_work) && in_serving_softirq() &&
+	    !READ_ONCE(qp->dst_local) && !qp->rnr_wait &&
+	    srdma_qp_sq_running(qp) &&
+	    (qp->sq_next != qp->sq.prod ||
+	     (qp->usq.map && READ_ONCE(qp->usq.hdr->prod) != qp->sq.prod))) {
+		queue_work(srdma_tx_wq, &qp->send_work);
+		return;
+	}
+	srdma_req_run(qp);
 }
 
 /**
@@ -1650,7 +1689,7 @@ void srdma_req_run(struct srdma_qp *qp)
 		}
 		if (work >= SRDMA_RC_BUDGET) {
 			/* The rest from send_work, which pulls the ring too. */
-			queue_work(srdma_wq, &qp->send_work);
+			queue_work(srdma_tx_wq, &qp->send_work);
 			srdma_req_doorbell(qp, qp->state == IB_QPS_RTS);
 			break;
 		}
@@ -2434,7 +2473,7 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (qp->state == IB_QPS_ERR)
 		srdma_qp_flush(qp);
 	else if (irqs_off)
-		queue_work(srdma_wq, &qp->send_work);
+		queue_work(srdma_tx_wq, &qp->send_work);
 	else
 		srdma_req_run(qp);
 out_unlock:
