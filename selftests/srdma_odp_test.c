@@ -470,6 +470,27 @@ TEST_F(odp, prefetch_refused)
 }
 
 /*
+ * qa and qb through RESET and connected again, their CQs emptied of what
+ * the reset flushed; 0 or -1.
+ */
+static int reconnect(FIXTURE_DATA(odp) *self)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_wc wc;
+
+	if (ibv_modify_qp(self->qa, &a, IBV_QP_STATE) ||
+	    ibv_modify_qp(self->qb, &a, IBV_QP_STATE))
+		return -1;
+	while (ibv_poll_cq(self->ca, 1, &wc) > 0 ||
+	       ibv_poll_cq(self->cb, 1, &wc) > 0)
+		;
+	if (connect_to(self->qa, self->qb->qp_num, self->gidx, &self->gid) ||
+	    connect_to(self->qb, self->qa->qp_num, self->gidx, &self->gid))
+		return -1;
+	return 0;
+}
+
+/*
  * Memory unmapped under an MR: a WRITE into it is a remote access error
  * (the fault fails), not an endless RNR wait; the target QP fails. Once
  * mapped again, the MR works again (the failure is not remembered), also
@@ -482,7 +503,6 @@ TEST_F(odp, unmapped)
 	char *src = keep(self, fresh_pattern(0x40));
 	char *dst = fresh();
 	struct ibv_mr *smr, *dmr;
-	struct ibv_qp_attr a = {};
 	struct ibv_wc wc;
 	int round;
 
@@ -511,16 +531,7 @@ TEST_F(odp, unmapped)
 				    -1, 0));
 		if (!round)
 			keep(self, dst);
-		a.qp_state = IBV_QPS_RESET;
-		ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, IBV_QP_STATE));
-		ASSERT_EQ(0, ibv_modify_qp(self->qb, &a, IBV_QP_STATE));
-		while (ibv_poll_cq(self->ca, 1, &wc) > 0 ||
-		       ibv_poll_cq(self->cb, 1, &wc) > 0)
-			;
-		ASSERT_EQ(0, connect_to(self->qa, self->qb->qp_num,
-					self->gidx, &self->gid));
-		ASSERT_EQ(0, connect_to(self->qb, self->qa->qp_num,
-					self->gidx, &self->gid));
+		ASSERT_EQ(0, reconnect(self));
 		ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 14, smr, src,
 				  4096, dmr, dst + 8192));
 		EXPECT_REQ_WC(14, IBV_WC_RDMA_WRITE, 0);
@@ -594,19 +605,8 @@ TEST_F(odp, unmapped_given_up)
 	ASSERT_EQ(0, ibv_destroy_qp(qd));
 
 	/* The first pair after a reset, at once. */
-	memset(dst + 4096, 0, 4096);
 	ASSERT_EQ(0, madvise(dst, LEN, MADV_DONTNEED));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RESET;
-	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, IBV_QP_STATE));
-	ASSERT_EQ(0, ibv_modify_qp(self->qb, &a, IBV_QP_STATE));
-	while (ibv_poll_cq(self->ca, 1, &wc) > 0 ||
-	       ibv_poll_cq(self->cb, 1, &wc) > 0)
-		;
-	ASSERT_EQ(0, connect_to(self->qa, self->qb->qp_num, self->gidx,
-				&self->gid));
-	ASSERT_EQ(0, connect_to(self->qb, self->qa->qp_num, self->gidx,
-				&self->gid));
+	ASSERT_EQ(0, reconnect(self));
 	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 17, smr, src, 4096,
 			  dmr, dst + 4096));
 	EXPECT_REQ_WC(17, IBV_WC_RDMA_WRITE, 0);
