@@ -709,19 +709,9 @@ static bool srdma_batch_attachable(struct srdma_qp *qp,
 }
 
 /*
- * Put data packet @pkt, its payload from @src, in the QP's local delivery
- * batch (srdma_batch_add()), in a new one if this one has no room. The
- * payload is attached as srdma_data_pkt() would, or copied into the
- * batch. 0; -ENOSPC if it could not go in a batch (a payload to copy
- * that is too big, pages that cannot be attached, no memory): the caller
- * sends it alone. Else the error of the payload, as srdma_data_pkt(), or
- * that of a full batch sent to make room, as srdma_xmit(): dropped on
- * this host, and this packet with it.
- */
-/*
- * Send the QP's full batch to make room for packet @pkt. If the batch was
- * dropped on this host, so is @pkt, as if sent: counted, and the error
- * returned for it.
+ * Send the QP's full batch to make room for the next packet. If the batch
+ * was dropped on this host, so is that packet, as if sent: counted, and
+ * the error returned for it.
  */
 static int srdma_batch_make_room(struct srdma_qp *qp)
 {
@@ -732,6 +722,16 @@ static int srdma_batch_make_room(struct srdma_qp *qp)
 	return err;
 }
 
+/*
+ * Put data packet @pkt, its payload from @src, in the QP's local delivery
+ * batch (srdma_batch_add()), in a new one if this one has no room. The
+ * payload is attached as srdma_data_pkt() would, or copied into the
+ * batch. 0; -ENOSPC if it could not go in a batch (a payload to copy
+ * that is too big, pages that cannot be attached, no memory): the caller
+ * sends it alone. Else the error of the payload, as srdma_data_pkt(), or
+ * that of a full batch sent to make room, as srdma_xmit(): dropped on
+ * this host, and this packet with it.
+ */
 static int srdma_batch_data(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			    const struct srdma_payload_src *src)
 {
