@@ -13,7 +13,8 @@
  * (MADV_DONTNEED) no byte goes to or comes from the old page,
  * ibv_advise_mr() (prefetch, prefetch without faults, its refusals), an
  * access error for memory unmapped under an MR (also when its request was
- * given up), and the refusals:
+ * given up, and kept apart from the same QP's requester), and the
+ * refusals:
  * implicit MRs, ibv_rereg_mr(), memory windows.
  */
 #include <pthread.h>
@@ -611,6 +612,72 @@ TEST_F(odp, unmapped_given_up)
 			  dmr, dst + 4096));
 	EXPECT_REQ_WC(17, IBV_WC_RDMA_WRITE, 0);
 	EXPECT_TRUE(is_pattern((unsigned char *)dst + 4096, 0, 4096, 0x50));
+}
+
+/*
+ * A QP's responder and requester keep their failed faults apart: the
+ * responder of qb fails a fault in bytes of dmr (a WRITE into them,
+ * unmapped, given up); once they are mapped again, qb's own requester
+ * reads those bytes at once, without a reset of qb, and its WRITE works.
+ */
+TEST_F(odp, unmapped_roles)
+{
+	char *src = keep(self, fresh_pattern(0x60));
+	char *dst = fresh();
+	char *sink = keep(self, fresh());
+	struct ibv_mr *smr, *dmr, *kmr;
+	struct ibv_qp_attr a = {};
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_NE(NULL, sink);
+	smr = reg(self, src, ACCESS_ODP);
+	dmr = reg(self, dst, ACCESS_ODP);
+	kmr = reg(self, sink, ACCESS_ODP);
+	ASSERT_NE(NULL, smr);
+	ASSERT_NE(NULL, dmr);
+	ASSERT_NE(NULL, kmr);
+	ASSERT_EQ(0, munmap(dst, LEN));
+
+	/* qa without RNR retries: its WRITE is given up, qb stays in RTS. */
+	a.qp_state = IBV_QPS_RESET;
+	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, IBV_QP_STATE));
+	ASSERT_EQ(0, srdma_test_qp_init_access(self->qa, ACCESS_QP));
+	ASSERT_EQ(0, srdma_test_qp_rtr_to(self->qa, self->qb->qp_num,
+					  self->gidx, &self->gid,
+					  IBV_MTU_1024));
+	srdma_test_rts_attr(&a);
+	a.rnr_retry = 0;
+	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, SRDMA_TEST_RTS_MASK));
+	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 18, smr, src, 4096,
+			  dmr, dst + 4096));
+	wait_wc(self->ca, &wc);
+	EXPECT_EQ(IBV_WC_RNR_RETRY_EXC_ERR, wc.status)
+		TH_LOG("status %s", ibv_wc_status_str(wc.status));
+	EXPECT_EQ(18, wc.wr_id);
+	EXPECT_EQ(self->qa->qp_num, wc.qp_num);
+	usleep(200000);		/* qb's responder's fault fails meanwhile */
+	ASSERT_EQ(dst, mmap(dst, LEN, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	keep(self, dst);
+	memset(dst + 4096, 0x7a, 4096);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qb));
+
+	/* qa again (qb keeps its state), then qb writes from those bytes. */
+	a.qp_state = IBV_QPS_RESET;
+	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, IBV_QP_STATE));
+	while (ibv_poll_cq(self->ca, 1, &wc) > 0)
+		;
+	ASSERT_EQ(0, connect_to(self->qa, self->qb->qp_num, self->gidx,
+				&self->gid));
+	ASSERT_EQ(0, post(self->qb, IBV_WR_RDMA_WRITE, 19, dmr, dst + 4096,
+			  4096, kmr, sink + 8192));
+	wait_wc(self->cb, &wc);
+	EXPECT_SEND_WC(wc, 19, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0,
+		       self->qb);
+	EXPECT_TRUE(is_byte((unsigned char *)sink + 8192, 4096, 0x7a));
+	EXPECT_TRUE(is_byte((unsigned char *)sink, 8192, 0));
 }
 
 /* The invalidator of the race below: drops the mappings until told. */

@@ -279,6 +279,23 @@ enum srdma_odp_kick {
 	SRDMA_ODP_KICK_RESEND,
 };
 
+/* The two roles of a QP whose on-demand faults are recorded apart. */
+enum srdma_odp_role {
+	SRDMA_ODP_REQ,			/* its requester's own reads and writes */
+	SRDMA_ODP_RSP,			/* its responder, for the remote side */
+	SRDMA_ODP_ROLES,
+};
+
+/*
+ * A fault that failed (memory not mapped, or not writable): the bytes
+ * [start, end) of the registration serial (0: none), at jiffies64 at.
+ */
+struct srdma_odp_fail {
+	u64 serial;
+	u64 start, end;
+	u64 at;
+};
+
 enum srdma_mr_type {
 	SRDMA_MR_USER,			/* pinned user pages */
 	SRDMA_MR_DMA,			/* kernel virtual addresses */
@@ -359,7 +376,6 @@ struct srdma_mr {
 	 * mapped for the access the MR needs, NULL otherwise.
 	 */
 	struct ib_umem_odp *odp;
-	atomic_t odp_faults;		/* fault work items queued */
 	unsigned long npages;
 	unsigned int page_off;		/* offset of iova in pages[0] */
 	/*
@@ -806,21 +822,25 @@ struct srdma_qp {
 	u32 odp_len;
 	u32 odp_epoch_queued;		/* odp_epoch when odp_work was queued */
 	/*
-	 * The last fault for this QP that failed (memory not mapped, or not
-	 * writable), under the QP lock: the next miss of the QP in those
-	 * bytes of that registration is an access error, not a fault to
-	 * retry, reported once (srdma_odp_fault_later()). Kept on the QP,
-	 * not the MR, so that no other QP's traffic reports or hides it.
+	 * The last fault for each role of this QP that failed, under the
+	 * QP lock: the next miss of that role in those bytes of that
+	 * registration is an access error, not a fault to retry, reported
+	 * once (srdma_odp_fault_later()). Kept on the QP, not the MR, so
+	 * that no other QP's traffic reports or hides it, and by role, so
+	 * that the requester's and the responder's do not either.
 	 * odp_epoch counts resets: a fault queued before one records
 	 * nothing. A failure not reported within SRDMA_ODP_FAIL_TTL is
 	 * forgotten.
 	 */
-	u64 odp_fail_serial;		/* the MR's serial; 0: none */
-	u64 odp_fail_start, odp_fail_end;
-	u64 odp_fail_at;		/* jiffies64 when recorded */
+	struct srdma_odp_fail odp_fail[SRDMA_ODP_ROLES];
 	u32 odp_epoch;
 	enum srdma_odp_kick odp_kick;
 	bool odp_queued;
+	/*
+	 * A fault is queued or running for the responder: it queues no
+	 * other until that one is done. Under the QP lock.
+	 */
+	bool odp_rsp_queued;
 	/* GSI: on srdma_gsi_list (RCU readers; srdma_gsi_mutex writers). */
 	struct list_head gsi_node;
 	/* UD: its srdma_mca attachments, under srdma_mcast_mutex. */

@@ -24,8 +24,16 @@
  *   once the fault is done (enum srdma_odp_kick). READ responses are built
  *   in the read work, which faults the pages itself.
  * - A fault that fails (memory not mapped, not writable) is recorded on
- *   the QP it was queued for; that QP's next miss there is an access error
- *   instead of another fault (srdma_odp_fault_later()).
+ *   the QP it was queued for, for the role (requester or responder) that
+ *   missed; that role's next miss there is an access error instead of
+ *   another fault (srdma_odp_fault_later()).
+ * - Each QP has at most one fault queued for its requester (its odp_work)
+ *   and one for its responder: a flood of misses, from any number of QPs,
+ *   queues no more than one fault per QP, so none can keep another QP's
+ *   fault from being queued. A responder's fault does not hold its QP:
+ *   the QP may be destroyed while the fault waits on its memory (a file
+ *   system that does not answer), and the fault finds it again by number
+ *   when it is done.
  *
  * Lock order: umem_mutex, then the QP lock is never taken inside it;
  * mr->lock nests inside both.
@@ -39,8 +47,6 @@
 
 #include "srdma.h"
 
-/* At most this many fault work items per MR are queued for responders. */
-#define SRDMA_ODP_MAX_FAULTS	8
 /*
  * A failed fault is reported within this long or forgotten: longer than
  * the longest RNR timer (655 ms) a requester waits before it sends again.
@@ -328,33 +334,36 @@ static int srdma_odp_fault_missed(struct srdma_mr *mr, u64 iova, u32 len)
 }
 
 /*
- * The fault of [@iova, +@len) of @mr, queued for @qp in its life @epoch,
- * ended with @err. A failure (memory not mapped, not writable) is recorded
- * on the QP for its next miss there, unless the QP was reset since; a
- * success clears a failure recorded over those bytes. Errors that say
- * nothing of the memory (busy, no memory, killed) record nothing: the
- * next miss faults again. Process context; takes the QP lock.
+ * The fault of [@iova, +@len) of @mr, queued for @role of @qp in its life
+ * @epoch, ended with @err. A failure (memory not mapped, not writable) is
+ * recorded for that role's next miss there, unless the QP was reset
+ * since; a success clears a failure of the role recorded over those
+ * bytes. Errors that say nothing of the memory (busy, no memory, killed)
+ * record nothing: the next miss faults again. QP lock held.
  */
-static void srdma_odp_fault_done(struct srdma_qp *qp, u32 epoch,
+static void srdma_odp_fault_done(struct srdma_qp *qp,
+				 enum srdma_odp_role role, u32 epoch,
 				 struct srdma_mr *mr, u64 iova, u32 len,
 				 int err)
 {
+	struct srdma_odp_fail *fail = &qp->odp_fail[role];
+
+	lockdep_assert_held(&qp->lock);
 	if (err == -EBUSY || err == -ENOMEM || err == -EINTR)
 		return;
-	spin_lock_bh(&qp->lock);
 	if (!err) {
-		if (qp->odp_fail_serial == mr->serial &&
-		    iova < qp->odp_fail_end && iova + len > qp->odp_fail_start)
-			qp->odp_fail_serial = 0;
+		if (fail->serial == mr->serial &&
+		    iova < fail->end && iova + len > fail->start)
+			fail->serial = 0;
 	} else if (epoch == qp->odp_epoch) {
-		qp->odp_fail_serial = mr->serial;
-		qp->odp_fail_start = iova;
-		qp->odp_fail_end = iova + len;
-		qp->odp_fail_at = get_jiffies_64();
-		srdma_dbg_qp(qp, "fault of %#llx+%u in MR %#x: %d\n", iova,
-			     len, mr->ibmr.lkey, err);
+		fail->serial = mr->serial;
+		fail->start = iova;
+		fail->end = iova + len;
+		fail->at = get_jiffies_64();
+		srdma_dbg_qp(qp, "%s fault of %#llx+%u in MR %#x: %d\n",
+			     role == SRDMA_ODP_REQ ? "requester" : "responder",
+			     iova, len, mr->ibmr.lkey, err);
 	}
-	spin_unlock_bh(&qp->lock);
 }
 
 /**
@@ -368,16 +377,22 @@ static void srdma_odp_fault_done(struct srdma_qp *qp, u32 epoch,
 void srdma_odp_qp_reset(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
-	qp->odp_fail_serial = 0;
+	qp->odp_fail[SRDMA_ODP_REQ].serial = 0;
+	qp->odp_fail[SRDMA_ODP_RSP].serial = 0;
 	qp->odp_epoch++;
 }
 
-/* A responder's fault, queued by srdma_odp_fault_later(). */
+/*
+ * A responder's fault, queued by srdma_odp_fault_later(). It holds no
+ * reference on the QP, only its number and uid, by which it finds the
+ * same QP again if it still exists.
+ */
 struct srdma_odp_work {
 	struct work_struct work;
-	struct srdma_qp *qp;		/* with a reference */
 	struct srdma_mr *mr;		/* with a reference */
+	u64 qp_uid;
 	u64 iova;
+	u32 qpn;
 	u32 len;
 	u32 epoch;			/* qp->odp_epoch when queued */
 };
@@ -387,13 +402,22 @@ static void srdma_odp_work(struct work_struct *work)
 	struct srdma_odp_work *w = container_of(work, struct srdma_odp_work,
 						work);
 	struct srdma_mr *mr = w->mr;
+	struct srdma_qp *qp;
 	int err;
 
 	err = srdma_odp_fault_missed(mr, w->iova, w->len);
-	srdma_odp_fault_done(w->qp, w->epoch, mr, w->iova, w->len, err);
-	atomic_dec(&mr->odp_faults);
+	qp = srdma_qp_get(w->qpn);
+	if (qp) {
+		if (qp->uid == w->qp_uid) {
+			spin_lock_bh(&qp->lock);
+			qp->odp_rsp_queued = false;
+			srdma_odp_fault_done(qp, SRDMA_ODP_RSP, w->epoch, mr,
+					     w->iova, w->len, err);
+			spin_unlock_bh(&qp->lock);
+		}
+		srdma_qp_put(qp);
+	}
 	srdma_mr_put(mr);
-	srdma_qp_put(w->qp);
 	kfree(w);
 }
 
@@ -423,14 +447,14 @@ void srdma_odp_qp_work(struct work_struct *work)
 	spin_unlock_bh(&qp->lock);
 
 	err = srdma_odp_fault_missed(mr, iova, len);
-	srdma_odp_fault_done(qp, epoch, mr, iova, len, err);
-	srdma_mr_put(mr);
 	spin_lock_bh(&qp->lock);
+	srdma_odp_fault_done(qp, SRDMA_ODP_REQ, epoch, mr, iova, len, err);
 	if (kick == SRDMA_ODP_KICK_RESEND)
 		srdma_req_resend_now(qp);
 	else
 		srdma_req_run(qp);
 	spin_unlock_bh(&qp->lock);
+	srdma_mr_put(mr);
 	srdma_qp_put(qp);	/* the queue's: @qp may go now */
 }
 
@@ -465,25 +489,26 @@ static void srdma_odp_qp_fault(struct srdma_qp *qp, struct srdma_mr *mr,
 }
 
 /*
- * Did the last fault for @qp fail in byte @iova of @mr, lately? Then that
- * is reported now, once: the memory may be mapped again later. QP lock
- * held.
+ * Did the last fault for @role of @qp fail in byte @iova of @mr, lately?
+ * Then that is reported now, once: the memory may be mapped again later.
+ * QP lock held.
  */
-static bool srdma_odp_failed(struct srdma_qp *qp, struct srdma_mr *mr,
-			     u64 iova)
+static bool srdma_odp_failed(struct srdma_qp *qp, enum srdma_odp_role role,
+			     struct srdma_mr *mr, u64 iova)
 {
+	struct srdma_odp_fail *fail = &qp->odp_fail[role];
+
 	lockdep_assert_held(&qp->lock);
-	if (!qp->odp_fail_serial)
+	if (!fail->serial)
 		return false;
-	if (time_after64(get_jiffies_64(),
-			 qp->odp_fail_at + SRDMA_ODP_FAIL_TTL)) {
-		qp->odp_fail_serial = 0;
+	if (time_after64(get_jiffies_64(), fail->at + SRDMA_ODP_FAIL_TTL)) {
+		fail->serial = 0;
 		return false;
 	}
-	if (qp->odp_fail_serial != mr->serial ||
-	    iova < qp->odp_fail_start || iova >= qp->odp_fail_end)
+	if (fail->serial != mr->serial || iova < fail->start ||
+	    iova >= fail->end)
 		return false;
-	qp->odp_fail_serial = 0;
+	fail->serial = 0;
 	return true;
 }
 
@@ -495,13 +520,14 @@ static bool srdma_odp_failed(struct srdma_qp *qp, struct srdma_mr *mr,
  * @len: how many
  * @kick: what to do for @qp once the fault is done
  *
- * If the last fault for @qp failed in @iova (not mapped, not writable),
- * nothing is queued: the miss is an access error. Else a fault is queued.
- * A requester (@kick other than SRDMA_ODP_KICK_NONE) stopped, and only
- * its fault work starts it again: that work is the QP's own, queued once
- * at a time. A responder answered with an RNR NAK and its requester sends
- * again: nothing is queued if the MR has enough faults queued already, or
- * there is no memory; the next miss queues one.
+ * If the last fault for this role of @qp failed in @iova (not mapped, not
+ * writable), nothing is queued: the miss is an access error. Else a fault
+ * is queued. A requester (@kick other than SRDMA_ODP_KICK_NONE) stopped,
+ * and only its fault work starts it again: that work is the QP's own,
+ * queued once at a time. A responder answered with an RNR NAK and its
+ * requester sends again: nothing is queued while a fault for the
+ * responder is queued or running, or if there is no memory; a miss after
+ * that queues one.
  *
  * Context: Any context; the QP lock held.
  * Return: -EFAULT for an access error, else -EAGAIN (try again once the
@@ -510,42 +536,40 @@ static bool srdma_odp_failed(struct srdma_qp *qp, struct srdma_mr *mr,
 int srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
 			  u64 iova, u32 len, enum srdma_odp_kick kick)
 {
+	enum srdma_odp_role role = kick == SRDMA_ODP_KICK_NONE ?
+				   SRDMA_ODP_RSP : SRDMA_ODP_REQ;
 	struct srdma_odp_work *w;
 
 	lockdep_assert_held(&qp->lock);
 	srdma_count(to_sdev(mr->ibmr.device), SRDMA_CNT_ODP_MISS);
 	if (!mr->odp)
 		return -EAGAIN;
-	if (srdma_odp_failed(qp, mr, iova))
+	if (srdma_odp_failed(qp, role, mr, iova))
 		return -EFAULT;
-	if (kick != SRDMA_ODP_KICK_NONE) {
+	if (role == SRDMA_ODP_REQ) {
 		srdma_odp_qp_fault(qp, mr, iova, len, kick);
 		return -EAGAIN;
 	}
-	if (atomic_inc_return(&mr->odp_faults) > SRDMA_ODP_MAX_FAULTS)
-		goto out_dec;
+	if (qp->odp_rsp_queued)
+		return -EAGAIN;
 	w = kzalloc(sizeof(*w), GFP_ATOMIC);
 	if (!w)
-		goto out_dec;
+		return -EAGAIN;
 	if (!refcount_inc_not_zero(&mr->ref))
 		goto out_free;
-	if (!refcount_inc_not_zero(&qp->ref))
-		goto out_put_mr;
-	w->qp = qp;
 	w->mr = mr;
+	w->qp_uid = qp->uid;
+	w->qpn = qp->ibqp.qp_num;
 	w->iova = iova;
 	w->len = len;
 	w->epoch = qp->odp_epoch;
+	qp->odp_rsp_queued = true;
 	INIT_WORK(&w->work, srdma_odp_work);
 	queue_work(srdma_wq, &w->work);
 	return -EAGAIN;
 
-out_put_mr:
-	srdma_mr_put(mr);
 out_free:
 	kfree(w);
-out_dec:
-	atomic_dec(&mr->odp_faults);
 	return -EAGAIN;
 }
 
