@@ -837,10 +837,14 @@ struct srdma_qp {
 	enum srdma_odp_kick odp_kick;
 	bool odp_queued;
 	/*
-	 * A fault is queued or running for the responder: it queues no
-	 * other until that one is done. Under the QP lock.
+	 * Faults queued or running for the responder, under the QP lock:
+	 * odp_rsp_queued while one of this life (odp_epoch) is, which
+	 * queues no other until it is done or the QP is reset;
+	 * odp_rsp_faults counts those of every life (a reset does not wait
+	 * for one that hangs), at most SRDMA_ODP_QP_FAULTS.
 	 */
 	bool odp_rsp_queued;
+	u8 odp_rsp_faults;
 	/* GSI: on srdma_gsi_list (RCU readers; srdma_gsi_mutex writers). */
 	struct list_head gsi_node;
 	/* UD: its srdma_mca attachments, under srdma_mcast_mutex. */

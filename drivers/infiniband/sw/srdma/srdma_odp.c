@@ -28,12 +28,14 @@
  *   missed; that role's next miss there is an access error instead of
  *   another fault (srdma_odp_fault_later()).
  * - Each QP has at most one fault queued for its requester (its odp_work)
- *   and one for its responder: a flood of misses, from any number of QPs,
- *   queues no more than one fault per QP, so none can keep another QP's
- *   fault from being queued. A responder's fault does not hold its QP:
- *   the QP may be destroyed while the fault waits on its memory (a file
- *   system that does not answer), and the fault finds it again by number
- *   when it is done.
+ *   and one for its responder in its current life (a few over its lives):
+ *   a flood of misses, from any number of QPs, queues no more than that
+ *   per QP, so none can keep another QP's fault from being queued. A
+ *   responder's fault does not hold its QP: the QP may be destroyed while
+ *   the fault waits on its memory (a file system that does not answer),
+ *   and the fault finds it again by number when it is done. (A READ
+ *   response's pages are faulted in the QP's read work, which destroy_qp
+ *   waits for.)
  *
  * Lock order: umem_mutex, then the QP lock is never taken inside it;
  * mr->lock nests inside both.
@@ -52,6 +54,12 @@
  * the longest RNR timer (655 ms) a requester waits before it sends again.
  */
 #define SRDMA_ODP_FAIL_TTL	(2 * HZ)
+/*
+ * Responder faults of one QP queued or running at most, over its lives: a
+ * reset lets the QP queue a new one without waiting for one that hangs
+ * (memory of a file system that does not answer), a few times.
+ */
+#define SRDMA_ODP_QP_FAULTS	4
 /* A fault brings in at least this much around the missing bytes. */
 #define SRDMA_ODP_FAULT_SPAN	(256UL << 10)
 /*
@@ -336,9 +344,9 @@ static int srdma_odp_fault_missed(struct srdma_mr *mr, u64 iova, u32 len)
 /*
  * The fault of [@iova, +@len) of @mr, queued for @role of @qp in its life
  * @epoch, ended with @err. A failure (memory not mapped, not writable) is
- * recorded for that role's next miss there, unless the QP was reset
- * since; a success clears a failure of the role recorded over those
- * bytes. Errors that say nothing of the memory (busy, no memory, killed)
+ * recorded for that role's next miss there; a success clears a failure
+ * of the role recorded over those bytes; neither if the QP was reset
+ * since. Errors that say nothing of the memory (busy, no memory, killed)
  * record nothing: the next miss faults again. QP lock held.
  */
 static void srdma_odp_fault_done(struct srdma_qp *qp,
@@ -351,11 +359,13 @@ static void srdma_odp_fault_done(struct srdma_qp *qp,
 	lockdep_assert_held(&qp->lock);
 	if (err == -EBUSY || err == -ENOMEM || err == -EINTR)
 		return;
+	if (epoch != qp->odp_epoch)
+		return;		/* an earlier life's: nothing of this one */
 	if (!err) {
 		if (fail->serial == mr->serial &&
 		    iova < fail->end && iova + len > fail->start)
 			fail->serial = 0;
-	} else if (epoch == qp->odp_epoch) {
+	} else {
 		fail->serial = mr->serial;
 		fail->start = iova;
 		fail->end = iova + len;
@@ -370,7 +380,8 @@ static void srdma_odp_fault_done(struct srdma_qp *qp,
  * srdma_odp_qp_reset() - Forget the QP's failed faults.
  * @qp: the QP, moving to RESET
  *
- * A fault still queued for the QP's earlier life records nothing.
+ * A fault still queued for the QP's earlier life records nothing, and
+ * the responder may queue one for its new life.
  *
  * Context: QP lock held.
  */
@@ -379,6 +390,7 @@ void srdma_odp_qp_reset(struct srdma_qp *qp)
 	lockdep_assert_held(&qp->lock);
 	qp->odp_fail[SRDMA_ODP_REQ].serial = 0;
 	qp->odp_fail[SRDMA_ODP_RSP].serial = 0;
+	qp->odp_rsp_queued = false;
 	qp->odp_epoch++;
 }
 
@@ -410,7 +422,9 @@ static void srdma_odp_work(struct work_struct *work)
 	if (qp) {
 		if (qp->uid == w->qp_uid) {
 			spin_lock_bh(&qp->lock);
-			qp->odp_rsp_queued = false;
+			qp->odp_rsp_faults--;
+			if (w->epoch == qp->odp_epoch)
+				qp->odp_rsp_queued = false;
 			srdma_odp_fault_done(qp, SRDMA_ODP_RSP, w->epoch, mr,
 					     w->iova, w->len, err);
 			spin_unlock_bh(&qp->lock);
@@ -526,7 +540,8 @@ static bool srdma_odp_failed(struct srdma_qp *qp, enum srdma_odp_role role,
  * and only its fault work starts it again: that work is the QP's own,
  * queued once at a time. A responder answered with an RNR NAK and its
  * requester sends again: nothing is queued while a fault for the
- * responder is queued or running, or if there is no memory; a miss after
+ * responder is queued or running in this life of @qp (or
+ * SRDMA_ODP_QP_FAULTS of any), or if there is no memory; a miss after
  * that queues one.
  *
  * Context: Any context; the QP lock held.
@@ -550,7 +565,10 @@ int srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
 		srdma_odp_qp_fault(qp, mr, iova, len, kick);
 		return -EAGAIN;
 	}
-	if (qp->odp_rsp_queued)
+	/* Only kernel MRs reach QP 1, never on demand: not found again. */
+	if (WARN_ON_ONCE(qp->ibqp.qp_type == IB_QPT_GSI))
+		return -EAGAIN;
+	if (qp->odp_rsp_queued || qp->odp_rsp_faults >= SRDMA_ODP_QP_FAULTS)
 		return -EAGAIN;
 	w = kzalloc(sizeof(*w), GFP_ATOMIC);
 	if (!w)
@@ -564,6 +582,7 @@ int srdma_odp_fault_later(struct srdma_qp *qp, struct srdma_mr *mr,
 	w->len = len;
 	w->epoch = qp->odp_epoch;
 	qp->odp_rsp_queued = true;
+	qp->odp_rsp_faults++;
 	INIT_WORK(&w->work, srdma_odp_work);
 	queue_work(srdma_wq, &w->work);
 	return -EAGAIN;
