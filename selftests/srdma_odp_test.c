@@ -615,6 +615,57 @@ TEST_F(odp, unmapped_given_up)
 }
 
 /*
+ * A READ of memory unmapped under the responder's MR, short (answered in
+ * the softirq, then by the read work) and long (the read work): the read
+ * work stops for the fault, which fails, and the READ is a remote access
+ * error. Mapped again, READs of it work on a new connection.
+ */
+TEST_F(odp, unmapped_read)
+{
+	static const uint32_t lens[] = { 2048, LEN };
+	char *dst = keep(self, fresh());
+	char *src = fresh();
+	struct ibv_mr *smr, *dmr;
+	struct ibv_wc wc;
+	unsigned int i;
+
+	ASSERT_NE(NULL, dst);
+	ASSERT_NE(NULL, src);
+	dmr = reg(self, dst, ACCESS_ODP);
+	smr = reg(self, src, ACCESS_ODP);
+	ASSERT_NE(NULL, smr);
+	ASSERT_NE(NULL, dmr);
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, munmap(src, LEN));
+		ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 20 + i, dmr, dst,
+				  lens[i], smr, src));
+		wait_wc(self->ca, &wc);
+		EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status)
+			TH_LOG("%u bytes: status %s", lens[i],
+			       ibv_wc_status_str(wc.status));
+		EXPECT_EQ(20 + i, wc.wr_id);
+		EXPECT_EQ(self->qa->qp_num, wc.qp_num);
+		EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qb));
+
+		ASSERT_EQ(src, mmap(src, LEN, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+				    -1, 0));
+		if (!i)
+			keep(self, src);
+		memset(src, 0x31 + i, LEN);
+		memset(dst, 0, LEN);
+		ASSERT_EQ(0, reconnect(self));
+		ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_READ, 22 + i, dmr, dst,
+				  lens[i], smr, src));
+		EXPECT_REQ_WC(22 + i, IBV_WC_RDMA_READ, lens[i]);
+		EXPECT_TRUE(is_byte((unsigned char *)dst, lens[i], 0x31 + i))
+			TH_LOG("%u bytes", lens[i]);
+		if (!_metadata->passed)
+			break;
+	}
+}
+
+/*
  * A QP's responder and requester keep their failed faults apart: the
  * responder of qb fails a fault in bytes of dmr (a WRITE into them,
  * unmapped, given up); once they are mapped again, qb's own requester

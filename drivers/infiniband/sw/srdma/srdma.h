@@ -797,6 +797,17 @@ struct srdma_qp {
 	u32 rd_cons;
 	u32 rd_gen;			/* bumped whenever the queue is reset */
 	/*
+	 * Where the read work stopped for on-demand pages a fault brings in
+	 * (the READ at rd_cons in generation rd_fault_gen, byte
+	 * rd_fault_off): it goes on there when the fault is done, after
+	 * rd_fault_tries faults there at most.
+	 */
+	u32 rd_fault_cons;
+	u32 rd_fault_gen;
+	u32 rd_fault_off;
+	u8 rd_fault_tries;
+	bool rd_fault_at;		/* the three above are valid */
+	/*
 	 * An ACK waits for the READ responses queued before it: sent by
 	 * the read work once they are out (srdma_send_ack_ok()), for the
 	 * PSN and with the MSN it had when it was due.
@@ -1404,6 +1415,7 @@ void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff);
 void srdma_rd_queue_reset(struct srdma_qp *qp);
 void srdma_read_work(struct work_struct *work);
+void srdma_read_kick(struct srdma_qp *qp);
 int srdma_rq_pull(struct srdma_qp *qp);
 void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn);
 void srdma_ud_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,

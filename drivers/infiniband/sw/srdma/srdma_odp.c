@@ -22,7 +22,7 @@
  *   request with an RNR NAK, so that the requester sends it again after
  *   its RNR timer; the requester stops and is run again, or sends again,
  *   once the fault is done (enum srdma_odp_kick). READ responses are built
- *   in the read work, which faults the pages itself.
+ *   in the read work, which stops and is run again after the fault.
  * - A fault that fails (memory not mapped, not writable) is recorded on
  *   the QP it was queued for, for the role (requester or responder) that
  *   missed; that role's next miss there is an access error instead of
@@ -33,9 +33,9 @@
  *   per QP, so none can keep another QP's fault from being queued. A
  *   responder's fault does not hold its QP: the QP may be destroyed while
  *   the fault waits on its memory (a file system that does not answer),
- *   and the fault finds it again by number when it is done. (A READ
- *   response's pages are faulted in the QP's read work, which destroy_qp
- *   waits for.)
+ *   and the fault finds it again by number when it is done. The read work
+ *   stops for a READ response's missing pages and is run again when the
+ *   responder's fault is done (srdma_read_kick()).
  *
  * Lock order: umem_mutex, then the QP lock is never taken inside it;
  * mr->lock nests inside both.
@@ -427,6 +427,8 @@ static void srdma_odp_work(struct work_struct *work)
 				qp->odp_rsp_queued = false;
 			srdma_odp_fault_done(qp, SRDMA_ODP_RSP, w->epoch, mr,
 					     w->iova, w->len, err);
+			/* A READ response may wait for this or any fault. */
+			srdma_read_kick(qp);
 			spin_unlock_bh(&qp->lock);
 		}
 		srdma_qp_put(qp);

@@ -1536,29 +1536,81 @@ static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,
 #define SRDMA_READ_ODP_SPAN	SZ_1M
 
 /*
- * Fault in the on-demand pages READ @job needs from byte @off on (a
- * bounded span of them), in the MR it was accepted for. Process context,
- * no lock held. 0, or -EFAULT if they cannot come in (not mapped, not
- * readable): no use trying again.
+ * READ @job (at rd_cons, generation @gen) found on-demand pages missing at
+ * byte @off: queue their fault (a bounded span from there), in the MR it
+ * was accepted for, and stop the read work, which the fault's end runs
+ * again (srdma_read_kick()) to go on at @off. The fault is the
+ * responder's, one at a time (srdma_odp_fault_later()): it holds no
+ * reference on the QP, so that destroying the QP never waits for memory
+ * that does not come. QP lock held.
+ * If no fault could be queued (no memory, or the QP's faults all hang),
+ * the READ waits for the requester to ask for it again.
+ * Return: -EAGAIN (stop, the fault is queued or another one is), or
+ * -EFAULT if the pages cannot come in (not mapped, not readable, gone,
+ * or SRDMA_READ_ODP_TRIES faults there were each undone before the
+ * response was built): an access error.
  */
 static int srdma_read_fault(struct srdma_qp *qp,
-			    const struct srdma_read_job *job, u32 off)
+			    const struct srdma_read_job *job, u32 gen, u32 off)
 {
-	struct srdma_mr *mr = srdma_mr_get(qp->sdev, job->rkey, true);
-	int err = 0;
+	struct srdma_mr *mr;
+	int err = -EFAULT;
 
+	lockdep_assert_held(&qp->lock);
+	/* Another miss's fault is under way: its end runs the work again. */
+	if (qp->odp_rsp_queued)
+		return -EAGAIN;
+	if (qp->rd_fault_at && qp->rd_fault_gen == gen &&
+	    qp->rd_fault_cons == qp->rd_cons && qp->rd_fault_off == off) {
+		if (qp->rd_fault_tries >= SRDMA_READ_ODP_TRIES)
+			return -EFAULT;
+		qp->rd_fault_tries++;
+	} else {
+		qp->rd_fault_at = true;
+		qp->rd_fault_gen = gen;
+		qp->rd_fault_cons = qp->rd_cons;
+		qp->rd_fault_off = off;
+		qp->rd_fault_tries = 1;
+	}
+	mr = srdma_mr_get(qp->sdev, job->rkey, true);
 	if (!mr)
 		return -EFAULT;
-	if (mr->odp && mr->serial == job->serial) {
-		err = srdma_odp_fault(mr, job->va + off,
-				      min_t(u32, job->len - off, SRDMA_READ_ODP_SPAN),
-				      true);
-		if (err)
-			srdma_dbg_qp(qp, "READ psn %u: fault of %#llx: %d\n",
-				     job->psn, job->va + off, err);
-	}
+	if (mr->odp && READ_ONCE(mr->serial) == job->serial)
+		err = srdma_odp_fault_later(qp, mr, job->va + off,
+					    min_t(u32, job->len - off,
+						  SRDMA_READ_ODP_SPAN),
+					    SRDMA_ODP_KICK_NONE);
 	srdma_mr_put(mr);
-	return err == -EFAULT || err == -EPERM ? -EFAULT : 0;
+	if (err == -EFAULT)
+		srdma_dbg_qp(qp, "READ psn %u: fault of %#llx failed\n",
+			     job->psn, job->va + off);
+	return err;
+}
+
+/**
+ * srdma_read_kick() - Run the read work again after a responder's fault.
+ * @qp: the QP
+ *
+ * Context: QP lock held.
+ */
+void srdma_read_kick(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (srdma_qp_rq_running(qp) && srdma_rd_queued(qp))
+		queue_work(srdma_wq, &qp->read_work);
+}
+
+/*
+ * Where the read work starts READ @job at rd_cons in generation @gen: where
+ * it stopped for a fault, else at its first byte. QP lock held.
+ */
+static u32 srdma_read_resume(struct srdma_qp *qp,
+			     const struct srdma_read_job *job, u32 gen)
+{
+	if (qp->rd_fault_at && qp->rd_fault_gen == gen &&
+	    qp->rd_fault_cons == qp->rd_cons && qp->rd_fault_off < job->len)
+		return qp->rd_fault_off;
+	return 0;
 }
 
 /**
@@ -1566,7 +1618,8 @@ static int srdma_read_fault(struct srdma_qp *qp,
  * @work: the QP's read_work
  *
  * SRDMA_READ_BURST packets at a time under the QP lock (one local
- * delivery batch), giving the CPU up in between.
+ * delivery batch), giving the CPU up in between. On-demand pages not
+ * present stop it until their fault is done (srdma_read_fault()).
  * Stops as soon as the queue is reset (flush, RESET, a new
  * max_dest_rd_atomic, a READ asked again) or the QP leaves the states that
  * answer requests, so nothing of an old READ is ever sent after that, nor
@@ -1578,7 +1631,7 @@ void srdma_read_work(struct work_struct *work)
 {
 	struct srdma_qp *qp = container_of(work, struct srdma_qp, read_work);
 	struct srdma_read_job job;
-	u32 off, npkts, msn, gen, tries, burst = 0;
+	u32 off, npkts, msn, gen, burst = 0;
 	bool outer;
 	int err;
 
@@ -1598,29 +1651,18 @@ void srdma_read_work(struct work_struct *work)
 			     job.len, gen);
 
 		npkts = srdma_npkts(job.len, job.mtu);
-		for (off = 0, tries = 0;; off += job.mtu) {
+		for (off = srdma_read_resume(qp, &job, gen);; off += job.mtu) {
 			err = srdma_read_resp_pkt(qp, &job, off, npkts, msn);
-			if (err == -EAGAIN && tries++ < SRDMA_READ_ODP_TRIES) {
-				/* On-demand pages not present: fault them. */
-				srdma_batch_end(qp, outer);
-				spin_unlock_bh(&qp->lock);
-				if (srdma_read_fault(qp, &job, off))
-					tries = SRDMA_READ_ODP_TRIES;
-				spin_lock_bh(&qp->lock);
-				outer = srdma_batch_begin(qp);
-				if (qp->rd_gen != gen ||
-				    !srdma_qp_rq_running(qp))
-					break;
-				off -= job.mtu;	/* the same response again */
-				continue;
-			}
+			/* On-demand pages not present: fault them, stop. */
+			if (err == -EAGAIN &&
+			    srdma_read_fault(qp, &job, gen, off) == -EAGAIN)
+				goto out_stop;
 			if (err == -EACCES || err == -EAGAIN) {
 				/* Dropped: on to the next one. */
 				if (srdma_read_access_err(qp, &job, off))
 					srdma_rd_queue_pop(qp, gen);
 				break;
 			}
-			tries = 0;	/* sent: the next one may fault */
 			if (job.len - off <= job.mtu) {
 				/*
 				 * Retire it before the lock is dropped: the
@@ -1650,6 +1692,7 @@ void srdma_read_work(struct work_struct *work)
 		srdma_send_ack_msn(qp, srdma_ack_syndrome(qp),
 				   qp->ack_deferred_psn, qp->ack_deferred_msn);
 	}
+out_stop:
 	srdma_batch_end(qp, outer);
 	spin_unlock_bh(&qp->lock);
 }
