@@ -505,9 +505,13 @@ static void srdma_odp_qp_fault(struct srdma_qp *qp, struct srdma_mr *mr,
 }
 
 /*
- * Did the last fault for @role of @qp fail in byte @iova of @mr, lately?
- * Then that is reported now, once: the memory may be mapped again later.
- * QP lock held.
+ * Did the last fault for @role of @qp fail from byte @iova of @mr on,
+ * lately? Then that is reported now, once: the memory may be mapped again
+ * later. Only a miss at the same byte reports it: a request sent again
+ * misses where it missed before (a WRITE's packet, a READ's response, an
+ * atomic), and another request of the same role whose first missing byte
+ * lies elsewhere in that range (its own pages may come in) faults for
+ * itself. QP lock held.
  */
 static bool srdma_odp_failed(struct srdma_qp *qp, enum srdma_odp_role role,
 			     struct srdma_mr *mr, u64 iova)
@@ -521,8 +525,7 @@ static bool srdma_odp_failed(struct srdma_qp *qp, enum srdma_odp_role role,
 		fail->serial = 0;
 		return false;
 	}
-	if (fail->serial != mr->serial || iova < fail->start ||
-	    iova >= fail->end)
+	if (fail->serial != mr->serial || iova != fail->start)
 		return false;
 	fail->serial = 0;
 	return true;

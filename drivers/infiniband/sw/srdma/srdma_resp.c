@@ -810,6 +810,7 @@ void srdma_rd_queue_reset(struct srdma_qp *qp)
 	qp->rd_prod = 0;
 	qp->rd_cons = 0;
 	qp->rd_gen++;
+	qp->rd_fault_at = false;
 	qp->ack_deferred = false;
 }
 
@@ -836,8 +837,10 @@ static u32 srdma_rd_queue_max(struct srdma_qp *qp)
 static void srdma_rd_queue_pop(struct srdma_qp *qp, u32 gen)
 {
 	lockdep_assert_held(&qp->lock);
-	if (qp->rd_gen == gen && srdma_rd_queued(qp))
+	if (qp->rd_gen == gen && srdma_rd_queued(qp)) {
 		qp->rd_cons++;
+		qp->rd_fault_at = false;	/* where it stopped */
+	}
 }
 
 /*
@@ -1554,24 +1557,17 @@ static int srdma_read_fault(struct srdma_qp *qp,
 			    const struct srdma_read_job *job, u32 gen, u32 off)
 {
 	struct srdma_mr *mr;
+	bool same;
 	int err = -EFAULT;
 
 	lockdep_assert_held(&qp->lock);
 	/* Another miss's fault is under way: its end runs the work again. */
 	if (qp->odp_rsp_queued)
 		return -EAGAIN;
-	if (qp->rd_fault_at && qp->rd_fault_gen == gen &&
-	    qp->rd_fault_cons == qp->rd_cons && qp->rd_fault_off == off) {
-		if (qp->rd_fault_tries >= SRDMA_READ_ODP_TRIES)
-			return -EFAULT;
-		qp->rd_fault_tries++;
-	} else {
-		qp->rd_fault_at = true;
-		qp->rd_fault_gen = gen;
-		qp->rd_fault_cons = qp->rd_cons;
-		qp->rd_fault_off = off;
-		qp->rd_fault_tries = 1;
-	}
+	same = qp->rd_fault_at && qp->rd_fault_gen == gen &&
+	       qp->rd_fault_cons == qp->rd_cons && qp->rd_fault_off == off;
+	if (same && qp->rd_fault_tries >= SRDMA_READ_ODP_TRIES)
+		return -EFAULT;
 	mr = srdma_mr_get(qp->sdev, job->rkey, true);
 	if (!mr)
 		return -EFAULT;
@@ -1581,6 +1577,17 @@ static int srdma_read_fault(struct srdma_qp *qp,
 						  SRDMA_READ_ODP_SPAN),
 					    SRDMA_ODP_KICK_NONE);
 	srdma_mr_put(mr);
+	/* A try counts only for a fault queued for this response. */
+	if (err == -EAGAIN && qp->odp_rsp_queued) {
+		if (!same) {
+			qp->rd_fault_at = true;
+			qp->rd_fault_gen = gen;
+			qp->rd_fault_cons = qp->rd_cons;
+			qp->rd_fault_off = off;
+			qp->rd_fault_tries = 0;
+		}
+		qp->rd_fault_tries++;
+	}
 	if (err == -EFAULT)
 		srdma_dbg_qp(qp, "READ psn %u: fault of %#llx failed\n",
 			     job->psn, job->va + off);
@@ -1608,7 +1615,8 @@ static u32 srdma_read_resume(struct srdma_qp *qp,
 			     const struct srdma_read_job *job, u32 gen)
 {
 	if (qp->rd_fault_at && qp->rd_fault_gen == gen &&
-	    qp->rd_fault_cons == qp->rd_cons && qp->rd_fault_off < job->len)
+	    qp->rd_fault_cons == qp->rd_cons && qp->rd_fault_off < job->len &&
+	    !(qp->rd_fault_off % job->mtu))
 		return qp->rd_fault_off;
 	return 0;
 }
