@@ -1601,7 +1601,11 @@ void srdma_send_work(struct work_struct *work)
  * work into ksoftirqd, which the scheduler then shares fairly with any
  * process that polls a CQ on that CPU, and the requester gets half of it
  * (performance.rst, two guests). srdma_tx_wq's workers run at high
- * priority. Local delivery (one host) keeps its runs in softirq.
+ * priority. Local delivery (one host) keeps its runs in softirq, and so
+ * does a kernel QP: its ULP (nvme-rdma, NFS) polls its CQ from softirq or
+ * a work item and never spins, so the work item only adds a wakeup
+ * (NVMe-oF 128 KiB sequential reads across two guests: 9.04 and 9.51
+ * MiB/s with it, 11.81 and 10.93 without).
  */
 static unsigned int tx_work = 1;
 module_param(tx_work, uint, 0644);
@@ -1612,16 +1616,17 @@ MODULE_PARM_DESC(tx_work,
  * srdma_req_kick() - run the requester after an ACK or the pace timer
  * @qp: the QP
  *
- * Runs it at once, or queues send_work (see tx_work above) if, in softirq
- * towards another host, there is something to send: a work request posted
- * and not all sent, or one a process posted to its mapped SQ since.
+ * Runs it at once, or queues send_work (see tx_work above) if, for a user
+ * QP in softirq towards another host, there is something to send: a work
+ * request posted and not all sent, or one a process posted to its mapped
+ * SQ since.
  *
  * Context: softirq or process context, QP lock held.
  */
 void srdma_req_kick(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
-	if (READ_ONCE(tx_work) && in_serving_softirq() &&
+	if (READ_ONCE(tx_work) && qp->is_user && in_serving_softirq() &&
 	    !READ_ONCE(qp->dst_local) && !qp->rnr_wait &&
 	    srdma_qp_sq_running(qp) &&
 	    (qp->sq_next != qp->sq.prod ||
