@@ -544,6 +544,45 @@ TEST_F(odp, unmapped)
 }
 
 /*
+ * Connect qa to qb again without RNR retries, and WRITE 4 KiB from @src
+ * into dst + 4096, unmapped: given up (RNR_RETRY_EXC) before qb's fault
+ * fails, which it does in the 200 ms that follow; then map @dst again.
+ * 0, or -1 with what went wrong on stderr.
+ */
+static int give_up_write(FIXTURE_DATA(odp) *self, struct ibv_mr *smr,
+			 char *src, struct ibv_mr *dmr, char *dst,
+			 uint64_t wr_id)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_wc wc;
+
+	if (ibv_modify_qp(self->qa, &a, IBV_QP_STATE) ||
+	    srdma_test_qp_init_access(self->qa, ACCESS_QP) ||
+	    srdma_test_qp_rtr_to(self->qa, self->qb->qp_num, self->gidx,
+				 &self->gid, IBV_MTU_1024))
+		return -1;
+	srdma_test_rts_attr(&a);
+	a.rnr_retry = 0;
+	if (ibv_modify_qp(self->qa, &a, SRDMA_TEST_RTS_MASK) ||
+	    post(self->qa, IBV_WR_RDMA_WRITE, wr_id, smr, src, 4096, dmr,
+		 dst + 4096))
+		return -1;
+	wait_wc(self->ca, &wc);
+	if (wc.status != IBV_WC_RNR_RETRY_EXC_ERR || wc.wr_id != wr_id ||
+	    wc.qp_num != self->qa->qp_num) {
+		fprintf(stderr, "given up WRITE: status %s wr_id %llu qp %u\n",
+			ibv_wc_status_str(wc.status),
+			(unsigned long long)wc.wr_id, wc.qp_num);
+		return -1;
+	}
+	usleep(200000);
+	if (mmap(dst, LEN, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != dst)
+		return -1;
+	return 0;
+}
+
+/*
  * A failed fault whose request was given up (no RNR retries: the WRITE
  * fails with RNR_RETRY_EXC before its fault does) is never reported. It is
  * the target QP's: once the memory is mapped again, a WRITE through
@@ -555,7 +594,6 @@ TEST_F(odp, unmapped_given_up)
 	char *src = keep(self, fresh_pattern(0x50));
 	char *dst = fresh();
 	struct ibv_mr *smr, *dmr;
-	struct ibv_qp_attr a = {};
 	struct ibv_qp *qc, *qd;
 	struct ibv_wc wc;
 
@@ -566,27 +604,7 @@ TEST_F(odp, unmapped_given_up)
 	ASSERT_NE(NULL, smr);
 	ASSERT_NE(NULL, dmr);
 	ASSERT_EQ(0, munmap(dst, LEN));
-
-	/* qa again, without RNR retries. */
-	a.qp_state = IBV_QPS_RESET;
-	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, IBV_QP_STATE));
-	ASSERT_EQ(0, srdma_test_qp_init_access(self->qa, ACCESS_QP));
-	ASSERT_EQ(0, srdma_test_qp_rtr_to(self->qa, self->qb->qp_num,
-					  self->gidx, &self->gid,
-					  IBV_MTU_1024));
-	srdma_test_rts_attr(&a);
-	a.rnr_retry = 0;
-	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, SRDMA_TEST_RTS_MASK));
-	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 15, smr, src, 4096,
-			  dmr, dst + 4096));
-	wait_wc(self->ca, &wc);
-	EXPECT_EQ(IBV_WC_RNR_RETRY_EXC_ERR, wc.status)
-		TH_LOG("status %s", ibv_wc_status_str(wc.status));
-	EXPECT_EQ(15, wc.wr_id);
-	EXPECT_EQ(self->qa->qp_num, wc.qp_num);
-	usleep(200000);		/* the fault fails meanwhile */
-	ASSERT_EQ(dst, mmap(dst, LEN, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	ASSERT_EQ(0, give_up_write(self, smr, src, dmr, dst, 15));
 	keep(self, dst);
 
 	/* Another pair, at once: qb's failure is not its. */
@@ -690,27 +708,8 @@ TEST_F(odp, unmapped_roles)
 	ASSERT_NE(NULL, dmr);
 	ASSERT_NE(NULL, kmr);
 	ASSERT_EQ(0, munmap(dst, LEN));
-
-	/* qa without RNR retries: its WRITE is given up, qb stays in RTS. */
-	a.qp_state = IBV_QPS_RESET;
-	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, IBV_QP_STATE));
-	ASSERT_EQ(0, srdma_test_qp_init_access(self->qa, ACCESS_QP));
-	ASSERT_EQ(0, srdma_test_qp_rtr_to(self->qa, self->qb->qp_num,
-					  self->gidx, &self->gid,
-					  IBV_MTU_1024));
-	srdma_test_rts_attr(&a);
-	a.rnr_retry = 0;
-	ASSERT_EQ(0, ibv_modify_qp(self->qa, &a, SRDMA_TEST_RTS_MASK));
-	ASSERT_EQ(0, post(self->qa, IBV_WR_RDMA_WRITE, 18, smr, src, 4096,
-			  dmr, dst + 4096));
-	wait_wc(self->ca, &wc);
-	EXPECT_EQ(IBV_WC_RNR_RETRY_EXC_ERR, wc.status)
-		TH_LOG("status %s", ibv_wc_status_str(wc.status));
-	EXPECT_EQ(18, wc.wr_id);
-	EXPECT_EQ(self->qa->qp_num, wc.qp_num);
-	usleep(200000);		/* qb's responder's fault fails meanwhile */
-	ASSERT_EQ(dst, mmap(dst, LEN, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	/* qa's WRITE is given up, qb stays in RTS. */
+	ASSERT_EQ(0, give_up_write(self, smr, src, dmr, dst, 18));
 	keep(self, dst);
 	memset(dst + 4096, 0x7a, 4096);
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qb));
