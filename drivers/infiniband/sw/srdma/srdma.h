@@ -798,15 +798,14 @@ struct srdma_qp {
 	u32 rd_gen;			/* bumped whenever the queue is reset */
 	/*
 	 * Where the read work stopped for on-demand pages a fault brings in
-	 * (the READ at rd_cons in generation rd_fault_gen, byte
-	 * rd_fault_off): it goes on there when the fault is done, after
-	 * rd_fault_tries faults there at most.
+	 * (byte rd_fault_off of the READ at rd_cons): it goes on there when
+	 * the fault is done, after rd_fault_tries faults there at most.
+	 * Valid while rd_fault_at, which srdma_rd_queue_pop() and
+	 * srdma_rd_queue_reset(), the only two that move rd_cons, clear.
 	 */
-	u32 rd_fault_cons;
-	u32 rd_fault_gen;
 	u32 rd_fault_off;
 	u8 rd_fault_tries;
-	bool rd_fault_at;		/* the three above are valid */
+	bool rd_fault_at;
 	/*
 	 * An ACK waits for the READ responses queued before it: sent by
 	 * the read work once they are out (srdma_send_ack_ok()), for the

@@ -323,7 +323,7 @@ static int __init srdma_init(void)
 
 	err = srdma_net_init();
 	if (err)
-		goto err_destroy_tx_wq;
+		goto err_icrc_exit;
 
 	err = register_netdevice_notifier(&srdma_netdev_nb);
 	if (err)
@@ -334,7 +334,7 @@ static int __init srdma_init(void)
 
 err_net_exit:
 	srdma_net_exit();
-err_destroy_tx_wq:
+err_icrc_exit:
 	srdma_icrc_exit();
 	destroy_workqueue(srdma_tx_wq);
 err_destroy_wq:

@@ -1539,7 +1539,7 @@ static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,
 #define SRDMA_READ_ODP_SPAN	SZ_1M
 
 /*
- * READ @job (at rd_cons, generation @gen) found on-demand pages missing at
+ * READ @job (at rd_cons) found on-demand pages missing at
  * byte @off: queue their fault (a bounded span from there), in the MR it
  * was accepted for, and stop the read work, which the fault's end runs
  * again (srdma_read_kick()) to go on at @off. The fault is the
@@ -1554,7 +1554,7 @@ static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,
  * response was built): an access error.
  */
 static int srdma_read_fault(struct srdma_qp *qp,
-			    const struct srdma_read_job *job, u32 gen, u32 off)
+			    const struct srdma_read_job *job, u32 off)
 {
 	struct srdma_mr *mr;
 	bool same;
@@ -1564,8 +1564,7 @@ static int srdma_read_fault(struct srdma_qp *qp,
 	/* Another miss's fault is under way: its end runs the work again. */
 	if (qp->odp_rsp_queued)
 		return -EAGAIN;
-	same = qp->rd_fault_at && qp->rd_fault_gen == gen &&
-	       qp->rd_fault_cons == qp->rd_cons && qp->rd_fault_off == off;
+	same = qp->rd_fault_at && qp->rd_fault_off == off;
 	if (same && qp->rd_fault_tries >= SRDMA_READ_ODP_TRIES)
 		return -EFAULT;
 	mr = srdma_mr_get(qp->sdev, job->rkey, true);
@@ -1581,8 +1580,6 @@ static int srdma_read_fault(struct srdma_qp *qp,
 	if (err == -EAGAIN && qp->odp_rsp_queued) {
 		if (!same) {
 			qp->rd_fault_at = true;
-			qp->rd_fault_gen = gen;
-			qp->rd_fault_cons = qp->rd_cons;
 			qp->rd_fault_off = off;
 			qp->rd_fault_tries = 0;
 		}
@@ -1608,14 +1605,13 @@ void srdma_read_kick(struct srdma_qp *qp)
 }
 
 /*
- * Where the read work starts READ @job at rd_cons in generation @gen: where
- * it stopped for a fault, else at its first byte. QP lock held.
+ * Where the read work starts READ @job at rd_cons: where it stopped for a
+ * fault, else at its first byte. QP lock held.
  */
 static u32 srdma_read_resume(struct srdma_qp *qp,
-			     const struct srdma_read_job *job, u32 gen)
+			     const struct srdma_read_job *job)
 {
-	if (qp->rd_fault_at && qp->rd_fault_gen == gen &&
-	    qp->rd_fault_cons == qp->rd_cons && qp->rd_fault_off < job->len &&
+	if (qp->rd_fault_at && qp->rd_fault_off < job->len &&
 	    !(qp->rd_fault_off % job->mtu))
 		return qp->rd_fault_off;
 	return 0;
@@ -1659,11 +1655,11 @@ void srdma_read_work(struct work_struct *work)
 			     job.len, gen);
 
 		npkts = srdma_npkts(job.len, job.mtu);
-		for (off = srdma_read_resume(qp, &job, gen);; off += job.mtu) {
+		for (off = srdma_read_resume(qp, &job);; off += job.mtu) {
 			err = srdma_read_resp_pkt(qp, &job, off, npkts, msn);
 			/* On-demand pages not present: fault them, stop. */
 			if (err == -EAGAIN &&
-			    srdma_read_fault(qp, &job, gen, off) == -EAGAIN)
+			    srdma_read_fault(qp, &job, off) == -EAGAIN)
 				goto out_stop;
 			if (err == -EACCES || err == -EAGAIN) {
 				/* Dropped: on to the next one. */
