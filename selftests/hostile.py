@@ -513,6 +513,56 @@ def t_dup_read_valid(t, w):
         fail("answered a READ that was never accepted")
     expect_state(t, QPS_RTS)
 
+def t_dup_reads_fill(t, w):
+    """Late copies of READs asked again never cost a new READ within the
+    limit: READ A (4 MiB) and seven short READs, each answered; then all
+    eight asked again, A first (its 4096 responses keep the read work
+    busy), which fills the queue (twice max_dest_rd_atomic, 4); then a new
+    READ C. C is answered, last, with no NAK; a copy is dropped for it
+    (dup_read_dropped); the QP stays in RTS."""
+    w.udp.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)     # SO_RCVBUFFORCE
+    big = t.len // MTU
+    w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey,
+           dmalen=big * MTU, ackreq=True)
+    if not [q for q in w.drain(4.0) if q["op"] in READ_RESP]:
+        fail("READ A not answered")
+    short = [RQ_PSN + big + i for i in range(7)]
+    for psn in short:
+        w.send(OP["READ_REQ"], psn, va=t.addr, rkey=t.rkey, dmalen=64,
+               ackreq=True)
+    got = [q["psn"] for q in w.drain(1.0) if q["op"] in READ_RESP]
+    if got != short:
+        fail("short READs: responses %s" % got)
+    d0, n0 = hw_counter("dup_read_dropped"), hw_counter("nak_sent")
+    t0 = time.time()
+    w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey,
+           dmalen=big * MTU, ackreq=True)
+    for psn in short:
+        w.send(OP["READ_REQ"], psn, va=t.addr, rkey=t.rkey, dmalen=64,
+               ackreq=True)
+    c = RQ_PSN + big + 7
+    w.send(OP["READ_REQ"], c, va=t.addr, rkey=t.rkey, dmalen=64,
+           ackreq=True)
+    sent = time.time() - t0
+    got = w.drain(8.0)
+    resp = [q["psn"] for q in got if q["op"] in READ_RESP]
+    naks = [(hex(q["psn"]), syn_str(q["syn"])) for q in got
+            if q["op"] == OP["ACK"]]
+    dropped = hw_counter("dup_read_dropped") - d0
+    print("# asked again in %.1f ms: %d responses of A, short ones %s, "
+          "C %s; ACKs %s; dup_read_dropped +%d" %
+          (sent * 1000, len([p for p in resp if p < RQ_PSN + big]),
+           [hex(p) for p in resp if RQ_PSN + big <= p < c],
+           c in resp, naks, dropped))
+    if naks or hw_counter("nak_sent") != n0:
+        fail("answered with %s" % naks)
+    expect_state(t, QPS_RTS)
+    if resp.count(c) != 1 or resp[-1] != c:
+        fail("new READ C (%#x) not answered last, once" % c)
+    if dropped < 1:
+        fail("no copy dropped, yet C was taken: was the queue full?")
+
+
 def expect_dup_reads_dropped(t, w, d0, n0, want):
     """The duplicate READs just sent are dropped: no answer, @want more in
     dup_read_dropped than @d0, no NAK (nak_sent still @n0), the QP in RTS."""

@@ -200,7 +200,7 @@ enum srdma_counter {
 	SRDMA_CNT_FAST_REG_ERR,		/* REG_MR or LOCAL_INV failed */
 	SRDMA_CNT_MW_BIND,		/* memory window bound */
 	SRDMA_CNT_MW_BIND_ERR,		/* memory window bind failed */
-	SRDMA_CNT_DUP_READ_DROPPED,	/* duplicate READ of memory gone */
+	SRDMA_CNT_DUP_READ_DROPPED,	/* duplicate READ dropped, no NAK */
 	SRDMA_CNT_STALE_NAK,		/* NAK for a PSN already retired */
 	SRDMA_CNT_ODP_MISS,		/* ODP: a page not present when used */
 	SRDMA_CNT_ODP_FAULT,		/* ODP: ranges faulted in */

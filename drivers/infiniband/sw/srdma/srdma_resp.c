@@ -825,8 +825,9 @@ static u32 srdma_rd_queued(struct srdma_qp *qp)
 /*
  * READs queued at most: twice max_dest_rd_atomic. A READ asked again
  * (after a timeout) may still be queued when late responses to the
- * original let the requester send its next READ. More than that is a peer
- * ignoring the limit.
+ * original let the requester send its next READ. A new READ that finds
+ * the queue full drops one asked again (srdma_rd_evict_dup()); only a
+ * queue full of READs that came new is a peer ignoring the limit.
  */
 static u32 srdma_rd_queue_max(struct srdma_qp *qp)
 {
@@ -934,6 +935,35 @@ static int srdma_resp_read_check(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /*
+ * Make room in a full READ queue for a new READ: drop the newest READ
+ * asked again that the read work is not answering (the one at rd_cons).
+ * Such late copies can fill the queue between them, each of a READ the
+ * requester has since completed, although it keeps within its
+ * max_rd_atomic: the new READ says it no longer waits for them, and if it
+ * does it asks again. Counted in dup_read_dropped. True if one went.
+ * QP lock held.
+ */
+static bool srdma_rd_evict_dup(struct srdma_qp *qp)
+{
+	u32 i, j;
+
+	lockdep_assert_held(&qp->lock);
+	for (i = qp->rd_prod - 1; i != qp->rd_cons; i--) {
+		if (!qp->rd_jobs[i & qp->rd_mask].dup ||
+		    qp->rd_jobs[i & qp->rd_mask].atomic_op)
+			continue;
+		for (j = i; j + 1 != qp->rd_prod; j++)
+			qp->rd_jobs[j & qp->rd_mask] =
+				qp->rd_jobs[(j + 1) & qp->rd_mask];
+		qp->rd_prod--;
+		srdma_count(qp->sdev, SRDMA_CNT_DUP_READ_DROPPED);
+		srdma_dbg_qp(qp, "READ queue full: one asked again dropped\n");
+		return true;
+	}
+	return false;
+}
+
+/*
  * READ @pkt was asked again: the requester went back to its first missing
  * response and will ask again for everything after it, so queued requests
  * reaching that far are stale. Older ones are still wanted.
@@ -1010,7 +1040,8 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		return err;
 	if (dup)
 		srdma_rd_drop_stale(qp, pkt);
-	if (srdma_rd_queued(qp) >= srdma_rd_queue_max(qp)) {
+	if (srdma_rd_queued(qp) >= srdma_rd_queue_max(qp) &&
+	    (dup || !srdma_rd_evict_dup(qp))) {
 		if (dup)	/* older ones still queued: it asks again later */
 			return -EBUSY;
 		srdma_dbg_qp(qp, "more than %u READs outstanding\n",
