@@ -6,6 +6,9 @@
 #   make check-debug the same on a debug kernel (built once, ~1 h)
 #   make check-storage the long storage runs across two guests: 1% loss,
 #                   link failure, rdma link delete under NVMe-oF and NFS
+#   make check-more the one-guest versions of scenarios make check runs
+#                   across two guests (NVMe-oF, NFS, UCX, MPI, perftest
+#                   atomics), which it leaves out for time (~5 min)
 #   make demo       install what is missing, build, show srdma0 in a test VM
 #   make lint       checkpatch --strict and sparse on the driver
 #   make install    install the module and the provider on this machine
@@ -73,7 +76,7 @@ UNIT     := selftests/unit
 WIRE_TEST := $(BUILD)/tools/wire_test
 WIRE_FUZZ := $(BUILD)/tools/wire_fuzz
 
-.PHONY: all module provider selftests check check-debug check-storage check-hpc check-pyverbs-rxe demo lint install clean deps fuzz bench \
+.PHONY: all module provider selftests check check-debug check-more check-storage check-hpc check-pyverbs-rxe demo lint install clean deps fuzz bench \
 	install-provider install-dkms uninstall deb check-pkg
 
 all: module provider selftests
@@ -196,6 +199,12 @@ lint: $(CHECKPATCH)
 check: deps
 	@$(MAKE) --no-print-directory all fuzz
 	@$(ROOT)/scripts/run-tests $(if $(TESTS),'$(TESTS)')
+
+# The one-guest tests make check leaves out for time (selftests/run.sh's
+# MORE): each has a two-guest counterpart in make check.
+check-more: deps
+	@$(MAKE) --no-print-directory all
+	@$(ROOT)/scripts/run-tests more
 
 # NVMe over Fabrics and NFS over RDMA across two guests with 1% loss, the
 # link down under fio and rdma link delete under both (about an hour; see

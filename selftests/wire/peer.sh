@@ -7,7 +7,7 @@
 # the reduced, data-verifying set only.
 # Guest a binds a KIND_A device to eth0 and guest b a KIND_B device. In
 # phase 1 guest a is the client and b the server; in phase 2 the roles
-# swap. Clients print one KTAP line per test.
+# swap (only when the kinds differ). Clients print one KTAP line per test.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
@@ -595,9 +595,13 @@ jumbo_client_side() {
 }
 
 # phase 1: a is the client; phase 2: b is; phase 3 (jumbo frames): a is.
+# Between two guests of one kind, phase 2 would run phase 1's tests again
+# on the same kernels and devices: it is left out (make check's time).
 if [ "$me" = a ]; then client_side; else server_side; fi
-if [ "$me" = b ]; then barrier signal "$peer" 18998; else barrier wait 18998; fi
-if [ "$me" = b ]; then client_side; else server_side; fi
+if [ "$1" != "$2" ]; then
+	if [ "$me" = b ]; then barrier signal "$peer" 18998; else barrier wait 18998; fi
+	if [ "$me" = b ]; then client_side; else server_side; fi
+fi
 if [ -z "$loss" ]; then
 	ip link set eth0 mtu 9000 || echo "# eth0: MTU 9000 refused"
 	if [ "$me" = b ]; then
