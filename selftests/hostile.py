@@ -513,13 +513,12 @@ def t_dup_read_valid(t, w):
         fail("answered a READ that was never accepted")
     expect_state(t, QPS_RTS)
 
-def t_dup_reads_fill(t, w):
-    """Late copies of READs asked again never cost a new READ within the
-    limit: READ A (4 MiB) and seven short READs, each answered; then all
-    eight asked again, A first (its 4096 responses keep the read work
-    busy), which fills the queue (twice max_dest_rd_atomic, 4); then a new
-    READ C. C is answered, last, with no NAK; a copy is dropped for it
-    (dup_read_dropped); the QP stays in RTS."""
+def fill_read_queue(t, w):
+    """READ A (4 MiB) and seven short READs, each answered; then all eight
+    asked again, A first (its 4096 responses keep the read work busy),
+    which fills the READ queue (twice max_dest_rd_atomic, 4). Returns the
+    short READs' PSNs, the next PSN, dup_read_dropped and nak_sent before
+    the copies, and how long sending them took."""
     w.udp.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)     # SO_RCVBUFFORCE
     big = t.len // MTU
     w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey,
@@ -540,27 +539,59 @@ def t_dup_reads_fill(t, w):
     for psn in short:
         w.send(OP["READ_REQ"], psn, va=t.addr, rkey=t.rkey, dmalen=64,
                ackreq=True)
-    c = RQ_PSN + big + 7
-    w.send(OP["READ_REQ"], c, va=t.addr, rkey=t.rkey, dmalen=64,
-           ackreq=True)
+    return short, RQ_PSN + big + 7, d0, n0, t0
+
+
+def expect_room_made(t, w, short, c, d0, n0, t0, op):
+    """After fill_read_queue() and a new request at PSN @c answered by
+    @op: @c answered last, once, no NAK, the QP in RTS, and exactly one
+    copy dropped for it: the oldest short one (the requester completes in
+    PSN order, so the newest are the ones it may still wait on)."""
     sent = time.time() - t0
     got = w.drain(8.0)
-    resp = [q["psn"] for q in got if q["op"] in READ_RESP]
+    resp = [q["psn"] for q in got if q["op"] in READ_RESP + (op,)]
     naks = [(hex(q["psn"]), syn_str(q["syn"])) for q in got
             if q["op"] == OP["ACK"]]
     dropped = hw_counter("dup_read_dropped") - d0
+    again = [p for p in resp if short[0] <= p < c]
     print("# asked again in %.1f ms: %d responses of A, short ones %s, "
-          "C %s; ACKs %s; dup_read_dropped +%d" %
-          (sent * 1000, len([p for p in resp if p < RQ_PSN + big]),
-           [hex(p) for p in resp if RQ_PSN + big <= p < c],
-           c in resp, naks, dropped))
+          "new %s; ACKs %s; dup_read_dropped +%d" %
+          (sent * 1000, len([p for p in resp if p < short[0]]),
+           [hex(p) for p in again], c in resp, naks, dropped))
     if naks or hw_counter("nak_sent") != n0:
         fail("answered with %s" % naks)
     expect_state(t, QPS_RTS)
     if resp.count(c) != 1 or resp[-1] != c:
-        fail("new READ C (%#x) not answered last, once" % c)
-    if dropped < 1:
-        fail("no copy dropped, yet C was taken: was the queue full?")
+        fail("new request %#x not answered last, once" % c)
+    if dropped != 1:
+        fail("dup_read_dropped +%d, want 1 (was the queue full?)" % dropped)
+    if again != short[1:]:
+        fail("short READs answered again %s, want all but the oldest %s"
+             % ([hex(p) for p in again], [hex(p) for p in short[1:]]))
+
+
+def t_dup_reads_fill(t, w):
+    """Late copies of READs asked again never cost a new READ within the
+    limit: with the READ queue full of them (fill_read_queue()), a new
+    READ is answered, last, with no NAK; the oldest copy not being
+    answered is dropped for it; the QP stays in RTS."""
+    short, c, d0, n0, t0 = fill_read_queue(t, w)
+    w.send(OP["READ_REQ"], c, va=t.addr, rkey=t.rkey, dmalen=64,
+           ackreq=True)
+    expect_room_made(t, w, short, c, d0, n0, t0, OP["READ_RESP_ONLY"])
+
+
+def t_dup_reads_fill_atomic(t, w):
+    """The same for a new atomic: a FETCH ADD behind the queue full of
+    copies is carried out once and answered last, with no NAK."""
+    before = struct.unpack("<Q", bytes.fromhex(t.cmd("dump 64 8")))[0]
+    short, c, d0, n0, t0 = fill_read_queue(t, w)
+    w.send(OP["FETCH_ADD"], c, atomic=(t.addr + 64, t.rkey, 3, 0),
+           ackreq=True)
+    expect_room_made(t, w, short, c, d0, n0, t0, OP["ATOMIC_ACK"])
+    after = struct.unpack("<Q", bytes.fromhex(t.cmd("dump 64 8")))[0]
+    if after != before + 3:
+        fail("FETCH ADD: %#x -> %#x, want +3" % (before, after))
 
 
 def expect_dup_reads_dropped(t, w, d0, n0, want):

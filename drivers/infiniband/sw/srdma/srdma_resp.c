@@ -825,9 +825,10 @@ static u32 srdma_rd_queued(struct srdma_qp *qp)
 /*
  * READs queued at most: twice max_dest_rd_atomic. A READ asked again
  * (after a timeout) may still be queued when late responses to the
- * original let the requester send its next READ. A new READ that finds
- * the queue full drops one asked again (srdma_rd_evict_dup()); only a
- * queue full of READs that came new is a peer ignoring the limit.
+ * original let the requester send its next READ. A new READ or atomic
+ * that finds the queue full drops one asked again (srdma_rd_evict_dup());
+ * only a queue full of requests that came new is a peer ignoring the
+ * limit.
  */
 static u32 srdma_rd_queue_max(struct srdma_qp *qp)
 {
@@ -935,29 +936,34 @@ static int srdma_resp_read_check(struct srdma_qp *qp, struct srdma_pkt *pkt,
 }
 
 /*
- * Make room in a full READ queue for a new READ: drop the newest READ
- * asked again that the read work is not answering (the one at rd_cons).
- * Such late copies can fill the queue between them, each of a READ the
- * requester has since completed, although it keeps within its
- * max_rd_atomic: the new READ says it no longer waits for them, and if it
- * does it asks again. Counted in dup_read_dropped. True if one went.
- * QP lock held.
+ * Make room in a full READ queue for a new READ or atomic: drop the
+ * oldest READ asked again that the read work is not answering (the one at
+ * rd_cons). Such late copies can fill the queue between them, each of a
+ * READ the requester has since completed, although it keeps within its
+ * max_rd_atomic. The queue is in PSN order (srdma_rd_drop_stale()) and
+ * the requester completes in that order, so it still waits on at most
+ * max_rd_atomic - 1 of them, the newest: the oldest are stale. If it does
+ * wait on the one dropped, it asks again. Counted in dup_read_dropped.
+ * True if one went. QP lock held.
  */
 static bool srdma_rd_evict_dup(struct srdma_qp *qp)
 {
-	u32 i, j;
+	u32 n = srdma_rd_queued(qp), i, j, psn;
+	struct srdma_read_job *job;
 
 	lockdep_assert_held(&qp->lock);
-	for (i = qp->rd_prod - 1; i != qp->rd_cons; i--) {
-		if (!qp->rd_jobs[i & qp->rd_mask].dup ||
-		    qp->rd_jobs[i & qp->rd_mask].atomic_op)
+	for (i = 1; i < n; i++) {
+		job = &qp->rd_jobs[(qp->rd_cons + i) & qp->rd_mask];
+		if (!job->dup || job->atomic_op)
 			continue;
-		for (j = i; j + 1 != qp->rd_prod; j++)
+		psn = job->psn;
+		for (j = qp->rd_cons + i; j + 1 != qp->rd_prod; j++)
 			qp->rd_jobs[j & qp->rd_mask] =
 				qp->rd_jobs[(j + 1) & qp->rd_mask];
 		qp->rd_prod--;
 		srdma_count(qp->sdev, SRDMA_CNT_DUP_READ_DROPPED);
-		srdma_dbg_qp(qp, "READ queue full: one asked again dropped\n");
+		srdma_dbg_qp(qp, "READ queue full: READ psn %u asked again dropped\n",
+			     psn);
 		return true;
 	}
 	return false;
@@ -1155,7 +1161,8 @@ static int srdma_resp_atomic(struct srdma_qp *qp, struct srdma_pkt *pkt)
 
 	lockdep_assert_held(&qp->lock);
 	if (!qp->rd_jobs || !IS_ALIGNED(pkt->va, sizeof(u64)) ||
-	    srdma_rd_queued(qp) >= srdma_rd_queue_max(qp)) {
+	    (srdma_rd_queued(qp) >= srdma_rd_queue_max(qp) &&
+	     !srdma_rd_evict_dup(qp))) {
 		srdma_dbg_qp(qp, "atomic psn %u at %#llx refused: %s\n",
 			     pkt->psn, pkt->va,
 			     !qp->rd_jobs ? "no responder resources" :
@@ -1212,7 +1219,8 @@ static int srdma_resp_atomic_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	lockdep_assert_held(&qp->lock);
 	if (!qp->rd_jobs || pkt->dmalen != sizeof(u64) ||
 	    pkt->paylen != sizeof(u64) || !IS_ALIGNED(pkt->va, sizeof(u64)) ||
-	    srdma_rd_queued(qp) >= srdma_rd_queue_max(qp)) {
+	    (srdma_rd_queued(qp) >= srdma_rd_queue_max(qp) &&
+	     !srdma_rd_evict_dup(qp))) {
 		srdma_dbg_qp(qp, "ATOMIC WRITE psn %u of %u bytes (%u carried) at %#llx refused\n",
 			     pkt->psn, pkt->dmalen, pkt->paylen, pkt->va);
 		srdma_resp_fatal(qp, pkt, SRDMA_NAK_INVALID_REQ,
