@@ -226,6 +226,12 @@ counter() {
 		grep -oE "(^| )$1 [0-9]+" | awk '{print $2}'
 }
 
+# ns_counter NS NAME [DEV]: counter() of a device whose netdev is in NS.
+ns_counter() {
+	ip netns exec "$1" rdma statistic show link "${3:-srdma0}/1" |
+		grep -oE "(^| )$2 [0-9]+" | awk '{print $2}'
+}
+
 # Index of DEV's RoCEv2 GID for an IPv4 address, waiting up to 10 s.
 roce2_ipv4_gid() {
 	roce2_gid_of "$1" '0000:0000:0000:0000:0000:ffff:*'

@@ -40,12 +40,6 @@ atomic_rxe_setup() {
 	wait_for 5 ping -c 1 -W 1 10.0.0.2
 }
 
-# ns_counter NS NAME [DEV]: counter() of a device whose netdev is in NS.
-ns_counter() {
-	ip netns exec "$1" rdma statistic show link "${3:-srdma0}/1" |
-		grep -oE "(^| )$2 [0-9]+" | awk '{print $2}'
-}
-
 test_atomic_srdma_pair() {
 	pair_setup || fail "setup"
 	atomic_run srdma0 srdma1 || fail "srdma0 -> srdma1"

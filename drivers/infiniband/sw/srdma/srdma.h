@@ -815,6 +815,19 @@ struct srdma_qp {
 	u32 ack_deferred_psn;
 	u32 ack_deferred_msn;
 	struct work_struct read_work;
+	/*
+	 * The CPU that runs the QP's send_work and read_work, and whose
+	 * transmit queue its packets take where XPS maps CPUs to queues; set
+	 * when the QP gets its number, spread over the CPUs by it. A QP's
+	 * packets must reach the peer in order, and two CPUs sending them
+	 * break that: a veth hands each packet to the backlog of the CPU that
+	 * sent it, and two CPUs' backlogs drain in either order (on a veth
+	 * pair, 64 KiB perftest streams drew about a thousand sequence NAKs
+	 * in 2,000 messages); a multi-queue NIC drains its queues in
+	 * either order too. A CPU gone offline still runs the work (the
+	 * workqueue's unbound fallback).
+	 */
+	unsigned int tx_cpu;
 
 	/*
 	 * Runs the requester: what one UD run left, and what was posted
@@ -1223,6 +1236,17 @@ static inline struct srdma_loop_cb *srdma_loop_cb(struct sk_buff *skb)
 
 extern struct workqueue_struct *srdma_wq;
 extern struct workqueue_struct *srdma_tx_wq;
+
+/* srdma_qp.c: the QP's sending work, on its own CPU (qp->tx_cpu) */
+static inline void srdma_queue_send_work(struct srdma_qp *qp)
+{
+	queue_work_on(qp->tx_cpu, srdma_tx_wq, &qp->send_work);
+}
+
+static inline void srdma_queue_read_work(struct srdma_qp *qp)
+{
+	queue_work_on(qp->tx_cpu, srdma_tx_wq, &qp->read_work);
+}
 
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);

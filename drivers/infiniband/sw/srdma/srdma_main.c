@@ -23,12 +23,14 @@ MODULE_LICENSE("Dual BSD/GPL");
  */
 static DEFINE_MUTEX(srdma_dev_mutex);
 
-/* Runs READ responses and other deferred transport work. */
+/* Runs deferred work that sends nothing itself (ODP faults). */
 struct workqueue_struct *srdma_wq;
 /*
- * Runs requesters (send_work) at high priority: what one run left over,
- * what was posted with IRQs off, and, towards another host, the runs an
- * ACK or the pace timer starts (srdma_req_kick()).
+ * Runs the QP work that sends packets, at high priority, each QP's on its
+ * own CPU (srdma_queue_send_work(), srdma_queue_read_work()): requesters
+ * (send_work: what one run left over, what was posted with IRQs off and,
+ * towards another host, the runs an ACK or the pace timer starts) and
+ * long READ responses (read_work). Bound, not WQ_UNBOUND: see qp->tx_cpu.
  */
 struct workqueue_struct *srdma_tx_wq;
 static LIST_HEAD(srdma_dev_list);
@@ -312,7 +314,7 @@ static int __init srdma_init(void)
 	srdma_wq = alloc_workqueue("srdma", WQ_UNBOUND, 0);
 	if (!srdma_wq)
 		return -ENOMEM;
-	srdma_tx_wq = alloc_workqueue("srdma_tx", WQ_UNBOUND | WQ_HIGHPRI, 0);
+	srdma_tx_wq = alloc_workqueue("srdma_tx", WQ_HIGHPRI, 0);
 	if (!srdma_tx_wq) {
 		err = -ENOMEM;
 		goto err_destroy_wq;

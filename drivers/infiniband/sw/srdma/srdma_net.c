@@ -737,6 +737,10 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
 	srdma_push_udp(qp, skb, len);
 	skb_dst_set(skb, dst);
 	skb->priority = 0;
+#ifdef CONFIG_XPS
+	/* XPS picks the transmit queue of the QP's CPU, wherever it runs. */
+	skb->sender_cpu = qp->tx_cpu + 1;
+#endif
 	if (av->ipv6)
 		srdma_push_ipv6(av, skb, len);
 	else

@@ -341,6 +341,7 @@ static int srdma_qp_alloc_qpn(struct srdma_qp *qp)
 	if (err < 0)
 		return err;
 	qp->ibqp.qp_num = qpn;
+	qp->tx_cpu = cpumask_local_spread(qpn, NUMA_NO_NODE);
 	qp->sport = htons(SRDMA_SPORT_BASE |
 			  hash_32(qpn, SRDMA_SPORT_BITS));
 	return 0;

@@ -1441,7 +1441,7 @@ static void srdma_ud_run(struct srdma_qp *qp)
 	lockdep_assert_held(&qp->lock);
 	while (qp->sq.cons != qp->sq.prod && qp->state == IB_QPS_RTS) {
 		if (!budget--) {
-			queue_work(srdma_tx_wq, &qp->send_work);
+			srdma_queue_send_work(qp);
 			break;
 		}
 		wqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
@@ -1539,7 +1539,7 @@ static void srdma_uc_run(struct srdma_qp *qp)
 			break;
 		/* Started only once a packet of it goes out (SQD). */
 		if (!budget--) {
-			queue_work(srdma_tx_wq, &qp->send_work);
+			srdma_queue_send_work(qp);
 			return;
 		}
 		if (!wqe->started) {
@@ -1631,7 +1631,7 @@ void srdma_req_kick(struct srdma_qp *qp)
 	    srdma_qp_sq_running(qp) &&
 	    (qp->sq_next != qp->sq.prod ||
 	     (qp->usq.map && READ_ONCE(qp->usq.hdr->prod) != qp->sq.prod))) {
-		queue_work(srdma_tx_wq, &qp->send_work);
+		srdma_queue_send_work(qp);
 		return;
 	}
 	srdma_req_run(qp);
@@ -1694,7 +1694,7 @@ void srdma_req_run(struct srdma_qp *qp)
 		}
 		if (work >= SRDMA_RC_BUDGET) {
 			/* The rest from send_work, which pulls the ring too. */
-			queue_work(srdma_tx_wq, &qp->send_work);
+			srdma_queue_send_work(qp);
 			srdma_req_doorbell(qp, qp->state == IB_QPS_RTS);
 			break;
 		}
@@ -2478,7 +2478,7 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (qp->state == IB_QPS_ERR)
 		srdma_qp_flush(qp);
 	else if (irqs_off)
-		queue_work(srdma_tx_wq, &qp->send_work);
+		srdma_queue_send_work(qp);
 	else
 		srdma_req_run(qp);
 out_unlock:
