@@ -816,8 +816,8 @@ struct srdma_qp {
 	u32 ack_deferred_msn;
 	struct work_struct read_work;
 	/*
-	 * The CPU that runs the QP's send_work and read_work, and whose
-	 * transmit queue its packets take where XPS maps CPUs to queues; set
+	 * The CPU that runs the QP's send_work, and whose transmit queue
+	 * its packets take where XPS maps CPUs to queues; set
 	 * when the QP gets its number, spread over the CPUs by it. A QP's
 	 * packets must reach the peer in order, and two CPUs sending them
 	 * break that: a veth hands each packet to the backlog of the CPU that
@@ -825,7 +825,7 @@ struct srdma_qp {
 	 * pair, 64 KiB perftest streams drew about a thousand sequence NAKs
 	 * in 2,000 messages); a multi-queue NIC drains its queues in
 	 * either order too. A CPU gone offline still runs the work (the
-	 * workqueue's unbound fallback).
+	 * workqueue's unbound fallback). Never an isolated CPU.
 	 */
 	unsigned int tx_cpu;
 
@@ -1237,15 +1237,10 @@ static inline struct srdma_loop_cb *srdma_loop_cb(struct sk_buff *skb)
 extern struct workqueue_struct *srdma_wq;
 extern struct workqueue_struct *srdma_tx_wq;
 
-/* srdma_qp.c: the QP's sending work, on its own CPU (qp->tx_cpu) */
+/* The QP's requester work, on its own CPU (qp->tx_cpu) */
 static inline void srdma_queue_send_work(struct srdma_qp *qp)
 {
 	queue_work_on(qp->tx_cpu, srdma_tx_wq, &qp->send_work);
-}
-
-static inline void srdma_queue_read_work(struct srdma_qp *qp)
-{
-	queue_work_on(qp->tx_cpu, srdma_tx_wq, &qp->read_work);
 }
 
 /* srdma_recv.c */

@@ -23,14 +23,14 @@ MODULE_LICENSE("Dual BSD/GPL");
  */
 static DEFINE_MUTEX(srdma_dev_mutex);
 
-/* Runs deferred work that sends nothing itself (ODP faults). */
+/* Runs READ responses and other deferred transport work. */
 struct workqueue_struct *srdma_wq;
 /*
- * Runs the QP work that sends packets, at high priority, each QP's on its
- * own CPU (srdma_queue_send_work(), srdma_queue_read_work()): requesters
- * (send_work: what one run left over, what was posted with IRQs off and,
- * towards another host, the runs an ACK or the pace timer starts) and
- * long READ responses (read_work). Bound, not WQ_UNBOUND: see qp->tx_cpu.
+ * Runs requesters (send_work) at high priority, each QP's on its own CPU
+ * (srdma_queue_send_work(); bound, not WQ_UNBOUND: see qp->tx_cpu): what
+ * one run left over, what was posted with IRQs off, and, towards another
+ * host, the runs an ACK or the pace timer starts (srdma_req_kick()). A
+ * run sends a budget of packets, then queues itself again.
  */
 struct workqueue_struct *srdma_tx_wq;
 static LIST_HEAD(srdma_dev_list);
@@ -311,13 +311,14 @@ static int __init srdma_init(void)
 {
 	int err;
 
-	srdma_wq = alloc_workqueue("srdma", WQ_UNBOUND, 0);
-	if (!srdma_wq)
-		return -ENOMEM;
 	srdma_tx_wq = alloc_workqueue("srdma_tx", WQ_HIGHPRI, 0);
-	if (!srdma_tx_wq) {
+	if (!srdma_tx_wq)
+		return -ENOMEM;
+	/* After srdma_tx_wq: its work may queue send_work. */
+	srdma_wq = alloc_workqueue("srdma", WQ_UNBOUND, 0);
+	if (!srdma_wq) {
 		err = -ENOMEM;
-		goto err_destroy_wq;
+		goto err_destroy_tx_wq;
 	}
 	srdma_loop_init();
 	srdma_icrc_init();
@@ -338,9 +339,9 @@ err_net_exit:
 	srdma_net_exit();
 err_icrc_exit:
 	srdma_icrc_exit();
-	destroy_workqueue(srdma_tx_wq);
-err_destroy_wq:
 	destroy_workqueue(srdma_wq);
+err_destroy_tx_wq:
+	destroy_workqueue(srdma_tx_wq);
 	return err;
 }
 
@@ -352,8 +353,8 @@ static void __exit srdma_exit(void)
 	srdma_net_exit();
 	srdma_loop_exit();
 	srdma_icrc_exit();
-	destroy_workqueue(srdma_tx_wq);
 	destroy_workqueue(srdma_wq);
+	destroy_workqueue(srdma_tx_wq);
 }
 
 module_init(srdma_init);

@@ -17,6 +17,7 @@
  * helper per transition that has work of its own.
  */
 #include <linux/log2.h>
+#include <linux/sched/isolation.h>
 #include <linux/vmalloc.h>
 #include <net/addrconf.h>
 #include <net/route.h>
@@ -263,6 +264,28 @@ static int srdma_qp_check_init(struct srdma_dev *sdev,
 	return 0;
 }
 
+/*
+ * The CPU for the QP numbered @qpn (qp->tx_cpu): the QPN picks one of the
+ * online CPUs that take unbound work (not isolcpus or nohz_full ones), so
+ * that QPs spread over them. A CPU may go offline meanwhile (nothing
+ * holds hotplug off here): then the CPU this runs on, which is online.
+ */
+static unsigned int srdma_qp_pick_cpu(u32 qpn)
+{
+	const struct cpumask *hk = housekeeping_cpumask(HK_TYPE_WQ);
+	unsigned int cpu, n = 0;
+
+	for_each_cpu_and(cpu, cpu_online_mask, hk)
+		n++;
+	if (n) {
+		n = qpn % n;
+		for_each_cpu_and(cpu, cpu_online_mask, hk)
+			if (!n--)
+				return cpu;
+	}
+	return raw_smp_processor_id();
+}
+
 /* A new QP in RESET, before its rings and number. */
 static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 			  const struct ib_qp_init_attr *init, bool is_user)
@@ -341,7 +364,7 @@ static int srdma_qp_alloc_qpn(struct srdma_qp *qp)
 	if (err < 0)
 		return err;
 	qp->ibqp.qp_num = qpn;
-	qp->tx_cpu = cpumask_local_spread(qpn, NUMA_NO_NODE);
+	qp->tx_cpu = srdma_qp_pick_cpu(qpn);
 	qp->sport = htons(SRDMA_SPORT_BASE |
 			  hash_32(qpn, SRDMA_SPORT_BITS));
 	return 0;

@@ -1015,7 +1015,7 @@ static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job,
 			 * sent goes again, a duplicate to the requester).
 			 */
 			qp->rd_prod++;
-			srdma_queue_read_work(qp);
+			queue_work(srdma_wq, &qp->read_work);
 			return 0;
 		}
 		if (err == -EACCES) {
@@ -1077,7 +1077,7 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	    srdma_npkts(job->len, job->mtu) <= SRDMA_READ_INLINE_PKTS)
 		return srdma_resp_read_now(qp, job, pkt);
 	qp->rd_prod++;
-	srdma_queue_read_work(qp);
+	queue_work(srdma_wq, &qp->read_work);
 	return 0;
 }
 
@@ -1124,7 +1124,7 @@ static int srdma_atomic_reply(struct srdma_qp *qp,
 	if (srdma_rd_queued(qp) >= srdma_rd_queue_max(qp))
 		return -EBUSY;
 	qp->rd_jobs[qp->rd_prod++ & qp->rd_mask] = *job;
-	srdma_queue_read_work(qp);
+	queue_work(srdma_wq, &qp->read_work);
 	return 0;
 }
 
@@ -1640,7 +1640,7 @@ void srdma_read_kick(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
 	if (srdma_qp_rq_running(qp) && srdma_rd_queued(qp))
-		srdma_queue_read_work(qp);
+		queue_work(srdma_wq, &qp->read_work);
 }
 
 /*
@@ -1668,7 +1668,7 @@ static u32 srdma_read_resume(struct srdma_qp *qp,
  * answer requests, so nothing of an old READ is ever sent after that, nor
  * to a new peer.
  *
- * Context: process context (srdma_tx_wq); takes the QP lock.
+ * Context: process context (srdma_wq); takes the QP lock.
  */
 void srdma_read_work(struct work_struct *work)
 {
