@@ -84,7 +84,7 @@ test_loss_reorder() {
 # CPU. 64 KiB WRITE, SEND and READ streams of 2,000 messages each, every
 # one completed (the packets counted), must draw no more than a handful.
 test_veth_in_order() {
-	local g0 g1 t naks ooo tx spid i
+	local g0 g1 t naks ooo tx to spid i
 	pair_setup || fail "setup"
 	g0=$(roce2_ipv4_gid srdma0) && g1=$(roce2_ipv4_gid srdma1) ||
 		fail "no GID"
@@ -106,12 +106,17 @@ test_veth_in_order() {
 	ooo=$(( $(counter rx_out_of_sequence) +
 		$(ns_counter ns1 rx_out_of_sequence srdma1) ))
 	tx=$(( $(counter tx_packets) + $(ns_counter ns1 tx_packets srdma1) ))
-	echo "# nak_sent $naks rx_out_of_sequence $ooo tx_packets $tx"
+	echo "# nak_sent $naks rx_out_of_sequence $ooo tx_packets $tx" \
+		"ack_timeouts $(counter ack_timeouts)/$(ns_counter ns1 ack_timeouts srdma1)"
 	# 64 packets a message at RoCE MTU 1024: WRITE and SEND from srdma0,
 	# READ responses from srdma1.
 	[ "$tx" -ge $((3 * 2000 * 64)) ] || fail "only $tx packets sent"
 	[ "$naks" -le 5 ] || fail "$naks sequence NAKs on a lossless veth"
 	[ "$ooo" -le 20 ] || fail "$ooo packets out of sequence"
+	# Nothing lost, so nothing waits for the ACK timeout: a requester
+	# kept from sending when it could (srdma_req_ready()) would.
+	to=$(( $(counter ack_timeouts) + $(ns_counter ns1 ack_timeouts srdma1) ))
+	[ "$to" -le 2 ] || fail "$to ACK timeouts on a lossless veth"
 }
 
 test_loss_duplicate() {

@@ -1092,28 +1092,44 @@ static int srdma_req_start(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 }
 
 /*
- * May started @wqe go on at qp->sq_next_off (moved past the READ responses
- * already placed)? Not while the responder holds all the READs it takes,
- * nor beyond the congestion window.
+ * Where started @wqe goes on: qp->sq_next_off, for a READ never before
+ * the responses already placed (they are not asked for again).
  */
-static bool srdma_req_resume(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+static u32 srdma_req_resume_off(struct srdma_qp *qp,
+				struct srdma_send_wqe *wqe)
 {
-	u32 off, psn;
+	u32 off;
 
-	if (wqe->opcode == IB_WR_RDMA_READ) {
-		/* Never ask again for responses placed. */
-		off = (u32)srdma_psn_diff(wqe->rd_next_psn, wqe->first_psn) *
-		      qp->mtu;
-		qp->sq_next_off = max(qp->sq_next_off, off);
-		if (srdma_rd_full(qp))
-			return false;
-	}
+	if (wqe->opcode != IB_WR_RDMA_READ)
+		return qp->sq_next_off;
+	off = (u32)srdma_psn_diff(wqe->rd_next_psn, wqe->first_psn) * qp->mtu;
+	return max(qp->sq_next_off, off);
+}
+
+/*
+ * May started @wqe go on at @off? Not a READ while the responder holds
+ * all the READs it takes, nor beyond the congestion window.
+ */
+static bool srdma_req_may_resume(struct srdma_qp *qp,
+				 struct srdma_send_wqe *wqe, u32 off)
+{
+	u32 psn;
+
+	if (wqe->opcode == IB_WR_RDMA_READ && srdma_rd_full(qp))
+		return false;
 	/* An atomic sent again after a rewind counts anew. */
 	if (srdma_wr_is_one_req(wqe->opcode) && !wqe->rd_sent_off &&
 	    srdma_rd_full(qp))
 		return false;
-	psn = srdma_psn_add(wqe->first_psn, qp->sq_next_off / qp->mtu);
+	psn = srdma_psn_add(wqe->first_psn, off / qp->mtu);
 	return srdma_psn_diff(psn, qp->una_psn) < (s32)srdma_cwnd_pkts(qp);
+}
+
+/* Move to where started @wqe goes on, and say whether it may. */
+static bool srdma_req_resume(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
+{
+	qp->sq_next_off = srdma_req_resume_off(qp, wqe);
+	return srdma_req_may_resume(qp, wqe, qp->sq_next_off);
 }
 
 /*
@@ -1612,6 +1628,35 @@ module_param(tx_work, uint, 0644);
 MODULE_PARM_DESC(tx_work,
 		 "towards another host, run the requester after an ACK in a high-priority work item (default 1) or in softirq (0)");
 
+/*
+ * Would a requester run send something now, or has it other work to do?
+ * Asked before send_work is queued from softirq: most READ responses and
+ * ACKs of a window-limited QP open neither the window far enough nor the
+ * responder's READ queue, and a worker woken for each of them finds
+ * nothing to send. The answer is no only in RTS with packets in flight
+ * and the next work request held by the window, the READ queue or the
+ * peer's credits, which is where such a run ends without doing anything
+ * (the process was told not to ring doorbells when they went out).
+ * Pacing is left to the run, which arms the pace timer.
+ *
+ * Context: QP lock held.
+ */
+static bool srdma_req_ready(struct srdma_qp *qp)
+{
+	struct srdma_send_wqe *wqe;
+
+	if (qp->state != IB_QPS_RTS || qp->una_psn == qp->next_psn ||
+	    qp->sq_next == qp->sq.prod ||
+	    (qp->usq.map && READ_ONCE(qp->usq.hdr->prod) != qp->sq.prod))
+		return true;
+	wqe = srdma_ring_slot(&qp->sq, qp->sq_next);
+	if (!wqe->started)
+		return srdma_req_may_start(qp, wqe);
+	if (wqe->done)
+		return true;
+	return srdma_req_may_resume(qp, wqe, srdma_req_resume_off(qp, wqe));
+}
+
 /**
  * srdma_req_kick() - run the requester after an ACK or the pace timer
  * @qp: the QP
@@ -1631,7 +1676,8 @@ void srdma_req_kick(struct srdma_qp *qp)
 	    srdma_qp_sq_running(qp) &&
 	    (qp->sq_next != qp->sq.prod ||
 	     (qp->usq.map && READ_ONCE(qp->usq.hdr->prod) != qp->sq.prod))) {
-		srdma_queue_send_work(qp);
+		if (srdma_req_ready(qp))
+			srdma_queue_send_work(qp);
 		return;
 	}
 	srdma_req_run(qp);
