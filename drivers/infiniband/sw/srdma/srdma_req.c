@@ -1635,9 +1635,12 @@ MODULE_PARM_DESC(tx_work,
  * responder's READ queue, and a worker woken for each of them finds
  * nothing to send. The answer is no only in RTS with packets in flight
  * and the next work request held by the window, the READ queue or the
- * peer's credits, which is where such a run ends without doing anything
- * (the process was told not to ring doorbells when they went out).
- * Pacing is left to the run, which arms the pace timer.
+ * peer's credits, where such a run would do nothing but set the mapped
+ * SQ's no_doorbell (set already when they went out; after an RNR wait a
+ * run may have cleared it, and the process then rings a few doorbells
+ * more until the next run, which is harmless). Each of those holds ends
+ * with an ACK or READ response, which asks again. Pacing is left to the
+ * run, which arms the pace timer.
  *
  * Context: QP lock held.
  */
