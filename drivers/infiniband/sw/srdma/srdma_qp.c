@@ -273,17 +273,11 @@ static int srdma_qp_check_init(struct srdma_dev *sdev,
 static unsigned int srdma_qp_pick_cpu(u32 qpn)
 {
 	const struct cpumask *hk = housekeeping_cpumask(HK_TYPE_WQ);
-	unsigned int cpu, n = 0;
+	unsigned int n = cpumask_weight_and(cpu_online_mask, hk), cpu;
 
-	for_each_cpu_and(cpu, cpu_online_mask, hk)
-		n++;
-	if (n) {
-		n = qpn % n;
-		for_each_cpu_and(cpu, cpu_online_mask, hk)
-			if (!n--)
-				return cpu;
-	}
-	return raw_smp_processor_id();
+	/* cpumask_nth_and() finds none (>= nr_cpu_ids) after a CPU left. */
+	cpu = n ? cpumask_nth_and(qpn % n, cpu_online_mask, hk) : nr_cpu_ids;
+	return cpu < nr_cpu_ids ? cpu : raw_smp_processor_id();
 }
 
 /* A new QP in RESET, before its rings and number. */
