@@ -1640,17 +1640,17 @@ MODULE_PARM_DESC(tx_work,
  * run may have cleared it, and the process then rings a few doorbells
  * more until the next run, which is harmless). Each of those holds ends
  * with an ACK or READ response, which asks again. Pacing is left to the
- * run, which arms the pace timer.
+ * run, which arms the pace timer. @ring_new: the process posted to its
+ * mapped SQ since the last pull.
  *
  * Context: QP lock held.
  */
-static bool srdma_req_ready(struct srdma_qp *qp)
+static bool srdma_req_ready(struct srdma_qp *qp, bool ring_new)
 {
 	struct srdma_send_wqe *wqe;
 
-	if (qp->state != IB_QPS_RTS || qp->una_psn == qp->next_psn ||
-	    qp->sq_next == qp->sq.prod ||
-	    (qp->usq.map && READ_ONCE(qp->usq.hdr->prod) != qp->sq.prod))
+	if (ring_new || qp->state != IB_QPS_RTS ||
+	    qp->una_psn == qp->next_psn || qp->sq_next == qp->sq.prod)
 		return true;
 	wqe = srdma_ring_slot(&qp->sq, qp->sq_next);
 	if (!wqe->started)
@@ -1673,16 +1673,21 @@ static bool srdma_req_ready(struct srdma_qp *qp)
  */
 void srdma_req_kick(struct srdma_qp *qp)
 {
+	bool ring_new;
+
 	lockdep_assert_held(&qp->lock);
-	if (READ_ONCE(tx_work) && qp->is_user && in_serving_softirq() &&
-	    !READ_ONCE(qp->dst_local) && !qp->rnr_wait &&
-	    srdma_qp_sq_running(qp) &&
-	    (qp->sq_next != qp->sq.prod ||
-	     (qp->usq.map && READ_ONCE(qp->usq.hdr->prod) != qp->sq.prod))) {
-		if (srdma_req_ready(qp))
-			srdma_queue_send_work(qp);
-		return;
-	}
+	if (!READ_ONCE(tx_work) || !qp->is_user || !in_serving_softirq() ||
+	    READ_ONCE(qp->dst_local) || qp->rnr_wait ||
+	    !srdma_qp_sq_running(qp))
+		goto run;
+	/* The producer index the process writes, read once. */
+	ring_new = qp->usq.map && READ_ONCE(qp->usq.hdr->prod) != qp->sq.prod;
+	if (qp->sq_next == qp->sq.prod && !ring_new)
+		goto run;
+	if (srdma_req_ready(qp, ring_new))
+		srdma_queue_send_work(qp);
+	return;
+run:
 	srdma_req_run(qp);
 }
 
