@@ -79,9 +79,9 @@ test_loss_reorder() {
 # Lossless and in order: a veth queues each packet on the backlog of the
 # CPU that sent it, so a QP whose packets left from two CPUs reached its
 # peer out of order, each time a sequence NAK and a go-back-N resend
-# (1,100 to 1,900 NAKs per run of these three streams when send_work and
-# read_work ran on unbound workers). Each QP's work now runs on its own
-# CPU. 64 KiB WRITE, SEND and READ streams of 2,000 messages each, every
+# (1,100 to 1,900 NAKs per run of these three streams when send_work ran
+# on unbound workers). Each QP's send_work now runs on its own CPU.
+# 64 KiB WRITE, SEND and READ streams of 2,000 messages each, every
 # one completed (the packets counted), must draw no more than a handful.
 test_veth_in_order() {
 	local g0 g1 t naks ooo tx to spid i
@@ -106,8 +106,9 @@ test_veth_in_order() {
 	ooo=$(( $(counter rx_out_of_sequence) +
 		$(ns_counter ns1 rx_out_of_sequence srdma1) ))
 	tx=$(( $(counter tx_packets) + $(ns_counter ns1 tx_packets srdma1) ))
+	to=$(( $(counter ack_timeouts) + $(ns_counter ns1 ack_timeouts srdma1) ))
 	echo "# nak_sent $naks rx_out_of_sequence $ooo tx_packets $tx" \
-		"ack_timeouts $(counter ack_timeouts)/$(ns_counter ns1 ack_timeouts srdma1)"
+		"ack_timeouts $to"
 	# 64 packets a message at RoCE MTU 1024: WRITE and SEND from srdma0,
 	# READ responses from srdma1.
 	[ "$tx" -ge $((3 * 2000 * 64)) ] || fail "only $tx packets sent"
@@ -115,7 +116,6 @@ test_veth_in_order() {
 	[ "$ooo" -le 20 ] || fail "$ooo packets out of sequence"
 	# Nothing lost, so nothing waits for the ACK timeout: a requester
 	# kept from sending when it could (srdma_req_ready()) would.
-	to=$(( $(counter ack_timeouts) + $(ns_counter ns1 ack_timeouts srdma1) ))
 	[ "$to" -le 2 ] || fail "$to ACK timeouts on a lossless veth"
 }
 
