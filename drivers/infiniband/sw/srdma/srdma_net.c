@@ -336,6 +336,38 @@ static unsigned int srdma_pkt_headroom(struct net_device *ndev)
 	       sizeof(struct udphdr);
 }
 
+/*
+ * Largest head (data and shared info) taken from a page fragment: a
+ * packet of the largest path MTU, 4096, with its headers fits.
+ */
+#define SRDMA_FRAG_HEAD_MAX	(8 * 1024)
+
+/*
+ * An skb with @size bytes of linear room. The head is a page fragment
+ * where one can be had: kmalloc() memory is zeroed whole at every
+ * allocation (init_on_alloc, on in distribution kernels), 2 KiB for a
+ * packet of 1 KiB of payload, while a fragment cache's page is zeroed
+ * once and then reused as long as its packets are freed in time. Every
+ * byte the packet sends is written by the caller either way.
+ */
+static struct sk_buff *srdma_alloc_head(u32 size)
+{
+	unsigned int truesize = SKB_DATA_ALIGN(size) +
+		SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
+	struct sk_buff *skb;
+	void *data;
+
+	if (truesize > SRDMA_FRAG_HEAD_MAX)
+		return alloc_skb(size, GFP_ATOMIC);
+	data = netdev_alloc_frag(truesize);
+	if (!data)
+		return alloc_skb(size, GFP_ATOMIC);
+	skb = build_skb(data, truesize);
+	if (!skb)
+		skb_free_frag(data);
+	return skb;
+}
+
 /**
  * srdma_alloc_pkt() - allocate a packet and build its transport headers
  * @qp: the sending QP
@@ -374,7 +406,7 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	if (check_add_overflow(head + hlen, body, &size) ||
 	    check_add_overflow(size, (u32)ndev->needed_tailroom, &size))
 		return NULL;
-	skb = alloc_skb(size, GFP_ATOMIC);
+	skb = srdma_alloc_head(size);
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, head);
@@ -917,7 +949,7 @@ static struct sk_buff *srdma_batch_alloc(struct srdma_qp *qp)
 	unsigned int head = srdma_pkt_headroom(qp->sdev->ndev);
 	struct sk_buff *skb;
 
-	skb = alloc_skb(head + SRDMA_BATCH_AREA, GFP_ATOMIC);
+	skb = srdma_alloc_head(head + SRDMA_BATCH_AREA);
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, head);
