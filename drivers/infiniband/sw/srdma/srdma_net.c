@@ -337,10 +337,15 @@ static unsigned int srdma_pkt_headroom(struct net_device *ndev)
 }
 
 /*
- * Largest head (data and shared info) taken from a page fragment: a
- * packet of the largest path MTU, 4096, with its headers fits.
+ * Heads (data and shared info) taken from a page fragment: more than
+ * SRDMA_FRAG_HEAD_MIN bytes, so that a small packet held long (an ACK in
+ * a queue) does not pin a whole fragment page, and at most a page, as
+ * the core's own allocators do: the 6.1 fragment cache can loop for ever
+ * on a larger request when only a reserve page is to be had. A packet of
+ * path MTU 1024 or 2048 fits; one of 4096 takes kmalloc() memory.
  */
-#define SRDMA_FRAG_HEAD_MAX	(8 * 1024)
+#define SRDMA_FRAG_HEAD_MIN	1024
+#define SRDMA_FRAG_HEAD_MAX	PAGE_SIZE
 
 /*
  * An skb with @size bytes of linear room. The head is a page fragment
@@ -348,7 +353,8 @@ static unsigned int srdma_pkt_headroom(struct net_device *ndev)
  * allocation (init_on_alloc, on in distribution kernels), 2 KiB for a
  * packet of 1 KiB of payload, while a fragment cache's page is zeroed
  * once and then reused as long as its packets are freed in time. Every
- * byte the packet sends is written by the caller either way.
+ * byte of the packet is written by the caller either way (the ICRC's
+ * room too, which local delivery leaves as it is).
  */
 static struct sk_buff *srdma_alloc_head(u32 size)
 {
@@ -357,7 +363,7 @@ static struct sk_buff *srdma_alloc_head(u32 size)
 	struct sk_buff *skb;
 	void *data;
 
-	if (truesize > SRDMA_FRAG_HEAD_MAX)
+	if (truesize <= SRDMA_FRAG_HEAD_MIN || truesize > SRDMA_FRAG_HEAD_MAX)
 		return alloc_skb(size, GFP_ATOMIC);
 	data = netdev_alloc_frag(truesize);
 	if (!data)
@@ -413,7 +419,8 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	p = skb_put(skb, hlen + body);
 	srdma_build_hdr(p, pkt);
 	if (payload) {
-		memset(p + hlen + pkt->paylen, 0, pkt->pad);
+		/* The ICRC's room too: local delivery sends none. */
+		memset(p + hlen + pkt->paylen, 0, pkt->pad + SRDMA_ICRC_LEN);
 		*payload = p + hlen;
 	}
 	return skb;
@@ -1048,8 +1055,8 @@ int srdma_batch_flush(struct srdma_qp *qp)
 {
 	struct sk_buff *skb = qp->batch;
 	struct dst_entry *dst;
+	u32 n, unused;
 	int err;
-	u32 n;
 
 	lockdep_assert_held(&qp->lock);
 	if (!skb)
@@ -1060,6 +1067,13 @@ int srdma_batch_flush(struct srdma_qp *qp)
 		consume_skb(skb);
 		return 0;
 	}
+	/*
+	 * The area's unused end goes: its bytes were never written. The
+	 * fragments stay, after the entries, where the receiver looks.
+	 */
+	unused = SRDMA_BATCH_AREA - srdma_loop_cb(skb)->used;
+	skb->tail -= unused;
+	skb->len -= unused;
 	dst = srdma_get_dst(qp);
 	if (!dst || !(dst->dev->flags & IFF_LOOPBACK)) {
 		dst_release(dst);
