@@ -95,6 +95,7 @@ UCP="ibv_uc_pingpong -d $dev -g $gidx -c"
 # (/tmp/xrc_domain); one client on on-demand paging memory.
 XSRQP="ibv_xsrq_pingpong -d $dev -g $gidx -n 100 -s 4096 -m 1024"
 xrc_pair() { [ "$kind" = srdma ] && [ "$peer_kind" = srdma ]; }
+srdma_pair() { [ "$kind" = srdma ] && [ "$peer_kind" = srdma ]; }
 # The atomic counter (srdma_atomic_pair): two client processes, 1000
 # FETCH ADDs and 100 COMPARE SWAPs each, on one word of the server's.
 COUNTER="srdma_atomic_pair -d $dev -c 2 -n 1000 -k 100"
@@ -134,6 +135,7 @@ client_side_lossy() {
 	local tag="$kind-to-$peer_kind.loss$loss"
 	lossy_cm_tests
 	cm_client_side
+	srdma_pair && paced_stream_client "$tag"
 	perf_atomic_client_side
 	counter_client_side
 	timeout 900 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send -m 65536 \
@@ -166,6 +168,7 @@ server_side() {
 		p=$((p + 1))
 		timeout 120 $t $PF -p $p -s 65536 -n 50 $ODP_PF > /dev/null 2>&1
 	done
+	srdma_pair && timeout 120 ib_write_bw $PF -p 19050 -s 65536 -n 1000 > /dev/null 2>&1
 	perf_atomic_server_side
 	counter_server_side ""
 	cm_server_side
@@ -179,6 +182,32 @@ server_side() {
 	dpid=$!
 	barrier wait 18999
 	kill $xpid $opid $dpid
+}
+
+# A lossless stream between two srdma devices: 1000 WRITEs of 64 KiB
+# (64,000 packets). The congestion window stops growing while the RTT
+# says a queue builds up (delay_target_pct), before the wire's buffer
+# overflows: fewer than 1% of the packets may be sent again (without
+# the delay target 1.9% to 2.3% were, 2026-12-04), and the window must
+# have been held at least once.
+paced_stream_client() {	# paced_stream_client TAG
+	local rc t0 t1 r0 r1 h0 h1
+	t0=$(counter tx_packets "$dev")
+	r0=$(counter tx_resent_packets "$dev")
+	h0=$(counter cwnd_delay_holds "$dev")
+	retry timeout 120 ib_write_bw $PF -p 19050 -s 65536 -n 1000 "$peer"
+	rc=$?
+	t1=$(counter tx_packets "$dev")
+	r1=$(counter tx_resent_packets "$dev")
+	h1=$(counter cwnd_delay_holds "$dev")
+	[ $rc = 0 ] && { perf_result 65536 1000 || rc=1; }
+	echo "tx_packets $((t1 - t0)) tx_resent_packets $((r1 - r0)) cwnd_delay_holds $((h1 - h0))" >> /tmp/client.log
+	if [ $rc = 0 ] && { [ $(((r1 - r0) * 100)) -ge $((t1 - t0)) ] || [ "$h1" = "$h0" ]; }; then
+		rc=1
+	fi
+	report $rc "$1.paced_stream"
+	tail -1 /tmp/client.log | sed 's/^/# paced_stream: /'
+	grep -E '^ *65536 ' /tmp/client.log | sed 's/^/# paced_stream: /'
 }
 
 # perftest's atomics, both kinds; ":" stands for a space.

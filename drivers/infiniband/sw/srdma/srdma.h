@@ -210,6 +210,7 @@ enum srdma_counter {
 	SRDMA_CNT_TX_RESENT,		/* RC request packets sent again */
 	SRDMA_CNT_CREDIT_WAIT,		/* RC sends held for the peer's credits */
 	SRDMA_CNT_TX_BATCH,		/* local delivery batches queued */
+	SRDMA_CNT_CWND_HOLDS,		/* ACKs that did not grow the window */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -737,6 +738,16 @@ struct srdma_qp {
 	bool rtt_pending;
 	u32 srtt_us;			/* 0: no sample yet */
 	u32 rttvar_us;
+	/*
+	 * Delay signal for the congestion window (srdma_cwnd_ack()): the
+	 * latest sample and the least of the current and the last epoch of
+	 * SRDMA_MIN_RTT_EPOCH samples, the path's RTT without a queue.
+	 */
+	u32 last_rtt_us;
+	u32 min_rtt_us;			/* 0: no sample yet */
+	u32 epoch_min_rtt_us;
+	u32 prev_min_rtt_us;
+	u32 epoch_samples;
 	u8 rto_backoff;			/* early retransmissions since progress */
 	bool tlp_armed;			/* the timer is a tail-loss probe */
 	bool tlp_sent;			/* probe sent since the last progress */

@@ -29,6 +29,8 @@
 #define SRDMA_CWND_GROWTH		4
 /* Ask for an ACK at least this many times per congestion window. */
 #define SRDMA_ACKREQ_PER_CWND		4
+/* RTT samples per epoch of the minimum RTT (srdma_min_rtt_sample()). */
+#define SRDMA_MIN_RTT_EPOCH		256
 
 /* RNR NAK timer field (IBTA table 45) in microseconds. */
 static const u32 srdma_rnr_usecs[SRDMA_AETH_VALUE_MASK + 1] = {
@@ -115,6 +117,26 @@ static void srdma_rtt_start(struct srdma_qp *qp, u32 psn, u32 npkts,
 	qp->sent_psn = srdma_psn_add(psn, npkts);
 }
 
+/*
+ * Keep the least RTT of the current and the previous epoch of
+ * SRDMA_MIN_RTT_EPOCH samples: a queue that builds up shows as samples
+ * above it, and a path that became slower for good is learnt within two
+ * epochs.
+ */
+static void srdma_min_rtt_sample(struct srdma_qp *qp, u32 m)
+{
+	qp->last_rtt_us = m;
+	if (!qp->epoch_samples || m < qp->epoch_min_rtt_us)
+		qp->epoch_min_rtt_us = m;
+	if (++qp->epoch_samples >= SRDMA_MIN_RTT_EPOCH) {
+		qp->prev_min_rtt_us = qp->epoch_min_rtt_us;
+		qp->epoch_samples = 0;
+	}
+	qp->min_rtt_us = qp->epoch_min_rtt_us;
+	if (qp->prev_min_rtt_us && qp->prev_min_rtt_us < qp->min_rtt_us)
+		qp->min_rtt_us = qp->prev_min_rtt_us;
+}
+
 /* Una moved to @una: finish the RTT sample if it is covered. */
 static void srdma_rtt_sample(struct srdma_qp *qp, u32 una)
 {
@@ -127,6 +149,7 @@ static void srdma_rtt_sample(struct srdma_qp *qp, u32 una)
 		       S32_MAX);
 	if (m <= 0)
 		m = 1;
+	srdma_min_rtt_sample(qp, m);
 	if (!qp->srtt_us) {
 		qp->srtt_us = m;
 		qp->rttvar_us = m / 2;
@@ -161,6 +184,11 @@ void srdma_req_init_window(struct srdma_qp *qp, u32 psn)
 	qp->rtt_pending = false;
 	qp->srtt_us = 0;
 	qp->rttvar_us = 0;
+	qp->last_rtt_us = 0;
+	qp->min_rtt_us = 0;
+	qp->epoch_min_rtt_us = 0;
+	qp->prev_min_rtt_us = 0;
+	qp->epoch_samples = 0;
 	qp->cwnd = SRDMA_CWND_INIT;
 	qp->cwnd_acc = 0;
 	qp->cwnd_cut = false;
@@ -205,9 +233,34 @@ static void srdma_cwnd_loss(struct srdma_qp *qp)
 }
 
 /*
+ * Delay target, in percent of the path's RTT without a queue: while the
+ * latest RTT sample is more than this above it, a queue is building on
+ * the way and the window stops growing, before the queue overflows.
+ */
+static unsigned int delay_target_pct = 50;
+module_param(delay_target_pct, uint, 0644);
+MODULE_PARM_DESC(delay_target_pct,
+		 "RC congestion window: no growth while the RTT is this many percent above its minimum (default 50, 0: off)");
+
+/*
+ * Is the latest RTT sample above the delay target? Never to a QP on this
+ * host: local delivery has no wire buffer to overflow (as for pacing).
+ */
+static bool srdma_cwnd_queueing(struct srdma_qp *qp)
+{
+	u32 pct = READ_ONCE(delay_target_pct);
+	u64 target;
+
+	if (!pct || !qp->min_rtt_us || READ_ONCE(qp->dst_local))
+		return false;
+	target = qp->min_rtt_us + div_u64((u64)qp->min_rtt_us * pct, 100);
+	return qp->last_rtt_us > target;
+}
+
+/*
  * @npkts more packets acknowledged: grow by four units per window, so
  * that a window cut by a burst of drops comes back within a few dozen
- * round trips.
+ * round trips; not while the RTT says that a queue builds up.
  */
 static void srdma_cwnd_ack(struct srdma_qp *qp, u32 npkts)
 {
@@ -215,6 +268,11 @@ static void srdma_cwnd_ack(struct srdma_qp *qp, u32 npkts)
 
 	if (qp->cwnd >= SRDMA_WINDOW)
 		return;
+	if (srdma_cwnd_queueing(qp)) {
+		qp->cwnd_acc = 0;
+		srdma_count(qp->sdev, SRDMA_CNT_CWND_HOLDS);
+		return;
+	}
 	qp->cwnd_acc += npkts * srdma_cwnd_scale(qp);
 	step = max_t(u32, qp->cwnd / SRDMA_CWND_GROWTH, 1);
 	while (qp->cwnd_acc >= step && qp->cwnd < SRDMA_WINDOW) {
