@@ -94,8 +94,8 @@ UCP="ibv_uc_pingpong -d $dev -g $gidx -c"
 # server with two clients in the other guest, which share one XRC domain
 # (/tmp/xrc_domain); one client on on-demand paging memory.
 XSRQP="ibv_xsrq_pingpong -d $dev -g $gidx -n 100 -s 4096 -m 1024"
-xrc_pair() { [ "$kind" = srdma ] && [ "$peer_kind" = srdma ]; }
 srdma_pair() { [ "$kind" = srdma ] && [ "$peer_kind" = srdma ]; }
+xrc_pair() { srdma_pair; }
 # The atomic counter (srdma_atomic_pair): two client processes, 1000
 # FETCH ADDs and 100 COMPARE SWAPs each, on one word of the server's.
 COUNTER="srdma_atomic_pair -d $dev -c 2 -n 1000 -k 100"
@@ -135,7 +135,6 @@ client_side_lossy() {
 	local tag="$kind-to-$peer_kind.loss$loss"
 	lossy_cm_tests
 	cm_client_side
-	srdma_pair && paced_stream_client "$tag"
 	perf_atomic_client_side
 	counter_client_side
 	timeout 900 srdma_xfer -d "$dev" -g "$gidx" -t write,read,send -m 65536 \
@@ -201,7 +200,7 @@ paced_stream_client() {	# paced_stream_client TAG
 	r1=$(counter tx_resent_packets "$dev")
 	h1=$(counter cwnd_delay_holds "$dev")
 	[ $rc = 0 ] && { perf_result 65536 1000 || rc=1; }
-	echo "tx_packets $((t1 - t0)) tx_resent_packets $((r1 - r0)) cwnd_delay_holds $((h1 - h0))" >> /tmp/client.log
+	echo "delay_target_pct $(cat /sys/module/srdma/parameters/delay_target_pct) tx_packets $((t1 - t0)) tx_resent_packets $((r1 - r0)) cwnd_delay_holds $((h1 - h0))" >> /tmp/client.log
 	if [ $rc = 0 ] && { [ $(((r1 - r0) * 100)) -ge $((t1 - t0)) ] || [ "$h1" = "$h0" ]; }; then
 		rc=1
 	fi
@@ -557,6 +556,7 @@ client_side() {
 		report $? "$tag.${t}_odp"
 		grep -E '^ *65536 ' /tmp/client.log | sed "s/^/# ${t}_odp: /"
 	done
+	srdma_pair && paced_stream_client "$tag"
 	perf_atomic_client_side
 	counter_client_side
 	cm_client_side

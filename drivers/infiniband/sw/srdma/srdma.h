@@ -1435,6 +1435,7 @@ struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 int srdma_data_xmit(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    const struct srdma_payload_src *src, bool alone);
 void srdma_req_init_window(struct srdma_qp *qp, u32 psn);
+void srdma_req_forget_min_rtt(struct srdma_qp *qp);
 int srdma_sq_pull(struct srdma_qp *qp);
 
 /* srdma_resp.c */

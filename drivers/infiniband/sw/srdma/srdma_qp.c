@@ -957,6 +957,7 @@ static void srdma_qp_apply_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	qp->dst_cookie = m->cookie;
 	srdma_qp_note_dst(qp);
 	spin_unlock(&qp->dst_lock);
+	srdma_req_forget_min_rtt(qp);
 }
 
 /* Apply the checked attributes of @mask, all but the state. */

@@ -31,6 +31,8 @@
 #define SRDMA_ACKREQ_PER_CWND		4
 /* RTT samples per epoch of the minimum RTT (srdma_min_rtt_sample()). */
 #define SRDMA_MIN_RTT_EPOCH		256
+/* The delay signal's margin above the minimum RTT is never below this. */
+#define SRDMA_DELAY_MARGIN_MIN_US	10
 
 /* RNR NAK timer field (IBTA table 45) in microseconds. */
 static const u32 srdma_rnr_usecs[SRDMA_AETH_VALUE_MASK + 1] = {
@@ -125,6 +127,9 @@ static void srdma_rtt_start(struct srdma_qp *qp, u32 psn, u32 npkts,
  */
 static void srdma_min_rtt_sample(struct srdma_qp *qp, u32 m)
 {
+	/* Not from local delivery, whose RTT says nothing of a wire. */
+	if (READ_ONCE(qp->dst_local))
+		return;
 	qp->last_rtt_us = m;
 	if (!qp->epoch_samples || m < qp->epoch_min_rtt_us)
 		qp->epoch_min_rtt_us = m;
@@ -135,6 +140,25 @@ static void srdma_min_rtt_sample(struct srdma_qp *qp, u32 m)
 	qp->min_rtt_us = qp->epoch_min_rtt_us;
 	if (qp->prev_min_rtt_us && qp->prev_min_rtt_us < qp->min_rtt_us)
 		qp->min_rtt_us = qp->prev_min_rtt_us;
+}
+
+/**
+ * srdma_req_forget_min_rtt() - start the delay signal's RTT over
+ * @qp: the QP
+ *
+ * For a new send window or a new path (modify_qp with an address
+ * vector): the least RTT of the old one says nothing of the new.
+ *
+ * Context: QP lock held.
+ */
+void srdma_req_forget_min_rtt(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	qp->last_rtt_us = 0;
+	qp->min_rtt_us = 0;
+	qp->epoch_min_rtt_us = 0;
+	qp->prev_min_rtt_us = 0;
+	qp->epoch_samples = 0;
 }
 
 /* Una moved to @una: finish the RTT sample if it is covered. */
@@ -184,11 +208,7 @@ void srdma_req_init_window(struct srdma_qp *qp, u32 psn)
 	qp->rtt_pending = false;
 	qp->srtt_us = 0;
 	qp->rttvar_us = 0;
-	qp->last_rtt_us = 0;
-	qp->min_rtt_us = 0;
-	qp->epoch_min_rtt_us = 0;
-	qp->prev_min_rtt_us = 0;
-	qp->epoch_samples = 0;
+	srdma_req_forget_min_rtt(qp);
 	qp->cwnd = SRDMA_CWND_INIT;
 	qp->cwnd_acc = 0;
 	qp->cwnd_cut = false;
@@ -253,14 +273,17 @@ static bool srdma_cwnd_queueing(struct srdma_qp *qp)
 
 	if (!pct || !qp->min_rtt_us || READ_ONCE(qp->dst_local))
 		return false;
-	target = qp->min_rtt_us + div_u64((u64)qp->min_rtt_us * pct, 100);
+	target = qp->min_rtt_us +
+		 max_t(u64, div_u64((u64)qp->min_rtt_us * pct, 100),
+		       SRDMA_DELAY_MARGIN_MIN_US);
 	return qp->last_rtt_us > target;
 }
 
 /*
  * @npkts more packets acknowledged: grow by four units per window, so
  * that a window cut by a burst of drops comes back within a few dozen
- * round trips; not while the RTT says that a queue builds up.
+ * round trips; above the initial window, not while the RTT says that a
+ * queue builds up (the window never stays below where it starts).
  */
 static void srdma_cwnd_ack(struct srdma_qp *qp, u32 npkts)
 {
@@ -268,7 +291,7 @@ static void srdma_cwnd_ack(struct srdma_qp *qp, u32 npkts)
 
 	if (qp->cwnd >= SRDMA_WINDOW)
 		return;
-	if (srdma_cwnd_queueing(qp)) {
+	if (qp->cwnd >= SRDMA_CWND_INIT && srdma_cwnd_queueing(qp)) {
 		qp->cwnd_acc = 0;
 		srdma_count(qp->sdev, SRDMA_CNT_CWND_HOLDS);
 		return;
@@ -456,9 +479,10 @@ void srdma_req_acked(struct srdma_qp *qp, u32 una, bool retired)
 
 	lockdep_assert_held(&qp->lock);
 	if (srdma_psn_diff(una, qp->una_psn) > 0) {
+		/* The sample first: the growth is judged on the newest. */
+		srdma_rtt_sample(qp, una);
 		srdma_cwnd_ack(qp, (u32)srdma_psn_diff(una, qp->una_psn));
 		qp->una_psn = una;
-		srdma_rtt_sample(qp, una);
 		progress = true;
 	}
 	if (!progress)
