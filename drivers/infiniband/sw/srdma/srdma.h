@@ -741,12 +741,12 @@ struct srdma_qp {
 	/*
 	 * Delay signal for the congestion window (srdma_cwnd_ack()): the
 	 * latest sample and the least of the current and the last epoch of
-	 * SRDMA_MIN_RTT_EPOCH samples, the path's RTT without a queue.
+	 * SRDMA_MIN_RTT_EPOCH samples (srdma_min_rtt()), the path's RTT
+	 * without a queue.
 	 */
 	u32 last_rtt_us;
-	u32 min_rtt_us;			/* 0: no sample yet */
-	u32 epoch_min_rtt_us;
-	u32 prev_min_rtt_us;
+	u32 epoch_min_rtt_us;		/* 0: no sample yet */
+	u32 prev_min_rtt_us;		/* 0: no epoch ended yet */
 	u32 epoch_samples;
 	u8 rto_backoff;			/* early retransmissions since progress */
 	bool tlp_armed;			/* the timer is a tail-loss probe */

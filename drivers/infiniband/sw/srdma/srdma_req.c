@@ -137,9 +137,16 @@ static void srdma_min_rtt_sample(struct srdma_qp *qp, u32 m)
 		qp->prev_min_rtt_us = qp->epoch_min_rtt_us;
 		qp->epoch_samples = 0;
 	}
-	qp->min_rtt_us = qp->epoch_min_rtt_us;
-	if (qp->prev_min_rtt_us && qp->prev_min_rtt_us < qp->min_rtt_us)
-		qp->min_rtt_us = qp->prev_min_rtt_us;
+}
+
+/* The least RTT of the current and the previous epoch; 0: no sample. */
+static u32 srdma_min_rtt(struct srdma_qp *qp)
+{
+	u32 m = qp->epoch_min_rtt_us;
+
+	if (qp->prev_min_rtt_us && qp->prev_min_rtt_us < m)
+		m = qp->prev_min_rtt_us;
+	return m;
 }
 
 /**
@@ -155,7 +162,6 @@ void srdma_req_forget_min_rtt(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
 	qp->last_rtt_us = 0;
-	qp->min_rtt_us = 0;
 	qp->epoch_min_rtt_us = 0;
 	qp->prev_min_rtt_us = 0;
 	qp->epoch_samples = 0;
@@ -269,13 +275,13 @@ MODULE_PARM_DESC(delay_target_pct,
 static bool srdma_cwnd_queueing(struct srdma_qp *qp)
 {
 	u32 pct = READ_ONCE(delay_target_pct);
+	u32 min = srdma_min_rtt(qp);
 	u64 target;
 
-	if (!pct || !qp->min_rtt_us || READ_ONCE(qp->dst_local))
+	if (!pct || !min || READ_ONCE(qp->dst_local))
 		return false;
-	target = qp->min_rtt_us +
-		 max_t(u64, div_u64((u64)qp->min_rtt_us * pct, 100),
-		       SRDMA_DELAY_MARGIN_MIN_US);
+	target = min + max_t(u64, div_u64((u64)min * pct, 100),
+			     SRDMA_DELAY_MARGIN_MIN_US);
 	return qp->last_rtt_us > target;
 }
 
