@@ -211,6 +211,7 @@ enum srdma_counter {
 	SRDMA_CNT_CREDIT_WAIT,		/* RC sends held for the peer's credits */
 	SRDMA_CNT_TX_BATCH,		/* local delivery batches queued */
 	SRDMA_CNT_CWND_HOLDS,		/* ACKs that did not grow the window */
+	SRDMA_CNT_TX_TRAINS,		/* packet trains sent as one GSO skb */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -676,6 +677,16 @@ struct srdma_qp {
 	 */
 	struct sk_buff *batch;
 	bool batching;
+	/*
+	 * A train of wire packets (srdma_net.c): linked by ->next from
+	 * train to train_tail, in PSN order, sent as one GSO packet. Only
+	 * while a run that set training holds the QP lock, as for batch.
+	 */
+	struct sk_buff *train;
+	struct sk_buff *train_tail;
+	u32 train_n;			/* packets in the train */
+	u32 train_len;			/* their bytes after the UDP header */
+	bool training;
 	/*
 	 * When (jiffies) a request last arrived for this QP: a QP whose
 	 * peer sends to it too is in a ping-pong, and local delivery stays

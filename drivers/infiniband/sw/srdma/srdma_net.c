@@ -329,11 +329,21 @@ static struct srdma_pkt *srdma_pkt_wire(struct srdma_qp *qp,
 	return xrc;
 }
 
+/*
+ * Link-layer room a packet keeps in front of its IP header at least: a
+ * train's packets are split off behind the device the route chose, and
+ * whatever they meet after that (a VLAN tag, a redirect into a tunnel)
+ * pushes its header into this room, which nothing on the way makes
+ * bigger for them (the stack grows only the train's first skb).
+ */
+#define SRDMA_LL_ROOM_MIN	128
+
 /* Room in front of the transport headers: link layer, IPv6 (the larger), UDP. */
 static unsigned int srdma_pkt_headroom(struct net_device *ndev)
 {
-	return LL_RESERVED_SPACE(ndev) + sizeof(struct ipv6hdr) +
-	       sizeof(struct udphdr);
+	return max_t(unsigned int, LL_RESERVED_SPACE(ndev),
+		     SRDMA_LL_ROOM_MIN) +
+	       sizeof(struct ipv6hdr) + sizeof(struct udphdr);
 }
 
 /*
@@ -710,9 +720,12 @@ static void srdma_push_udp(struct srdma_qp *qp, struct sk_buff *skb, u32 len)
 	uh->check = 0;
 }
 
-/* The IPv4 header; ip_local_out() fills in the checksum. */
+/*
+ * The IPv4 header; ip_local_out() fills in the checksum. Its identifier
+ * only if @ident: a train's packets get theirs when it leaves.
+ */
 static void srdma_push_ipv4(struct net *net, const struct srdma_av *av,
-			    struct sk_buff *skb)
+			    struct sk_buff *skb, bool ident)
 {
 	struct iphdr *iph = skb_push(skb, sizeof(*iph));
 
@@ -727,7 +740,9 @@ static void srdma_push_ipv4(struct net *net, const struct srdma_av *av,
 	iph->saddr = av->saddr.v4;
 	iph->daddr = av->daddr.v4;
 	iph->check = 0;
-	__ip_select_ident(net, iph, 1);
+	iph->id = 0;
+	if (ident)
+		__ip_select_ident(net, iph, 1);
 	skb->protocol = htons(ETH_P_IP);
 }
 
@@ -760,18 +775,14 @@ static int srdma_ip_out(struct net *net, struct sk_buff *skb, bool ipv6)
 }
 
 /*
- * Send @skb of @qp to @av over @dst (a counted reference, which the skb
- * takes over): UDP and IP headers, then the IP stack or local delivery.
+ * The UDP and IP headers of @skb of @qp to @av, which goes out over @dst
+ * (a counted reference, which the skb takes over).
  */
-static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
-			  struct dst_entry *dst, struct sk_buff *skb)
+static void srdma_push_hdrs(struct srdma_qp *qp, const struct srdma_av *av,
+			    struct net *net, struct dst_entry *dst,
+			    struct sk_buff *skb, bool train)
 {
-	struct srdma_dev *sdev = qp->sdev;
-	struct net *net = dev_net(sdev->ndev);
-	bool local = dst->dev->flags & IFF_LOOPBACK;
-	u32 npkts = srdma_loop_pkts(skb);
 	u32 len = skb->len;
-	int err;
 
 	srdma_push_udp(qp, skb, len);
 	skb_dst_set(skb, dst);
@@ -783,7 +794,23 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
 	if (av->ipv6)
 		srdma_push_ipv6(av, skb, len);
 	else
-		srdma_push_ipv4(net, av, skb);
+		srdma_push_ipv4(net, av, skb, !train);
+}
+
+/*
+ * Send @skb of @qp to @av over @dst (a counted reference, which the skb
+ * takes over): UDP and IP headers, then the IP stack or local delivery.
+ */
+static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
+			  struct dst_entry *dst, struct sk_buff *skb)
+{
+	struct srdma_dev *sdev = qp->sdev;
+	struct net *net = dev_net(sdev->ndev);
+	bool local = dst->dev->flags & IFF_LOOPBACK;
+	u32 npkts = srdma_loop_pkts(skb);
+	int err;
+
+	srdma_push_hdrs(qp, av, net, dst, skb, false);
 
 	if (local) {
 		/*
@@ -809,6 +836,204 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
 	return 0;
 }
 
+/*
+ * Packet trains. Towards another host, each packet down the IP stack costs
+ * a route, the netfilter hooks, the qdisc and, at the device, a doorbell
+ * (under emulation a VM exit, the largest share of the sender's time per
+ * packet). A TCP sender pays them once per 64 KiB through GSO. A run's
+ * wire packets do the same: gathered in a train, they go down the stack as
+ * one UDP GSO packet of the fraglist kind (SKB_GSO_FRAGLIST, as UDP GRO
+ * makes when forwarding), which the device's transmit path splits back
+ * into the very packets we built, each with its own headers, and hands to
+ * the driver with one doorbell for all.
+ *
+ * Each packet keeps its own IP and UDP headers; the split only copies the
+ * link-layer header and renumbers the IPv4 identifiers from the first
+ * packet's (inet_gso_segment()). So the ICRCs, which cover the
+ * identifier, are computed when the train leaves, after the identifiers
+ * are set as the split will set them. The first packet's UDP length
+ * covers the train while it is one skb (the split sets it back).
+ *
+ * Only towards a device that splits it (no NETIF_F_GSO_FRAGLIST): one
+ * that takes GSO packets whole (veth, bridges, tunnels) would carry the
+ * train as one packet to a capture or a qdisc past it, which expect
+ * RoCEv2 packets. A qdisc in front of the device sees the train as one
+ * packet, as it sees a TCP GSO packet: netem's loss drops all of it.
+ */
+
+#define SRDMA_TRAIN_PKTS	16
+#define SRDMA_TRAIN_PKTS_MAX	64
+/* UDP payload bytes at most: IP's 16-bit lengths stay true. */
+#define SRDMA_TRAIN_BYTES	(60 * 1024)
+
+/*
+ * Packets a train holds at most; 0 or 1: no trains. Read when a run
+ * begins.
+ */
+static unsigned int tx_train = SRDMA_TRAIN_PKTS;
+module_param(tx_train, uint, 0644);
+MODULE_PARM_DESC(tx_train, "wire packets sent as one GSO packet at most (default 16, max 64; 0 or 1: each alone)");
+
+static u32 srdma_train_max(void)
+{
+	return min_t(u32, READ_ONCE(tx_train), SRDMA_TRAIN_PKTS_MAX);
+}
+
+/* Does @dev split a train (the software GSO in its transmit path)? */
+static bool srdma_train_dev(const struct net_device *dev)
+{
+	return !(dev->flags & IFF_LOOPBACK) &&
+	       !(READ_ONCE(dev->features) & NETIF_F_GSO_FRAGLIST);
+}
+
+/* Send @skb alone, as srdma_xmit_dst() does, its headers pushed already. */
+static int srdma_train_one(struct srdma_qp *qp, struct sk_buff *skb)
+{
+	struct net *net = dev_net(qp->sdev->ndev);
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	err = srdma_ip_out(net, skb, qp->av.ipv6);
+	if (unlikely(net_xmit_eval(err))) {
+		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
+		return -EIO;
+	}
+	srdma_count(qp->sdev, SRDMA_CNT_TX_PKTS);
+	return 0;
+}
+
+/**
+ * srdma_train_flush() - send the QP's train, if it has one
+ * @qp: the QP
+ *
+ * Context: QP lock held (BHs off).
+ * Return: 0; -EIO if the IP stack dropped the train (all its packets are
+ * lost, as on a wire, and counted).
+ */
+static int srdma_train_flush(struct srdma_qp *qp)
+{
+	struct sk_buff *head = qp->train, *seg;
+	struct skb_shared_info *shi;
+	u32 n = qp->train_n, i;
+	bool ipv6 = qp->av.ipv6;
+	struct net *net;
+	struct udphdr *uh;
+	u16 id = 0;
+	int err;
+
+	lockdep_assert_held(&qp->lock);
+	if (!head)
+		return 0;
+	qp->train = NULL;
+	qp->train_tail = NULL;
+	qp->train_n = 0;
+	qp->train_len = 0;
+	if (!head->next) {
+		if (!ipv6)
+			__ip_select_ident(dev_net(qp->sdev->ndev),
+					  ip_hdr(head), 1);
+		return srdma_train_one(qp, head);
+	}
+
+	net = dev_net(qp->sdev->ndev);
+	if (!ipv6) {
+		/* n identifiers, the first packet's first, as the split does. */
+		__ip_select_ident(net, ip_hdr(head), n);
+		id = ntohs(ip_hdr(head)->id);
+	}
+	for (seg = head, i = 0; seg; seg = seg->next, i++) {
+		if (!ipv6)
+			ip_hdr(seg)->id = htons(id + i);
+		srdma_icrc_generate(seg, ipv6);
+	}
+
+	/*
+	 * The rest hang on the first's frag_list, each from its UDP payload
+	 * on, as GRO leaves them; the split pushes their headers back.
+	 */
+	shi = skb_shinfo(head);
+	shi->frag_list = head->next;
+	head->next = NULL;
+	for (seg = shi->frag_list; seg; seg = seg->next) {
+		skb_dst_drop(seg);
+		__skb_pull(seg, skb_transport_offset(seg) +
+			   sizeof(struct udphdr));
+		head->len += seg->len;
+		head->data_len += seg->len;
+		head->truesize += seg->truesize;
+	}
+	uh = udp_hdr(head);
+	shi->gso_size = ntohs(uh->len) - sizeof(*uh);
+	shi->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
+	shi->gso_segs = n;
+	uh->len = htons(head->len - skb_transport_offset(head));
+	/* No checksum to fill in: UDP's is zero, the ICRC's are done. */
+	head->ip_summed = CHECKSUM_UNNECESSARY;
+	if (!ipv6) {
+		memset(IPCB(head), 0, sizeof(*IPCB(head)));
+		err = ip_local_out(net, NULL, head);
+	} else {
+		memset(IP6CB(head), 0, sizeof(*IP6CB(head)));
+		err = ip6_local_out(net, NULL, head);
+	}
+	if (unlikely(net_xmit_eval(err))) {
+		srdma_count_add(qp->sdev, SRDMA_CNT_TX_ERR, n);
+		return -EIO;
+	}
+	srdma_count_add(qp->sdev, SRDMA_CNT_TX_PKTS, n);
+	srdma_count(qp->sdev, SRDMA_CNT_TX_TRAINS);
+	return 0;
+}
+
+/*
+ * Can @skb of @qp, its transport headers built, join a train over @dst?
+ * Not through another route than the train's (all leave over its first
+ * packet's), not with less link-layer room than SRDMA_LL_ROOM_MIN, and
+ * not over the route's MTU: the device's GSO checks only the first
+ * packet's length, and alone it would be refused (-EMSGSIZE).
+ */
+static bool srdma_train_fits(struct srdma_qp *qp, struct dst_entry *dst,
+			     struct sk_buff *skb)
+{
+	u32 iplen = qp->av.ipv6 ? sizeof(struct ipv6hdr) :
+				  sizeof(struct iphdr);
+
+	if (qp->train && skb_dst(qp->train) != dst)
+		return false;
+	if (skb_headroom(skb) < SRDMA_LL_ROOM_MIN + iplen +
+				sizeof(struct udphdr))
+		return false;
+	return skb->len + iplen + sizeof(struct udphdr) <= dst_mtu(dst);
+}
+
+/*
+ * Put @skb of @qp, over @dst (a counted reference the skb takes over), at
+ * the end of the QP's train, sending the train first if it is full.
+ * Return: 0, or the error of that train.
+ */
+static int srdma_train_add(struct srdma_qp *qp, struct dst_entry *dst,
+			   struct sk_buff *skb)
+{
+	struct net *net = dev_net(qp->sdev->ndev);
+	u32 len = skb->len;
+	int flushed = 0;
+
+	lockdep_assert_held(&qp->lock);
+	if (qp->train && (qp->train_n >= srdma_train_max() ||
+			  qp->train_len + len > SRDMA_TRAIN_BYTES))
+		flushed = srdma_train_flush(qp);
+	srdma_push_hdrs(qp, &qp->av, net, dst, skb, true);
+	skb->next = NULL;
+	if (qp->train)
+		qp->train_tail->next = skb;
+	else
+		qp->train = skb;
+	qp->train_tail = skb;
+	qp->train_n++;
+	qp->train_len += len;
+	return flushed;
+}
+
 /**
  * srdma_xmit() - send a packet of a connected QP
  * @qp: the sending QP, whose address vector says where
@@ -816,13 +1041,14 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
  *	 fragments; consumed
  *
  * Adds the UDP and IP headers, then either computes the ICRC and sends
- * @skb through the IP stack or, if the route ends on this host, queues it
- * for local delivery without an ICRC.
+ * @skb through the IP stack, adds it to the QP's train (while a run
+ * gathers one: the ICRC when the train leaves) or, if the route ends on
+ * this host, queues it for local delivery without an ICRC.
  *
  * Context: Any context, with the QP lock held (BHs off).
  * Return: 0; -EHOSTUNREACH with no route; -ENOBUFS if the local delivery
  * queue is full; -EIO if the IP stack dropped the packet. Also if the
- * QP's batch, sent first, was dropped.
+ * QP's batch or a full train, sent first, was dropped.
  */
 int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 {
@@ -837,8 +1063,13 @@ int srdma_xmit(struct srdma_qp *qp, struct sk_buff *skb)
 	if (!dst) {
 		kfree_skb(skb);
 		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
+		srdma_train_flush(qp);	/* its packets have their routes */
 		return -EHOSTUNREACH;
 	}
+	if (qp->training && srdma_train_dev(dst->dev) &&
+	    srdma_train_fits(qp, dst, skb))
+		return srdma_train_add(qp, dst, skb) ?: flushed;
+	flushed = srdma_train_flush(qp) ?: flushed;
 	return srdma_xmit_dst(qp, &qp->av, dst, skb) ?: flushed;
 }
 
@@ -911,10 +1142,11 @@ static u32 srdma_batch_max(void)
 #define SRDMA_BATCH_FRAG_BYTES	(32 * 1024)
 
 /**
- * srdma_batch_begin() - gather the QP's data packets in batches
+ * srdma_batch_begin() - gather the QP's packets in batches or trains
  * @qp: the QP, about to send
  *
- * Batches only where the route ends on this host (a hint).
+ * Batches where the route ends on this host, trains where it does not (a
+ * hint: srdma_xmit() looks at the route of each packet).
  *
  * Context: QP lock held.
  * Return: whether a batch was being gathered already (a run inside a
@@ -922,32 +1154,40 @@ static u32 srdma_batch_max(void)
  */
 bool srdma_batch_begin(struct srdma_qp *qp)
 {
-	bool outer = qp->batching;
+	bool outer = qp->batching || qp->training;
+	bool local;
 
 	lockdep_assert_held(&qp->lock);
-	/* A batch with no run gathering it would never be sent. */
-	WARN_ON_ONCE(!outer && qp->batch);
-	if (!outer)
-		qp->batching = READ_ONCE(qp->dst_local) &&
-			       srdma_batch_max() > 1;
+	/* A batch or train with no run gathering it would never be sent. */
+	WARN_ON_ONCE(!outer && (qp->batch || qp->train));
+	if (!outer) {
+		local = READ_ONCE(qp->dst_local);
+		qp->batching = local && srdma_batch_max() > 1;
+		qp->training = !local && srdma_train_max() > 1;
+	}
 	return outer;
 }
 
 /**
- * srdma_batch_end() - end a run's batching, sending its batch
+ * srdma_batch_end() - end a run's batching, sending its batch and train
  * @qp: the QP
  * @outer: what srdma_batch_begin() returned
  *
  * Context: QP lock held.
- * Return: as srdma_batch_flush(); 0 inside an outer run, which sends it.
+ * Return: as srdma_batch_flush() or srdma_train_flush(); 0 inside an
+ * outer run, which sends them.
  */
 int srdma_batch_end(struct srdma_qp *qp, bool outer)
 {
+	int err;
+
 	lockdep_assert_held(&qp->lock);
 	if (outer)
 		return 0;
 	qp->batching = false;
-	return srdma_batch_flush(qp);
+	qp->training = false;
+	err = srdma_train_flush(qp);
+	return srdma_batch_flush(qp) ?: err;
 }
 
 /* A new batch, its area reserved, none of it used. */

@@ -340,6 +340,7 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_CREDIT_WAIT].name = "tx_credit_waits",
 	[SRDMA_CNT_TX_BATCH].name = "tx_local_batches",
 	[SRDMA_CNT_CWND_HOLDS].name = "cwnd_delay_holds",
+	[SRDMA_CNT_TX_TRAINS].name = "tx_trains",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
