@@ -840,7 +840,8 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
  * Packet trains. Towards another host, each packet down the IP stack costs
  * a route, the netfilter hooks, the qdisc and, at the device, a doorbell
  * (under emulation a VM exit, the largest share of the sender's time per
- * packet). A TCP sender pays them once per 64 KiB through GSO. A run's
+ * packet). A TCP sender pays the stack once per GSO packet, and shares
+ * doorbells where its queue backs up (the qdisc's bulk dequeue). A run's
  * wire packets do the same: gathered in a train, they go down the stack as
  * one UDP GSO packet of the fraglist kind (SKB_GSO_FRAGLIST, as UDP GRO
  * makes when forwarding), which the device's transmit path splits back
