@@ -762,16 +762,30 @@ static void srdma_push_ipv6(const struct srdma_av *av, struct sk_buff *skb,
 	skb->protocol = htons(ETH_P_IPV6);
 }
 
-/* Onto the wire: fill in the ICRC and send @skb down the IP stack. */
-static int srdma_ip_out(struct net *net, struct sk_buff *skb, bool ipv6)
+/*
+ * Onto the wire: send @skb, its ICRCs computed, down the IP stack, and
+ * count its @n packets as sent or, if the stack dropped it, as errors.
+ * Return: 0 or -EIO.
+ */
+static int srdma_wire_out(struct srdma_dev *sdev, struct net *net,
+			  struct sk_buff *skb, bool ipv6, u32 n)
 {
-	srdma_icrc_generate(skb, ipv6);
+	int err;
+
 	if (!ipv6) {
 		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
-		return ip_local_out(net, NULL, skb);
+		err = ip_local_out(net, NULL, skb);
+	} else {
+		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+		err = ip6_local_out(net, NULL, skb);
 	}
-	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
-	return ip6_local_out(net, NULL, skb);
+	/* net_xmit_eval() evaluates its argument twice. */
+	if (unlikely(net_xmit_eval(err))) {
+		srdma_count_add(sdev, SRDMA_CNT_TX_ERR, n);
+		return -EIO;
+	}
+	srdma_count_add(sdev, SRDMA_CNT_TX_PKTS, n);
+	return 0;
 }
 
 /*
@@ -808,29 +822,23 @@ static int srdma_xmit_dst(struct srdma_qp *qp, const struct srdma_av *av,
 	struct net *net = dev_net(sdev->ndev);
 	bool local = dst->dev->flags & IFF_LOOPBACK;
 	u32 npkts = srdma_loop_pkts(skb);
-	int err;
 
 	srdma_push_hdrs(qp, av, net, dst, skb, false);
 
-	if (local) {
-		/*
-		 * ip_local_out() would set the checksum; a UD receiver hands
-		 * the header to its consumer in the GRH area, where
-		 * ibv_init_ah_from_wc() tells IPv4 from IPv6 by it.
-		 */
-		if (!av->ipv6)
-			ip_send_check(ip_hdr(skb));
-		if (srdma_loop_xmit(qp, net, skb)) {
-			srdma_count_add(sdev, SRDMA_CNT_TX_ERR, npkts);
-			return -ENOBUFS;
-		}
-	} else {
-		/* net_xmit_eval() evaluates its argument twice. */
-		err = srdma_ip_out(net, skb, av->ipv6);
-		if (unlikely(net_xmit_eval(err))) {
-			srdma_count(sdev, SRDMA_CNT_TX_ERR);
-			return -EIO;
-		}
+	if (!local) {
+		srdma_icrc_generate(skb, av->ipv6);
+		return srdma_wire_out(sdev, net, skb, av->ipv6, npkts);
+	}
+	/*
+	 * ip_local_out() would set the checksum; a UD receiver hands the
+	 * header to its consumer in the GRH area, where
+	 * ibv_init_ah_from_wc() tells IPv4 from IPv6 by it.
+	 */
+	if (!av->ipv6)
+		ip_send_check(ip_hdr(skb));
+	if (srdma_loop_xmit(qp, net, skb)) {
+		srdma_count_add(sdev, SRDMA_CNT_TX_ERR, npkts);
+		return -ENOBUFS;
 	}
 	srdma_count_add(sdev, SRDMA_CNT_TX_PKTS, npkts);
 	return 0;
@@ -887,22 +895,6 @@ static bool srdma_train_dev(const struct net_device *dev)
 	       !(READ_ONCE(dev->features) & NETIF_F_GSO_FRAGLIST);
 }
 
-/* Send @skb alone, as srdma_xmit_dst() does, its headers pushed already. */
-static int srdma_train_one(struct srdma_qp *qp, struct sk_buff *skb)
-{
-	struct net *net = dev_net(qp->sdev->ndev);
-	int err;
-
-	lockdep_assert_held(&qp->lock);
-	err = srdma_ip_out(net, skb, qp->av.ipv6);
-	if (unlikely(net_xmit_eval(err))) {
-		srdma_count(qp->sdev, SRDMA_CNT_TX_ERR);
-		return -EIO;
-	}
-	srdma_count(qp->sdev, SRDMA_CNT_TX_PKTS);
-	return 0;
-}
-
 /**
  * srdma_train_flush() - send the QP's train, if it has one
  * @qp: the QP
@@ -929,12 +921,6 @@ static int srdma_train_flush(struct srdma_qp *qp)
 	qp->train_tail = NULL;
 	qp->train_n = 0;
 	qp->train_len = 0;
-	if (!head->next) {
-		if (!ipv6)
-			__ip_select_ident(dev_net(qp->sdev->ndev),
-					  ip_hdr(head), 1);
-		return srdma_train_one(qp, head);
-	}
 
 	net = dev_net(qp->sdev->ndev);
 	if (!ipv6) {
@@ -947,6 +933,8 @@ static int srdma_train_flush(struct srdma_qp *qp)
 			ip_hdr(seg)->id = htons(id + i);
 		srdma_icrc_generate(seg, ipv6);
 	}
+	if (n == 1)
+		return srdma_wire_out(qp->sdev, net, head, ipv6, 1);
 
 	/*
 	 * The rest hang on the first's frag_list, each from its UDP payload
@@ -970,20 +958,10 @@ static int srdma_train_flush(struct srdma_qp *qp)
 	uh->len = htons(head->len - skb_transport_offset(head));
 	/* No checksum to fill in: UDP's is zero, the ICRC's are done. */
 	head->ip_summed = CHECKSUM_UNNECESSARY;
-	if (!ipv6) {
-		memset(IPCB(head), 0, sizeof(*IPCB(head)));
-		err = ip_local_out(net, NULL, head);
-	} else {
-		memset(IP6CB(head), 0, sizeof(*IP6CB(head)));
-		err = ip6_local_out(net, NULL, head);
-	}
-	if (unlikely(net_xmit_eval(err))) {
-		srdma_count_add(qp->sdev, SRDMA_CNT_TX_ERR, n);
-		return -EIO;
-	}
-	srdma_count_add(qp->sdev, SRDMA_CNT_TX_PKTS, n);
-	srdma_count(qp->sdev, SRDMA_CNT_TX_TRAINS);
-	return 0;
+	err = srdma_wire_out(qp->sdev, net, head, ipv6, n);
+	if (!err)
+		srdma_count(qp->sdev, SRDMA_CNT_TX_TRAINS);
+	return err;
 }
 
 /*
