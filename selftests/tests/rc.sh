@@ -134,39 +134,6 @@ test_perftest_bw() {
 	perf_pair ib_read_bw -s 65536 -n 100 || return 1
 }
 
-# READ responses (and ODP faults) run on the srdma workqueue at high
-# priority, so that a process busy polling on the responder's CPU does
-# not starve them (architecture.rst): its nice value is -20, and an
-# administrator may change it through sysfs (WQ_SYSFS). READs of every
-# size verify at either value with a nice-0 busy loop on every CPU.
-test_read_work_priority() {
-	local wq=/sys/devices/virtual/workqueue/srdma nice spid rc i hogs
-	setup_bound_veth || fail "link add"
-	[ "$(cat $wq/nice 2>&1)" = -20 ] ||
-		fail "srdma workqueue: nice '$(cat $wq/nice 2>&1)', want -20"
-	for nice in 0 -20; do
-		echo $nice > $wq/nice || fail "write nice $nice"
-		[ "$(cat $wq/nice)" = $nice ] ||
-			{ echo -20 > $wq/nice; fail "nice $nice not taken"; }
-		hogs=()
-		for ((i = 0; i < $(nproc); i++)); do
-			sh -c 'while :; do :; done' &
-			hogs+=($!)
-		done
-		srdma_xfer -d srdma0 > /tmp/server.log 2>&1 &
-		spid=$!
-		sleep 1
-		timeout 300 srdma_xfer -d srdma0 -t read 127.0.0.1
-		rc=$?
-		kill $spid "${hogs[@]}"
-		wait $spid "${hogs[@]}" 2>/dev/null
-		if [ $rc != 0 ]; then
-			echo -20 > $wq/nice
-			fail "READ with nice $nice"
-		fi
-	done
-}
-
 # Local delivery keeps each QP's packets in order and loses none, whichever
 # CPU sends them: a 1 MiB message opens the window wider than one
 # requester run's budget, so the rest leaves from send_work (any CPU)

@@ -31,8 +31,7 @@ static DEFINE_MUTEX(srdma_dev_mutex);
  * for the peer to finish reading its buffer), and the responses came out
  * in bursts a scheduler slice apart. Unbound, so that the scheduler may
  * place it on an idle CPU rather than where the requesting process polls
- * (architecture.rst). WQ_SYSFS: an administrator may set its nice value
- * and CPUs in /sys/devices/virtual/workqueue/srdma/.
+ * (architecture.rst).
  */
 struct workqueue_struct *srdma_wq;
 /*
@@ -325,8 +324,7 @@ static int __init srdma_init(void)
 	if (!srdma_tx_wq)
 		return -ENOMEM;
 	/* After srdma_tx_wq: its work may queue send_work. */
-	srdma_wq = alloc_workqueue("srdma", WQ_UNBOUND | WQ_HIGHPRI | WQ_SYSFS,
-				   0);
+	srdma_wq = alloc_workqueue("srdma", WQ_UNBOUND | WQ_HIGHPRI, 0);
 	if (!srdma_wq) {
 		err = -ENOMEM;
 		goto err_destroy_tx_wq;
