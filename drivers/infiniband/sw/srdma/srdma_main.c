@@ -23,16 +23,7 @@ MODULE_LICENSE("Dual BSD/GPL");
  */
 static DEFINE_MUTEX(srdma_dev_mutex);
 
-/*
- * Runs READ responses (read_work) and on-demand paging faults: work a
- * peer waits for, at high priority (WQ_HIGHPRI), as softirq work would
- * be. At normal priority the scheduler shares the CPU fairly between the
- * worker and a process busy polling its CQ there (an MPI rank waiting
- * for the peer to finish reading its buffer), and the responses came out
- * in bursts a scheduler slice apart. Unbound, so that the scheduler may
- * place it on an idle CPU rather than where the requesting process polls
- * (architecture.rst).
- */
+/* Runs READ responses and other deferred transport work. */
 struct workqueue_struct *srdma_wq;
 /*
  * Runs requesters (send_work) at high priority, each QP's on its own CPU
@@ -324,7 +315,7 @@ static int __init srdma_init(void)
 	if (!srdma_tx_wq)
 		return -ENOMEM;
 	/* After srdma_tx_wq: its work may queue send_work. */
-	srdma_wq = alloc_workqueue("srdma", WQ_UNBOUND | WQ_HIGHPRI, 0);
+	srdma_wq = alloc_workqueue("srdma", WQ_UNBOUND, 0);
 	if (!srdma_wq) {
 		err = -ENOMEM;
 		goto err_destroy_tx_wq;
