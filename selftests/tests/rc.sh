@@ -134,6 +134,48 @@ test_perftest_bw() {
 	perf_pair ib_read_bw -s 65536 -n 100 || return 1
 }
 
+# The READ responder's work runs where its QP's requester does: on the
+# high-priority srdma_tx workqueue, on the QP's CPU (qp->tx_cpu), never on
+# an unbound worker (a CPU-bound process on the responder shared the CPU
+# with a nice-0 one, and a veth reorders packets sent from two CPUs); and
+# a run sends at most SRDMA_READ_BUDGET (64) responses, then queues itself
+# again and goes on where it stopped. 50 READs of 1 MiB (1,024 responses
+# each) must queue it at least 50 * 15 times, every time on srdma_tx and
+# one CPU. srdma_xfer then checks the bytes and completions of READs
+# long enough to stop and go on several times.
+test_read_work_cpu() {
+	local T=/sys/kernel/tracing ev n bad cpus
+	setup_bound_veth || fail "link add"
+	mountpoint -q $T || mount -t tracefs none $T || return 4
+	ev=$T/events/workqueue/workqueue_queue_work
+	[ -e "$ev/enable" ] || return 4
+	echo 0 > $T/tracing_on
+	echo 20000 > $T/buffer_size_kb
+	: > $T/trace
+	echo 1 > "$ev/enable"
+	echo 1 > $T/tracing_on
+	perf_pair ib_read_bw -s 1048576 -n 50 || return 1
+	echo 0 > $T/tracing_on
+	echo 0 > "$ev/enable"
+	grep 'function=srdma_read_work' $T/trace > /tmp/read_work.trace
+	: > $T/trace
+	n=$(wc -l < /tmp/read_work.trace)
+	bad=$(grep -vc 'workqueue=srdma_tx ' /tmp/read_work.trace)
+	cpus=$(grep -oE 'req_cpu=[0-9]+' /tmp/read_work.trace | sort -u |
+		tr '\n' ' ')
+	echo "# read_work queued $n times, $bad not on srdma_tx, $cpus"
+	[ "$n" -ge $((50 * 15)) ] ||
+		fail "read_work queued $n times for 50 READs of 1,024 responses"
+	[ "$bad" = 0 ] || fail "read_work on $(grep -v 'workqueue=srdma_tx ' \
+		/tmp/read_work.trace | head -1)"
+	[ "$(echo "$cpus" | wc -w)" = 1 ] &&
+		[ "$cpus" != "req_cpu=8192 " ] ||
+		fail "read_work queued for $cpus"
+	[ "$(counter nak_sent)" = 0 ] && [ "$(counter rx_out_of_sequence)" = 0 ] ||
+		fail "nak_sent $(counter nak_sent), rx_out_of_sequence $(counter rx_out_of_sequence)"
+	xfer_data_cases || { cat /tmp/server.log; fail "srdma_xfer"; }
+}
+
 # Local delivery keeps each QP's packets in order and loses none, whichever
 # CPU sends them: a 1 MiB message opens the window wider than one
 # requester run's budget, so the rest leaves from send_work (any CPU)

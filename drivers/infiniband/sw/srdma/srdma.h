@@ -829,6 +829,13 @@ struct srdma_qp {
 	u8 rd_fault_tries;
 	bool rd_fault_at;
 	/*
+	 * Where the read work stopped at the end of its budget (byte
+	 * rd_next_off of the READ at rd_cons), to go on there in its next
+	 * run. Valid while rd_next_at, cleared with rd_fault_at.
+	 */
+	bool rd_next_at;
+	u32 rd_next_off;
+	/*
 	 * An ACK waits for the READ responses queued before it: sent by
 	 * the read work once they are out (srdma_send_ack_ok()), for the
 	 * PSN and with the MSN it had when it was due.
@@ -1263,6 +1270,15 @@ extern struct workqueue_struct *srdma_tx_wq;
 static inline void srdma_queue_send_work(struct srdma_qp *qp)
 {
 	queue_work_on(qp->tx_cpu, srdma_tx_wq, &qp->send_work);
+}
+
+/*
+ * The QP's READ responder work: on the same CPU and high-priority queue,
+ * the sender of the READ responses as send_work is of the requests.
+ */
+static inline void srdma_queue_read_work(struct srdma_qp *qp)
+{
+	queue_work_on(qp->tx_cpu, srdma_tx_wq, &qp->read_work);
 }
 
 /* srdma_recv.c */

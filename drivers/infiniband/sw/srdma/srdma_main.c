@@ -23,14 +23,16 @@ MODULE_LICENSE("Dual BSD/GPL");
  */
 static DEFINE_MUTEX(srdma_dev_mutex);
 
-/* Runs READ responses and other deferred transport work. */
+/* Runs on-demand paging faults and other deferred transport work. */
 struct workqueue_struct *srdma_wq;
 /*
  * Runs requesters (send_work) at high priority, each QP's on its own CPU
  * (srdma_queue_send_work(); bound, not WQ_UNBOUND: see qp->tx_cpu): what
  * one run left over, what was posted with IRQs off, and, towards another
- * host, the runs an ACK or the pace timer starts (srdma_req_kick()). A
- * run sends a budget of packets, then queues itself again.
+ * host, the runs an ACK or the pace timer starts (srdma_req_kick()). And
+ * the READ responders (read_work), on the same CPU: a READ's responses
+ * are its responder's sends. A run of either sends a budget of packets,
+ * then queues itself again.
  */
 struct workqueue_struct *srdma_tx_wq;
 static LIST_HEAD(srdma_dev_list);

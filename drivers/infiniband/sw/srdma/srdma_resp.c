@@ -811,6 +811,7 @@ void srdma_rd_queue_reset(struct srdma_qp *qp)
 	qp->rd_cons = 0;
 	qp->rd_gen++;
 	qp->rd_fault_at = false;
+	qp->rd_next_at = false;
 	qp->ack_deferred = false;
 }
 
@@ -842,6 +843,7 @@ static void srdma_rd_queue_pop(struct srdma_qp *qp, u32 gen)
 	if (qp->rd_gen == gen && srdma_rd_queued(qp)) {
 		qp->rd_cons++;
 		qp->rd_fault_at = false;	/* where it stopped */
+		qp->rd_next_at = false;
 	}
 }
 
@@ -1015,7 +1017,7 @@ static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job,
 			 * sent goes again, a duplicate to the requester).
 			 */
 			qp->rd_prod++;
-			queue_work(srdma_wq, &qp->read_work);
+			srdma_queue_read_work(qp);
 			return 0;
 		}
 		if (err == -EACCES) {
@@ -1077,7 +1079,7 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	    srdma_npkts(job->len, job->mtu) <= SRDMA_READ_INLINE_PKTS)
 		return srdma_resp_read_now(qp, job, pkt);
 	qp->rd_prod++;
-	queue_work(srdma_wq, &qp->read_work);
+	srdma_queue_read_work(qp);
 	return 0;
 }
 
@@ -1124,7 +1126,7 @@ static int srdma_atomic_reply(struct srdma_qp *qp,
 	if (srdma_rd_queued(qp) >= srdma_rd_queue_max(qp))
 		return -EBUSY;
 	qp->rd_jobs[qp->rd_prod++ & qp->rd_mask] = *job;
-	queue_work(srdma_wq, &qp->read_work);
+	srdma_queue_read_work(qp);
 	return 0;
 }
 
@@ -1574,6 +1576,13 @@ static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,
 #define SRDMA_READ_ODP_TRIES	32
 /* READ responses the read work sends per hold of the QP lock. */
 #define SRDMA_READ_BURST	16
+/*
+ * READ responses one run of the read work sends before it queues itself
+ * again, behind the other work of its CPU (as SRDMA_RC_BUDGET).
+ */
+#define SRDMA_READ_BUDGET	64
+/* How long the read work sleeps for deferred network softirq work. */
+#define SRDMA_READ_YIELD_US	50
 /* How much of a READ the read work faults in at a time. */
 #define SRDMA_READ_ODP_SPAN	SZ_1M
 
@@ -1640,12 +1649,35 @@ void srdma_read_kick(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
 	if (srdma_qp_rq_running(qp) && srdma_rd_queued(qp))
-		queue_work(srdma_wq, &qp->read_work);
+		srdma_queue_read_work(qp);
+}
+
+/*
+ * Give the CPU up between bursts of READ responses, unlocked. The read
+ * work runs at high priority, and softirq work that local_bh_enable()
+ * leaves to a runnable ksoftirqd (nice 0; Linux before 6.5 does) waits
+ * for it: the responses a veth queues on this CPU's backlog, or a NIC's
+ * transmit completions, pile up and are dropped. Nothing else holds READ
+ * responses back (no window): while this CPU's network softirq work
+ * waits, sleep, so that ksoftirqd runs.
+ */
+static void srdma_read_yield(void)
+{
+	unsigned long pending;
+
+	preempt_disable();
+	pending = local_softirq_pending();
+	preempt_enable();
+	if (pending & (BIT(NET_RX_SOFTIRQ) | BIT(NET_TX_SOFTIRQ)))
+		usleep_range(SRDMA_READ_YIELD_US, 2 * SRDMA_READ_YIELD_US);
+	else
+		cond_resched();
 }
 
 /*
  * Where the read work starts READ @job at rd_cons: where it stopped for a
- * fault, else at its first byte. QP lock held.
+ * fault or at the end of its last run's budget, else at its first byte.
+ * QP lock held.
  */
 static u32 srdma_read_resume(struct srdma_qp *qp,
 			     const struct srdma_read_job *job)
@@ -1653,6 +1685,9 @@ static u32 srdma_read_resume(struct srdma_qp *qp,
 	if (qp->rd_fault_at && qp->rd_fault_off < job->len &&
 	    !(qp->rd_fault_off % job->mtu))
 		return qp->rd_fault_off;
+	if (qp->rd_next_at && qp->rd_next_off < job->len &&
+	    !(qp->rd_next_off % job->mtu))
+		return qp->rd_next_off;
 	return 0;
 }
 
@@ -1661,26 +1696,33 @@ static u32 srdma_read_resume(struct srdma_qp *qp,
  * @work: the QP's read_work
  *
  * SRDMA_READ_BURST packets at a time under the QP lock (one local
- * delivery batch), giving the CPU up in between. On-demand pages not
+ * delivery batch), giving the CPU up in between, and SRDMA_READ_BUDGET a
+ * run: then it queues itself again, to go on where it stopped (rd_next_off)
+ * after the other work of its CPU. On-demand pages not
  * present stop it until their fault is done (srdma_read_fault()).
  * Stops as soon as the queue is reset (flush, RESET, a new
  * max_dest_rd_atomic, a READ asked again) or the QP leaves the states that
  * answer requests, so nothing of an old READ is ever sent after that, nor
  * to a new peer.
  *
- * Context: process context (srdma_wq); takes the QP lock.
+ * Context: process context (srdma_tx_wq, on qp->tx_cpu); takes the QP
+ * lock.
  */
 void srdma_read_work(struct work_struct *work)
 {
 	struct srdma_qp *qp = container_of(work, struct srdma_qp, read_work);
 	struct srdma_read_job job;
-	u32 off, npkts, msn, gen, burst = 0;
-	bool outer;
+	u32 off, npkts, msn, gen, burst = 0, sent = 0;
+	bool outer, again = false;
 	int err;
 
 	spin_lock_bh(&qp->lock);
 	outer = srdma_batch_begin(qp);
 	while (srdma_qp_rq_running(qp) && srdma_rd_queued(qp)) {
+		if (sent >= SRDMA_READ_BUDGET) {
+			again = true;
+			goto out_stop;
+		}
 		job = qp->rd_jobs[qp->rd_cons & qp->rd_mask];
 		msn = qp->msn;
 		gen = qp->rd_gen;
@@ -1706,6 +1748,7 @@ void srdma_read_work(struct work_struct *work)
 					srdma_rd_queue_pop(qp, gen);
 				break;
 			}
+			sent++;
 			if (job.len - off <= job.mtu) {
 				/*
 				 * Retire it before the lock is dropped: the
@@ -1715,13 +1758,21 @@ void srdma_read_work(struct work_struct *work)
 				srdma_rd_queue_pop(qp, gen);
 				break;
 			}
+			if (sent >= SRDMA_READ_BUDGET) {
+				/* The rest in the next run, from here. */
+				qp->rd_next_off = off + job.mtu;
+				qp->rd_next_at = true;
+				qp->rd_fault_at = false;
+				again = true;
+				goto out_stop;
+			}
 			/* A batch's worth at a time under the lock. */
 			if (++burst < SRDMA_READ_BURST)
 				continue;
 			burst = 0;
 			srdma_batch_end(qp, outer);
 			spin_unlock_bh(&qp->lock);
-			cond_resched();
+			srdma_read_yield();
 			spin_lock_bh(&qp->lock);
 			outer = srdma_batch_begin(qp);
 			if (qp->rd_gen != gen || !srdma_qp_rq_running(qp))
@@ -1738,6 +1789,10 @@ void srdma_read_work(struct work_struct *work)
 out_stop:
 	srdma_batch_end(qp, outer);
 	spin_unlock_bh(&qp->lock);
+	if (again) {
+		srdma_read_yield();
+		srdma_queue_read_work(qp);
+	}
 }
 
 /*
