@@ -171,6 +171,9 @@ class Wire:
             pkt["msn"] = struct.unpack(">I", d[12:16])[0] & 0xffffff
         if pkt["op"] == OP["ATOMIC_ACK"] and len(d) >= 24:
             pkt["orig"] = struct.unpack(">Q", d[16:24])[0]
+        if pkt["op"] in READ_RESP:  # the payload: after any AETH, to the pad
+            pkt["data"] = d[12 + (4 if "syn" in pkt else 0):
+                            len(d) - 4 - ((d[1] >> 4) & 3)]
         return pkt
 
     def expect_ack(self, psn, timeout=5.0):
@@ -465,6 +468,91 @@ def t_send_stall(t, w):
     wcs = t.poll()
     if [(c["wr_id"], c["status"]) for c in wcs] != want:
         fail("SEND posted with no route: completions %s, want %s" % (wcs, want))
+
+
+FILL_MAGIC = 0x5352444d00000000
+TRACE = "/sys/kernel/tracing"
+QUEUE_EV = TRACE + "/events/workqueue/workqueue_queue_work/enable"
+
+
+def filled(off, n):
+    """The bytes [off, off + n) of the target's MR after "fill"."""
+    return struct.pack("<%dQ" % (n // 8),
+                       *(o ^ FILL_MAGIC for o in range(off, off + n, 8)))
+
+
+def trace_queue_work(on):
+    """Trace (True) or stop tracing and return what was queued."""
+    if on:
+        if not os.path.ismount(TRACE):
+            subprocess.check_call(["mount", "-t", "tracefs", "none", TRACE])
+        for f, v in (("tracing_on", "0"), ("buffer_size_kb", "4096"),
+                     ("trace", ""), (QUEUE_EV[len(TRACE) + 1:], "1"),
+                     ("tracing_on", "1")):
+            with open(TRACE + "/" + f, "w") as fh:
+                fh.write(v)
+        return None
+    for f in ("tracing_on", QUEUE_EV[len(TRACE) + 1:]):
+        with open(TRACE + "/" + f, "w") as fh:
+            fh.write("0")
+    with open(TRACE + "/trace") as fh:
+        lines = [x for x in fh if "function=srdma_read_work" in x]
+    with open(TRACE + "/trace", "w") as fh:
+        fh.write("")
+    return lines
+
+
+def t_read_budget(t, w):
+    """One READ of the whole 4 MiB MR (4096 responses, one request): the
+    read work sends SRDMA_READ_BUDGET (64) responses a run and queues
+    itself again, each time on the high-priority srdma_tx workqueue and
+    the QP's CPU, and goes on where it stopped: every response, in PSN
+    order, with the right opcode and the MR's bytes at its offset."""
+    if t.cmd("fill") != "ok":
+        fail("fill")
+    w.udp.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)     # SO_RCVBUFFORCE
+    n = t.len // MTU
+    trace_queue_work(True)
+    try:
+        w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey,
+               dmalen=t.len, ackreq=True)
+        got, end = [], time.time() + 60
+        while len(got) < n and time.time() < end:
+            q = w.recv(5.0)
+            if q is None:
+                break
+            got.append(q)
+    finally:
+        queued = trace_queue_work(False)
+    others = [q for q in got if q["op"] not in READ_RESP]
+    resp = [q for q in got if q["op"] in READ_RESP]
+    cpus = sorted(set(x.split("req_cpu=")[1].split()[0] for x in queued
+                      if "req_cpu=" in x))
+    print("# %d responses, %d other packets; read_work queued %d times, "
+          "%d not on srdma_tx, req_cpu %s" %
+          (len(resp), len(others), len(queued),
+           len([x for x in queued if "workqueue=srdma_tx " not in x]), cpus))
+    if others:
+        fail("other packets: %s" % others[:3])
+    if [q["psn"] for q in resp] != [RQ_PSN + i for i in range(n)]:
+        fail("responses not in PSN order, or missing: %d of %d" %
+             (len(resp), n))
+    want_op = [13] + [14] * (n - 2) + [15]
+    for i, q in enumerate(resp):
+        if q["op"] != want_op[i] or q["data"] != filled(i * MTU, MTU):
+            fail("response %d: opcode %d, %d bytes, data %s" %
+                 (i, q["op"], len(q["data"]),
+                  "right" if q["data"] == filled(i * MTU, MTU) else "wrong"))
+    # Queued once by the request, then again after every budget.
+    if len(queued) < n // 64:
+        fail("read_work queued %d times for %d responses: no budget?" %
+             (len(queued), n))
+    if any("workqueue=srdma_tx " not in x for x in queued):
+        fail("read_work queued elsewhere: %s" %
+             [x for x in queued if "workqueue=srdma_tx " not in x][0])
+    if len(cpus) != 1 or int(cpus[0]) >= os.cpu_count():
+        fail("read_work queued for CPUs %s" % cpus)
+    expect_state(t, QPS_RTS)
 
 
 def t_nak_blame(t, w):

@@ -23,6 +23,8 @@
  *                    wc_flags src_qp qp_num
  *   state            the QP state and the async events seen so far
  *   dump OFF LEN     the MR bytes [OFF, OFF+LEN) in hex
+ *   fill             each 8-byte word of the MR: its offset XOR
+ *                    FILL_MAGIC, little endian
  *   dereg            deregister the MR
  *   reuse KEY        register 4 KiB MRs at the old MR's iova until one
  *                    gets rkey KEY (a reused key), keep it: "ok" or "fail"
@@ -32,6 +34,7 @@
  *   quit
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -262,6 +265,19 @@ static void cmd_dump(unsigned int off, unsigned int len)
 	printf("\n");
 }
 
+#define FILL_MAGIC	0x5352444d00000000ull
+
+static void cmd_fill(void)
+{
+	uint64_t off, v;
+
+	for (off = 0; off < MR_LEN; off += 8) {
+		v = htole64(off ^ FILL_MAGIC);
+		memcpy(buf + off, &v, 8);
+	}
+	printf("ok\n");
+}
+
 static void cmd_reuse(uint32_t key)
 {
 	struct ibv_mr *m;
@@ -352,6 +368,8 @@ int main(int argc, char **argv)
 			cmd_state();
 		} else if (sscanf(line, "dump %u %u", &n1, &n2) == 2) {
 			cmd_dump(n1, n2);
+		} else if (!strncmp(line, "fill", 4)) {
+			cmd_fill();
 		} else if (!strncmp(line, "dereg", 5)) {
 			printf(ibv_dereg_mr(mr) ? "fail\n" : "ok\n");
 			mr = NULL;

@@ -50,6 +50,7 @@ test_hostile_dup_read_amplify() { hostile dup_read_amplify; }
 test_hostile_send_stall() { hostile send_stall; }
 test_hostile_nak_blame() { hostile nak_blame; }
 test_hostile_dup_read_valid() { hostile dup_read_valid; }
+test_hostile_read_budget() { hostile read_budget; }
 test_hostile_dup_reads_fill() { hostile dup_reads_fill; }
 test_hostile_dup_reads_fill_atomic() { hostile dup_reads_fill_atomic; }
 test_hostile_dup_read_gone() { hostile dup_read_gone; }

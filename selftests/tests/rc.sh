@@ -137,20 +137,20 @@ test_perftest_bw() {
 # The READ responder's work runs where its QP's requester does: on the
 # high-priority srdma_tx workqueue, on the QP's CPU (qp->tx_cpu), never on
 # an unbound worker (a CPU-bound process on the responder shared the CPU
-# with a nice-0 one, and a veth reorders packets sent from two CPUs); and
-# a run sends at most SRDMA_READ_BUDGET (64) responses, then queues itself
-# again and goes on where it stopped. 50 READs of 1 MiB (1,024 responses
-# each) must queue it at least 50 * 15 times, every time on srdma_tx and
-# one CPU. srdma_xfer then checks the bytes and completions of READs
-# long enough to stop and go on several times.
+# with a nice-0 one, and a veth reorders packets sent from two CPUs).
+# 50 READs of 1 MiB (srdma's requester asks for 16 responses at a time):
+# every time the work is queued, on srdma_tx and one CPU, below nproc.
+# hostile.sh's read_budget covers one READ request longer than a run's
+# budget.
 test_read_work_cpu() {
 	local T=/sys/kernel/tracing ev n bad cpus
 	setup_bound_veth || fail "link add"
 	mountpoint -q $T || mount -t tracefs none $T || return 4
 	ev=$T/events/workqueue/workqueue_queue_work
 	[ -e "$ev/enable" ] || return 4
+	trap 'echo 0 > $T/tracing_on; echo 0 > $ev/enable' EXIT
 	echo 0 > $T/tracing_on
-	echo 20000 > $T/buffer_size_kb
+	echo 4096 > $T/buffer_size_kb
 	: > $T/trace
 	echo 1 > "$ev/enable"
 	echo 1 > $T/tracing_on
@@ -162,15 +162,13 @@ test_read_work_cpu() {
 	n=$(wc -l < /tmp/read_work.trace)
 	bad=$(grep -vc 'workqueue=srdma_tx ' /tmp/read_work.trace)
 	cpus=$(grep -oE 'req_cpu=[0-9]+' /tmp/read_work.trace | sort -u |
-		tr '\n' ' ')
-	echo "# read_work queued $n times, $bad not on srdma_tx, $cpus"
-	[ "$n" -ge $((50 * 15)) ] ||
-		fail "read_work queued $n times for 50 READs of 1,024 responses"
+		cut -d= -f2)
+	echo "# read_work queued $n times, $bad not on srdma_tx, CPUs" $cpus
+	[ "$n" -ge 50 ] || fail "read_work queued $n times for 50 READs of 1 MiB"
 	[ "$bad" = 0 ] || fail "read_work on $(grep -v 'workqueue=srdma_tx ' \
 		/tmp/read_work.trace | head -1)"
-	[ "$(echo "$cpus" | wc -w)" = 1 ] &&
-		[ "$cpus" != "req_cpu=8192 " ] ||
-		fail "read_work queued for $cpus"
+	[ "$(echo $cpus | wc -w)" = 1 ] && [ "$cpus" -lt "$(nproc)" ] ||
+		fail "read_work queued for CPUs" $cpus
 	[ "$(counter nak_sent)" = 0 ] && [ "$(counter rx_out_of_sequence)" = 0 ] ||
 		fail "nak_sent $(counter nak_sent), rx_out_of_sequence $(counter rx_out_of_sequence)"
 	xfer_data_cases || { cat /tmp/server.log; fail "srdma_xfer"; }

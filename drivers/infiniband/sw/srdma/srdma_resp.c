@@ -1581,7 +1581,7 @@ static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,
  * again, behind the other work of its CPU (as SRDMA_RC_BUDGET).
  */
 #define SRDMA_READ_BUDGET	64
-/* How long the read work sleeps for deferred network softirq work. */
+/* How long the read work sleeps for softirq work left to ksoftirqd. */
 #define SRDMA_READ_YIELD_US	50
 /* How much of a READ the read work faults in at a time. */
 #define SRDMA_READ_ODP_SPAN	SZ_1M
@@ -1657,9 +1657,10 @@ void srdma_read_kick(struct srdma_qp *qp)
  * work runs at high priority, and softirq work that local_bh_enable()
  * leaves to a runnable ksoftirqd (nice 0; Linux before 6.5 does) waits
  * for it: the responses a veth queues on this CPU's backlog, or a NIC's
- * transmit completions, pile up and are dropped. Nothing else holds READ
- * responses back (no window): while this CPU's network softirq work
- * waits, sleep, so that ksoftirqd runs.
+ * transmit completions, pile up and are dropped, and timers (the QP's
+ * own retransmit and pace timers among them) are late. Nothing else holds
+ * READ responses back (no window): while softirq work of this CPU waits,
+ * sleep, so that ksoftirqd runs.
  */
 static void srdma_read_yield(void)
 {
@@ -1668,7 +1669,7 @@ static void srdma_read_yield(void)
 	preempt_disable();
 	pending = local_softirq_pending();
 	preempt_enable();
-	if (pending & (BIT(NET_RX_SOFTIRQ) | BIT(NET_TX_SOFTIRQ)))
+	if (pending)
 		usleep_range(SRDMA_READ_YIELD_US, 2 * SRDMA_READ_YIELD_US);
 	else
 		cond_resched();
