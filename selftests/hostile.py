@@ -503,55 +503,67 @@ def trace_queue_work(on):
 
 
 def t_read_budget(t, w):
-    """One READ of the whole 4 MiB MR (4096 responses, one request): the
-    read work sends SRDMA_READ_BUDGET (64) responses a run and queues
-    itself again, each time on the high-priority srdma_tx workqueue and
-    the QP's CPU, and goes on where it stopped: every response, in PSN
-    order, with the right opcode and the MR's bytes at its offset."""
+    """Three READs of the whole 4 MiB MR back to back (4096 responses
+    each, one request each): the read work sends SRDMA_READ_BUDGET (64)
+    responses a run and queues itself again, each time on the
+    high-priority srdma_tx workqueue and the QP's CPU, and goes on where it
+    stopped: every response, in PSN order, with the right opcode and the
+    MR's bytes at its offset. Sending for longer than its slice (19 ms)
+    without a break, it rests (read_work_rests)."""
     if t.cmd("fill") != "ok":
         fail("fill")
     w.udp.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)     # SO_RCVBUFFORCE
-    n = t.len // MTU
+    n, reads = t.len // MTU, 3
+    r0 = hw_counter("read_work_rests")
     trace_queue_work(True)
     try:
-        w.send(OP["READ_REQ"], RQ_PSN, va=t.addr, rkey=t.rkey,
-               dmalen=t.len, ackreq=True)
+        t0 = time.time()
+        for i in range(reads):
+            w.send(OP["READ_REQ"], RQ_PSN + i * n, va=t.addr, rkey=t.rkey,
+                   dmalen=t.len, ackreq=True)
         got, end = [], time.time() + 60
-        while len(got) < n and time.time() < end:
+        while len(got) < reads * n and time.time() < end:
             q = w.recv(5.0)
             if q is None:
                 break
             got.append(q)
+        took = time.time() - t0
     finally:
         queued = trace_queue_work(False)
+    rests = hw_counter("read_work_rests") - r0
     others = [q for q in got if q["op"] not in READ_RESP]
     resp = [q for q in got if q["op"] in READ_RESP]
     cpus = sorted(set(x.split("req_cpu=")[1].split()[0] for x in queued
                       if "req_cpu=" in x))
-    print("# %d responses, %d other packets; read_work queued %d times, "
-          "%d not on srdma_tx, req_cpu %s" %
-          (len(resp), len(others), len(queued),
-           len([x for x in queued if "workqueue=srdma_tx " not in x]), cpus))
+    print("# %d responses in %.0f ms, %d other packets; read_work queued %d "
+          "times, %d not on srdma_tx, req_cpu %s; read_work_rests +%d" %
+          (len(resp), took * 1000, len(others), len(queued),
+           len([x for x in queued if "workqueue=srdma_tx " not in x]), cpus,
+           rests))
     if others:
         fail("other packets: %s" % others[:3])
-    if [q["psn"] for q in resp] != [RQ_PSN + i for i in range(n)]:
+    if [q["psn"] for q in resp] != [RQ_PSN + i for i in range(reads * n)]:
         fail("responses not in PSN order, or missing: %d of %d" %
-             (len(resp), n))
-    want_op = [13] + [14] * (n - 2) + [15]
+             (len(resp), reads * n))
+    want_op = ([13] + [14] * (n - 2) + [15]) * reads
     for i, q in enumerate(resp):
-        if q["op"] != want_op[i] or q["data"] != filled(i * MTU, MTU):
+        want = filled(i % n * MTU, MTU)
+        if q["op"] != want_op[i] or q["data"] != want:
             fail("response %d: opcode %d, %d bytes, data %s" %
                  (i, q["op"], len(q["data"]),
-                  "right" if q["data"] == filled(i * MTU, MTU) else "wrong"))
-    # Queued once by the request, then again after every budget.
-    if len(queued) < n // 64:
+                  "right" if q["data"] == want else "wrong"))
+    # Queued by the first request, then again after every budget.
+    if len(queued) < reads * n // 64:
         fail("read_work queued %d times for %d responses: no budget?" %
-             (len(queued), n))
+             (len(queued), reads * n))
     if any("workqueue=srdma_tx " not in x for x in queued):
         fail("read_work queued elsewhere: %s" %
              [x for x in queued if "workqueue=srdma_tx " not in x][0])
     if len(cpus) != 1 or int(cpus[0]) >= os.cpu_count():
         fail("read_work queued for CPUs %s" % cpus)
+    if rests < 1:
+        fail("%d responses in %.0f ms and the read work never rested" %
+             (len(resp), took * 1000))
     expect_state(t, QPS_RTS)
 
 

@@ -212,6 +212,7 @@ enum srdma_counter {
 	SRDMA_CNT_TX_BATCH,		/* local delivery batches queued */
 	SRDMA_CNT_CWND_HOLDS,		/* ACKs that did not grow the window */
 	SRDMA_CNT_TX_TRAINS,		/* packet trains sent as one GSO skb */
+	SRDMA_CNT_READ_RESTS,		/* read work rested after its slice */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -835,6 +836,13 @@ struct srdma_qp {
 	 */
 	bool rd_next_at;
 	u32 rd_next_off;
+	/*
+	 * The read work's own (it never runs twice at once): whether its
+	 * last run queued it again at once (rd_busy), and since when, in
+	 * local_clock() ns, it has sent without a rest (rd_busy_since).
+	 */
+	bool rd_busy;
+	u64 rd_busy_since;
 	/*
 	 * An ACK waits for the READ responses queued before it: sent by
 	 * the read work once they are out (srdma_send_ack_ok()), for the

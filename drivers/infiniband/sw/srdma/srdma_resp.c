@@ -7,6 +7,7 @@
  * packets. Atomics are carried out at once; their ACKs wait behind the
  * READ responses queued before them.
  */
+#include <linux/sched/clock.h>
 #include <linux/sizes.h>
 #include <linux/skbuff.h>
 #include <net/ip.h>
@@ -1583,6 +1584,13 @@ static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,
 #define SRDMA_READ_BUDGET	64
 /* How long the read work sleeps for softirq work left to ksoftirqd. */
 #define SRDMA_READ_YIELD_US	50
+/*
+ * How long the read work sends without a break at most, and then rests:
+ * the CPU's other tasks get about 5% of it, as real-time throttling
+ * leaves them by default (sched_rt_runtime_us, 950 ms a second).
+ */
+#define SRDMA_READ_SLICE_NS	(19 * NSEC_PER_MSEC)
+#define SRDMA_READ_REST_US	1000
 /* How much of a READ the read work faults in at a time. */
 #define SRDMA_READ_ODP_SPAN	SZ_1M
 
@@ -1660,12 +1668,20 @@ void srdma_read_kick(struct srdma_qp *qp)
  * transmit completions, pile up and are dropped, and timers (the QP's
  * own retransmit and pace timers among them) are late. Nothing else holds
  * READ responses back (no window): while softirq work of this CPU waits,
- * sleep, so that ksoftirqd runs.
+ * sleep, so that ksoftirqd runs. And a peer that keeps asking would keep
+ * it busy, a nice-0 task on its CPU getting about 1%: after
+ * SRDMA_READ_SLICE_NS of sending without a break it rests.
  */
-static void srdma_read_yield(void)
+static void srdma_read_yield(struct srdma_qp *qp)
 {
 	unsigned long pending;
 
+	if (local_clock() - qp->rd_busy_since > SRDMA_READ_SLICE_NS) {
+		srdma_count(qp->sdev, SRDMA_CNT_READ_RESTS);
+		usleep_range(SRDMA_READ_REST_US, SRDMA_READ_REST_US + 100);
+		qp->rd_busy_since = local_clock();
+		return;
+	}
 	preempt_disable();
 	pending = local_softirq_pending();
 	preempt_enable();
@@ -1717,6 +1733,9 @@ void srdma_read_work(struct work_struct *work)
 	bool outer, again = false;
 	int err;
 
+	/* Queued again at once by the last run: still busy since then. */
+	if (!qp->rd_busy)
+		qp->rd_busy_since = local_clock();
 	spin_lock_bh(&qp->lock);
 	outer = srdma_batch_begin(qp);
 	while (srdma_qp_rq_running(qp) && srdma_rd_queued(qp)) {
@@ -1773,7 +1792,7 @@ void srdma_read_work(struct work_struct *work)
 			burst = 0;
 			srdma_batch_end(qp, outer);
 			spin_unlock_bh(&qp->lock);
-			srdma_read_yield();
+			srdma_read_yield(qp);
 			spin_lock_bh(&qp->lock);
 			outer = srdma_batch_begin(qp);
 			if (qp->rd_gen != gen || !srdma_qp_rq_running(qp))
@@ -1790,8 +1809,9 @@ void srdma_read_work(struct work_struct *work)
 out_stop:
 	srdma_batch_end(qp, outer);
 	spin_unlock_bh(&qp->lock);
+	qp->rd_busy = again;
 	if (again) {
-		srdma_read_yield();
+		srdma_read_yield(qp);
 		srdma_queue_read_work(qp);
 	}
 }
