@@ -561,9 +561,15 @@ def t_read_budget(t, w):
              [x for x in queued if "workqueue=srdma_tx " not in x][0])
     if len(cpus) != 1 or int(cpus[0]) >= os.cpu_count():
         fail("read_work queued for CPUs %s" % cpus)
-    if rests < 1:
-        fail("%d responses in %.0f ms and the read work never rested" %
-             (len(resp), took * 1000))
+    # The work's busy span, from the trace: long enough for a rest on
+    # any machine this runs on (TCG: 0.2-0.9 s; a host fast enough to
+    # send it all within two slices would prove nothing).
+    stamps = [float(x.split(": workqueue_queue_work")[0].split()[-1])
+              for x in queued if ": workqueue_queue_work" in x]
+    span = (max(stamps) - min(stamps)) * 1000 if stamps else 0
+    print("# read work busy for %.0f ms" % span)
+    if span > 2 * 19 and rests < 1:
+        fail("busy for %.0f ms and the read work never rested" % span)
     expect_state(t, QPS_RTS)
 
 

@@ -838,11 +838,13 @@ struct srdma_qp {
 	u32 rd_next_off;
 	/*
 	 * The read work's own (it never runs twice at once): whether its
-	 * last run queued it again at once (rd_busy), and since when, in
-	 * local_clock() ns, it has sent without a rest (rd_busy_since).
+	 * last run queued it again at once (rd_busy), since when, in
+	 * local_clock() ns, it has sent without a rest (rd_busy_since),
+	 * and when its last run ended with nothing left (rd_idle_at).
 	 */
 	bool rd_busy;
 	u64 rd_busy_since;
+	u64 rd_idle_at;
 	/*
 	 * An ACK waits for the READ responses queued before it: sent by
 	 * the read work once they are out (srdma_send_ack_ok()), for the

@@ -1676,7 +1676,9 @@ static void srdma_read_yield(struct srdma_qp *qp)
 {
 	unsigned long pending;
 
-	if (local_clock() - qp->rd_busy_since > SRDMA_READ_SLICE_NS) {
+	/* Signed: another CPU's clock (tx_cpu offline) may be behind. */
+	if ((s64)(local_clock() - qp->rd_busy_since) >
+	    (s64)SRDMA_READ_SLICE_NS) {
 		srdma_count(qp->sdev, SRDMA_CNT_READ_RESTS);
 		usleep_range(SRDMA_READ_REST_US, SRDMA_READ_REST_US + 100);
 		qp->rd_busy_since = local_clock();
@@ -1733,8 +1735,14 @@ void srdma_read_work(struct work_struct *work)
 	bool outer, again = false;
 	int err;
 
-	/* Queued again at once by the last run: still busy since then. */
-	if (!qp->rd_busy)
+	/*
+	 * Queued again at once by the last run, or idle for less than a
+	 * rest since (a peer asking for the next READ as soon as it has the
+	 * last one would otherwise never see a rest): still busy since then.
+	 */
+	if (!qp->rd_busy &&
+	    (s64)(local_clock() - qp->rd_idle_at) >=
+	    (s64)SRDMA_READ_REST_US * NSEC_PER_USEC)
 		qp->rd_busy_since = local_clock();
 	spin_lock_bh(&qp->lock);
 	outer = srdma_batch_begin(qp);
@@ -1810,6 +1818,8 @@ out_stop:
 	srdma_batch_end(qp, outer);
 	spin_unlock_bh(&qp->lock);
 	qp->rd_busy = again;
+	if (!again)
+		qp->rd_idle_at = local_clock();
 	if (again) {
 		srdma_read_yield(qp);
 		srdma_queue_read_work(qp);
