@@ -1818,12 +1818,12 @@ out_stop:
 	srdma_batch_end(qp, outer);
 	spin_unlock_bh(&qp->lock);
 	qp->rd_busy = again;
-	if (!again)
+	if (!again) {
 		qp->rd_idle_at = local_clock();
-	if (again) {
-		srdma_read_yield(qp);
-		srdma_queue_read_work(qp);
+		return;
 	}
+	srdma_read_yield(qp);
+	srdma_queue_read_work(qp);
 }
 
 /*
