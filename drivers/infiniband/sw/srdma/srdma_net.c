@@ -347,18 +347,24 @@ static unsigned int srdma_pkt_headroom(struct net_device *ndev)
 }
 
 /*
- * Heads (data and shared info) taken from a page fragment: more than
- * SRDMA_FRAG_HEAD_MIN bytes, so that a small packet held long (an ACK in
- * a queue) does not pin a whole fragment page, and at most a page, as
- * the core's own allocators do: the 6.1 fragment cache can loop for ever
- * on a larger request when only a reserve page is to be had. A packet of
- * path MTU 1024 or 2048 fits; one of 4096 takes kmalloc() memory.
+ * Heads (data and shared info) taken from a page fragment: at most a
+ * page, as the core's own allocators do (the 6.1 fragment cache can loop
+ * for ever on a larger request when only a reserve page is to be had),
+ * and, towards another host, more than SRDMA_FRAG_HEAD_MIN bytes, so that
+ * a small packet held long (an ACK in a device's transmit ring) does not
+ * pin a whole fragment page. A packet of path MTU 1024 or 2048 fits; one
+ * of 4096 takes kmalloc() memory. Local delivery frees its packets within
+ * the tasklet run that takes them, so its small ones (a 2-byte WRITE, an
+ * ACK) take fragments too: their kmalloc() heads of 1 KiB, zeroed whole,
+ * were a seventh of the kernel's time in a one-guest 2-byte ping-pong
+ * (performance.rst).
  */
 #define SRDMA_FRAG_HEAD_MIN	1024
 #define SRDMA_FRAG_HEAD_MAX	PAGE_SIZE
 
 /*
- * An skb with @size bytes of linear room. The head is a page fragment
+ * An skb with @size bytes of linear room, for local delivery if @local.
+ * The head is a page fragment
  * where one can be had: kmalloc() memory is zeroed whole at every
  * allocation (init_on_alloc, on in distribution kernels), 2 KiB for a
  * packet of 1 KiB of payload, while a fragment cache's page is zeroed
@@ -366,14 +372,15 @@ static unsigned int srdma_pkt_headroom(struct net_device *ndev)
  * byte of the packet is written by the caller either way (the ICRC's
  * room too, which local delivery leaves as it is).
  */
-static struct sk_buff *srdma_alloc_head(u32 size)
+static struct sk_buff *srdma_alloc_head(u32 size, bool local)
 {
 	unsigned int truesize = SKB_DATA_ALIGN(size) +
 		SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
 	struct sk_buff *skb;
 	void *data;
 
-	if (truesize <= SRDMA_FRAG_HEAD_MIN || truesize > SRDMA_FRAG_HEAD_MAX)
+	if (truesize > SRDMA_FRAG_HEAD_MAX ||
+	    (truesize <= SRDMA_FRAG_HEAD_MIN && !local))
 		return alloc_skb(size, GFP_ATOMIC);
 	data = netdev_alloc_frag(truesize);
 	if (!data)
@@ -422,7 +429,7 @@ struct sk_buff *srdma_alloc_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	if (check_add_overflow(head + hlen, body, &size) ||
 	    check_add_overflow(size, (u32)ndev->needed_tailroom, &size))
 		return NULL;
-	skb = srdma_alloc_head(size);
+	skb = srdma_alloc_head(size, READ_ONCE(qp->dst_local));
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, head);
@@ -1175,7 +1182,7 @@ static struct sk_buff *srdma_batch_alloc(struct srdma_qp *qp)
 	unsigned int head = srdma_pkt_headroom(qp->sdev->ndev);
 	struct sk_buff *skb;
 
-	skb = srdma_alloc_head(head + SRDMA_BATCH_AREA);
+	skb = srdma_alloc_head(head + SRDMA_BATCH_AREA, true);
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, head);
