@@ -51,12 +51,13 @@ def fail(msg):
 class Target:
     """srdma_target, driven over its stdin/stdout."""
 
-    def __init__(self, gidx, uc=False, xrc=False, timeout=None):
+    def __init__(self, gidx, uc=False, xrc=False, timeout=None, odp=False):
         self.p = subprocess.Popen(
             ["srdma_target", "-d", os.environ.get("SRDMA_DEV", "srdma0"),
              "-g", str(gidx), "-r", SRC, "-q", str(PEER_QPN)] +
             (["-u"] if uc else []) + (["-x"] if xrc else []) +
-            (["-t", str(timeout)] if timeout else []),
+            (["-t", str(timeout)] if timeout else []) +
+            (["-o"] if odp else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         hello = self.p.stdout.readline().split()
         if not hello:
@@ -500,6 +501,61 @@ def trace_queue_work(on):
     with open(TRACE + "/trace", "w") as fh:
         fh.write("")
     return lines
+
+
+def t_odp_read_long(t, w):
+    """READs of an MR registered on demand, none of its pages mapped for
+    the device yet. First 300 KiB: one fault maps exactly those. Then the
+    whole 4 MiB (4096 responses, one request): the read work stops for a
+    fault at 300 KiB and at each MiB after it (SRDMA_READ_ODP_SPAN), each
+    time in the middle of a run of its budget (64 responses: its last
+    budget stop was at 256 KiB), and goes on where the fault stopped it:
+    not from the READ's start, nor from where its last budget ended. Every
+    response once, in PSN order, with the right opcode and the MR's bytes
+    at its offset, and no request asked again."""
+    if t.cmd("fill") != "ok":
+        fail("fill")
+    w.udp.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)     # SO_RCVBUFFORCE
+    f0, m0 = hw_counter("odp_faults"), hw_counter("odp_misses")
+    psn = RQ_PSN
+    for length in (300 << 10, t.len):
+        n = length // MTU
+        t0 = time.time()
+        w.send(OP["READ_REQ"], psn, va=t.addr, rkey=t.rkey, dmalen=length,
+               ackreq=True)
+        got, end = [], time.time() + 60
+        while len(got) < n and time.time() < end:
+            q = w.recv(5.0)
+            if q is None:
+                break
+            got.append(q)
+        others = [q for q in got if q["op"] not in READ_RESP]
+        resp = [q for q in got if q["op"] in READ_RESP]
+        print("# READ of %d KiB: %d responses in %.0f ms, %d other packets"
+              % (length >> 10, len(resp), (time.time() - t0) * 1000,
+                 len(others)))
+        if others:
+            fail("other packets: %s" % others[:3])
+        if [q["psn"] for q in resp] != [psn + i for i in range(n)]:
+            dup = len(resp) - len(set(q["psn"] for q in resp))
+            fail("responses not in PSN order, or missing: %d of %d, "
+                 "%d twice" % (len(resp), n, dup))
+        want_op = [13] + [14] * (n - 2) + [15]
+        for i, q in enumerate(resp):
+            want = filled(i * MTU, MTU)
+            if q["op"] != want_op[i] or q["data"] != want:
+                fail("response %d: opcode %d, %d bytes, data %s" %
+                     (i, q["op"], len(q["data"]),
+                      "right" if q["data"] == want else "wrong"))
+        psn += n
+    faults = hw_counter("odp_faults") - f0
+    misses = hw_counter("odp_misses") - m0
+    print("# odp_faults +%d, odp_misses +%d" % (faults, misses))
+    # One for the first READ, four stops in the second.
+    if faults < 5 or misses < 5:
+        fail("odp_faults +%d, odp_misses +%d: want 5 at least" %
+             (faults, misses))
+    expect_state(t, QPS_RTS)
 
 
 def t_read_budget(t, w):
@@ -1425,7 +1481,8 @@ def main():
     # comes first whatever the RTT sample (this script's reaction time).
     t = Target(gidx, uc=test.startswith("uc_"),
                xrc=test.startswith("xrc_") and test != "xrc_to_rc",
-               timeout=17 if test.startswith("timeout_") else None)
+               timeout=17 if test.startswith("timeout_") else None,
+               odp=test.startswith("odp_"))
     enter_netns(ns)
     w = Wire(t.qpn)
     try:

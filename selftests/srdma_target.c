@@ -7,9 +7,11 @@
  * sequences; this program shows what they did to the QP, its memory and
  * its completions.
  *
- *   srdma_target -d DEV -g GIDX -r PEER_IPV4 -q PEER_QPN [-u | -x] [-t T]
+ *   srdma_target -d DEV -g GIDX -r PEER_IPV4 -q PEER_QPN [-u | -x] [-t T] [-o]
  *
  * -t sets the RC QP's local ACK timeout attribute (default 14: 67 ms).
+ * -o registers the MR on demand (IBV_ACCESS_ON_DEMAND): none of its pages
+ * is mapped for the device until a transfer faults it in.
  *
  * With -x the QP is an XRC receive QP (in RTR) of a domain with two XRC
  * SRQs, A and B, both on the one CQ; receives go to A ("recv N") or B
@@ -62,6 +64,7 @@ static int gidx;
 static bool uc;		/* -u: a UC QP, no READ, atomics, ACK timers */
 static bool xrc;	/* -x: an XRC receive QP, receives on XRC SRQs */
 static int ack_timeout = 14;	/* -t: the QP's local ACK timeout */
+static bool odp;	/* -o: the MR is registered on demand */
 static struct ibv_xrcd *xrcd;
 static struct ibv_srq *srq_a, *srq_b;
 static char events[256];
@@ -309,7 +312,7 @@ int main(int argc, char **argv)
 	char line[256];
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:g:r:q:uxt:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:r:q:uxt:o")) != -1) {
 		switch (opt) {
 		case 'd': setenv("SRDMA_DEV", optarg, 1); break;
 		case 'g': gidx = atoi(optarg); break;
@@ -318,6 +321,7 @@ int main(int argc, char **argv)
 		case 'u': uc = true; break;
 		case 'x': xrc = true; break;
 		case 't': ack_timeout = atoi(optarg); break;
+		case 'o': odp = true; break;
 		default: return 2;
 		}
 	}
@@ -341,7 +345,8 @@ int main(int argc, char **argv)
 	mr = pd ? ibv_reg_mr(pd, buf, MR_LEN, IBV_ACCESS_LOCAL_WRITE |
 			     IBV_ACCESS_REMOTE_WRITE |
 			     IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_ATOMIC) : NULL;
+			     IBV_ACCESS_REMOTE_ATOMIC |
+			     (odp ? IBV_ACCESS_ON_DEMAND : 0)) : NULL;
 	qp = !cq ? NULL : uc ? uc_qp() : xrc ? xrc_qp() :
 	     srdma_test_rc_qp(pd, cq, 16, 64, 1);
 	if (!mr || !qp || connect_to(peer_qpn)) {

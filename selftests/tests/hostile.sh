@@ -51,6 +51,7 @@ test_hostile_send_stall() { hostile send_stall; }
 test_hostile_nak_blame() { hostile nak_blame; }
 test_hostile_dup_read_valid() { hostile dup_read_valid; }
 test_hostile_read_budget() { hostile read_budget; }
+test_hostile_odp_read_long() { hostile odp_read_long; }
 test_hostile_dup_reads_fill() { hostile dup_reads_fill; }
 test_hostile_dup_reads_fill_atomic() { hostile dup_reads_fill_atomic; }
 test_hostile_dup_read_gone() { hostile dup_read_gone; }
