@@ -1194,7 +1194,7 @@ def timeout_probe(t, w):
             [(OP["SEND_FIRST"], p)] + [(OP["SEND_MIDDLE"], p + i) for i in range(1, 7)] + \
             [(OP["SEND_LAST"], p + 7)]:
         fail("8 KiB SEND: %s" % [g and (g["op"], hex(g["psn"])) for g in got])
-    before, end = [], time.time() + 2.0
+    before, t0, end = [], time.time(), time.time() + 2.0
     while time.time() < end:
         g = w.recv(0.5)
         if not g:
@@ -1204,7 +1204,10 @@ def timeout_probe(t, w):
         before.append(g["psn"])
     else:
         fail("no resend of the first packet; resent %s" % [hex(x) for x in before])
-    print("# resent before the probe: %s" % [hex(x) for x in before])
+    # Which timer sent it: an early timeout, or (too late) the QP's own.
+    print("# resent before the probe: %s; probe after %.0f ms; %s" %
+          ([hex(x) for x in before], (time.time() - t0) * 1000,
+           ", ".join("%s +%d" % (k, hw_counter(k) - v) for k, v in c0.items())))
     if not g["ackreq"] or g["op"] != OP["SEND_FIRST"]:
         fail("probe: %s" % g)
     # Only a tail-loss probe (the last packet) may come before it.
