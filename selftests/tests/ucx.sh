@@ -154,16 +154,23 @@ test_ucx_perftest_ud() {
 # device to itself: the server takes the client's device name, so both
 # ends are srdma0.
 test_ucx_perftest_uct() {
-	local t
+	local t c before after
+	local cs="tx_packets tx_resent_packets retransmits rx_duplicates rx_out_of_sequence dup_read_dropped"
 	ucx_setup || exit $?
 	for t in "rc_verbs put_bw 65536 zcopy" "rc_verbs put_bw 4096 bcopy" \
 		 "rc_verbs get 65536 zcopy" "rc_verbs am_bw 4096 bcopy" \
 		 "ud_verbs am_bw 1000 zcopy"; do
 		# shellcheck disable=SC2086
 		set -- $t
+		before=$(for c in $cs; do counter $c; done)
 		ucx_run - "" "" "10.0.0.1 -d srdma0:1 -x $1 -t $2 -s $3 -D $4 -n 100 -w 10" ||
 			fail "$t"
 		ucx_final 100 bw || fail "$t"
+		# What it cost on the wire: packets, and any sent again.
+		after=$(for c in $cs; do counter $c; done)
+		# shellcheck disable=SC2086
+		paste -d' ' <(tr ' ' '\n' <<< "$cs") <(echo "$before") <(echo "$after") |
+			awk -v t="$t" '{ s = s " " $1 " +" $3 - $2 } END { print "# " t ":" s }'
 	done
 }
 
