@@ -353,11 +353,12 @@ static unsigned int srdma_pkt_headroom(struct net_device *ndev)
  * and, towards another host, more than SRDMA_FRAG_HEAD_MIN bytes, so that
  * a small packet held long (an ACK in a device's transmit ring) does not
  * pin a whole fragment page. A packet of path MTU 1024 or 2048 fits; one
- * of 4096 takes kmalloc() memory. Local delivery frees its packets within
- * the tasklet run that takes them, so its small ones (a 2-byte WRITE, an
- * ACK) take fragments too: their kmalloc() heads of 1 KiB, zeroed whole,
- * were a seventh of the kernel's time in a one-guest 2-byte ping-pong
- * (performance.rst).
+ * of 4096 takes kmalloc() memory. Local delivery frees its packets once
+ * its tasklet takes them from the queue (loop_qlen packets at most wait
+ * there), so its small ones (a 2-byte WRITE, an ACK) take fragments too:
+ * they share fragment pages, and their kmalloc() heads of 1 KiB, zeroed
+ * whole, were a seventh of the kernel's time in a one-guest 2-byte
+ * ping-pong (performance.rst).
  */
 #define SRDMA_FRAG_HEAD_MIN	1024
 #define SRDMA_FRAG_HEAD_MAX	PAGE_SIZE
