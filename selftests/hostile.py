@@ -503,6 +503,44 @@ def trace_queue_work(on):
     return lines
 
 
+def recv_upto(w, n, secs=60):
+    """Up to @n packets, each within 5 s of the last, all within @secs."""
+    got, end = [], time.time() + secs
+    while len(got) < n and time.time() < end:
+        q = w.recv(5.0)
+        if q is None:
+            break
+        got.append(q)
+    return got
+
+
+def expect_reads(got, psn, counts):
+    """@got answers READs of the MR from its first byte, of @counts[i]
+    packets each, their PSNs from @psn on: READ responses only, each once,
+    in PSN order, FIRST, MIDDLE, LAST (ONLY alone), each with the MR's
+    bytes (filled()) at its offset."""
+    others = [q for q in got if q["op"] not in READ_RESP]
+    resp = [q for q in got if q["op"] in READ_RESP]
+    if others:
+        fail("other packets: %s" % others[:3])
+    total = sum(counts)
+    if [q["psn"] for q in resp] != [psn + i for i in range(total)]:
+        dup = len(resp) - len(set(q["psn"] for q in resp))
+        fail("responses not in PSN order, or missing: %d of %d, "
+             "%d twice" % (len(resp), total, dup))
+    want = []
+    for n in counts:
+        ops = [16] if n == 1 else [13] + [14] * (n - 2) + [15]
+        want += [(op, i * MTU) for i, op in enumerate(ops)]
+    for i, q in enumerate(resp):
+        op, off = want[i]
+        data = filled(off, MTU)
+        if q["op"] != op or q["data"] != data:
+            fail("response %d: opcode %d, %d bytes, data %s" %
+                 (i, q["op"], len(q["data"]),
+                  "right" if q["data"] == data else "wrong"))
+
+
 def t_odp_read_long(t, w):
     """READs of an MR registered on demand, none of its pages mapped for
     the device yet. First 300 KiB: one fault maps exactly those. Then the
@@ -523,30 +561,10 @@ def t_odp_read_long(t, w):
         t0 = time.time()
         w.send(OP["READ_REQ"], psn, va=t.addr, rkey=t.rkey, dmalen=length,
                ackreq=True)
-        got, end = [], time.time() + 60
-        while len(got) < n and time.time() < end:
-            q = w.recv(5.0)
-            if q is None:
-                break
-            got.append(q)
-        others = [q for q in got if q["op"] not in READ_RESP]
-        resp = [q for q in got if q["op"] in READ_RESP]
-        print("# READ of %d KiB: %d responses in %.0f ms, %d other packets"
-              % (length >> 10, len(resp), (time.time() - t0) * 1000,
-                 len(others)))
-        if others:
-            fail("other packets: %s" % others[:3])
-        if [q["psn"] for q in resp] != [psn + i for i in range(n)]:
-            dup = len(resp) - len(set(q["psn"] for q in resp))
-            fail("responses not in PSN order, or missing: %d of %d, "
-                 "%d twice" % (len(resp), n, dup))
-        want_op = [13] + [14] * (n - 2) + [15]
-        for i, q in enumerate(resp):
-            want = filled(i * MTU, MTU)
-            if q["op"] != want_op[i] or q["data"] != want:
-                fail("response %d: opcode %d, %d bytes, data %s" %
-                     (i, q["op"], len(q["data"]),
-                      "right" if q["data"] == want else "wrong"))
+        got = recv_upto(w, n)
+        print("# READ of %d KiB: %d packets in %.0f ms" %
+              (length >> 10, len(got), (time.time() - t0) * 1000))
+        expect_reads(got, psn, [n])
         psn += n
     faults = hw_counter("odp_faults") - f0
     misses = hw_counter("odp_misses") - m0
@@ -577,37 +595,19 @@ def t_read_budget(t, w):
         for i in range(reads):
             w.send(OP["READ_REQ"], RQ_PSN + i * n, va=t.addr, rkey=t.rkey,
                    dmalen=t.len, ackreq=True)
-        got, end = [], time.time() + 60
-        while len(got) < reads * n and time.time() < end:
-            q = w.recv(5.0)
-            if q is None:
-                break
-            got.append(q)
+        got = recv_upto(w, reads * n)
         took = time.time() - t0
     finally:
         queued = trace_queue_work(False)
     rests = hw_counter("read_work_rests") - r0
-    others = [q for q in got if q["op"] not in READ_RESP]
-    resp = [q for q in got if q["op"] in READ_RESP]
     cpus = sorted(set(x.split("req_cpu=")[1].split()[0] for x in queued
                       if "req_cpu=" in x))
-    print("# %d responses in %.0f ms, %d other packets; read_work queued %d "
-          "times, %d not on srdma_tx, req_cpu %s; read_work_rests +%d" %
-          (len(resp), took * 1000, len(others), len(queued),
+    print("# %d packets in %.0f ms; read_work queued %d times, %d not on "
+          "srdma_tx, req_cpu %s; read_work_rests +%d" %
+          (len(got), took * 1000, len(queued),
            len([x for x in queued if "workqueue=srdma_tx " not in x]), cpus,
            rests))
-    if others:
-        fail("other packets: %s" % others[:3])
-    if [q["psn"] for q in resp] != [RQ_PSN + i for i in range(reads * n)]:
-        fail("responses not in PSN order, or missing: %d of %d" %
-             (len(resp), reads * n))
-    want_op = ([13] + [14] * (n - 2) + [15]) * reads
-    for i, q in enumerate(resp):
-        want = filled(i % n * MTU, MTU)
-        if q["op"] != want_op[i] or q["data"] != want:
-            fail("response %d: opcode %d, %d bytes, data %s" %
-                 (i, q["op"], len(q["data"]),
-                  "right" if q["data"] == want else "wrong"))
+    expect_reads(got, RQ_PSN, [n] * reads)
     # Queued by the first request, then again after every budget.
     if len(queued) < reads * n // 64:
         fail("read_work queued %d times for %d responses: no budget?" %
