@@ -365,13 +365,13 @@ static unsigned int srdma_pkt_headroom(struct net_device *ndev)
 
 /*
  * An skb with @size bytes of linear room, for local delivery if @local.
- * The head is a page fragment
- * where one can be had: kmalloc() memory is zeroed whole at every
- * allocation (init_on_alloc, on in distribution kernels), 2 KiB for a
- * packet of 1 KiB of payload, while a fragment cache's page is zeroed
- * once and then reused as long as its packets are freed in time. Every
- * byte of the packet is written by the caller either way (the ICRC's
- * room too, which local delivery leaves as it is).
+ * The head is a page fragment where one can be had (see above):
+ * kmalloc() memory is zeroed whole at every allocation (init_on_alloc,
+ * on in distribution kernels), 2 KiB for a packet of 1 KiB of payload,
+ * while a fragment cache's page is zeroed once and then reused as long as
+ * its packets are freed in time. Every byte of the packet is written by
+ * the caller either way (the ICRC's room too, which local delivery leaves
+ * as it is).
  */
 static struct sk_buff *srdma_alloc_head(u32 size, bool local)
 {
