@@ -1432,7 +1432,8 @@ def rnr_gaps(t, w, p, timer, n):
 def t_rnr_wait(t, w):
     """An RNR NAK is waited out for its timer, no less and not rounded up
     to a jiffy (4 ms here): the resend after a 2.56 ms timer never comes
-    sooner, and one after a 0.01 ms timer comes clearly sooner than that.
+    sooner, and three of those after a 0.01 ms timer come at least 1 ms
+    before the soonest of them.
     rnr_retry 7: every NAK is retried; the SEND then completes."""
     c0 = hw_counter("rnr_nak_received")
     p, n = first_send(t, w), 15
@@ -1442,9 +1443,13 @@ def t_rnr_wait(t, w):
     print("# ms after a 0.01 ms RNR NAK: %s" % ["%.2f" % (x * 1e3) for x in short])
     if long_[0] < 2.56e-3:
         fail("resent %.2f ms after a 2.56 ms RNR NAK" % (long_[0] * 1e3))
-    if short[n // 2] > long_[n // 2] - 1e-3:
-        fail("median wait after a 0.01 ms RNR NAK %.2f ms, after 2.56 ms %.2f ms"
-             % (short[n // 2] * 1e3, long_[n // 2] * 1e3))
+    # The low end of each set, not its median: a busy host delays some
+    # resends by many milliseconds either way (one CI run's median after
+    # the short timer was 3.72 ms, with four waits under 1 ms).
+    if short[2] > long_[0] - 1e-3:
+        fail("third-shortest wait after a 0.01 ms RNR NAK %.2f ms, the "
+             "shortest after 2.56 ms %.2f ms: want 1 ms less"
+             % (short[2] * 1e3, long_[0] * 1e3))
     w.send(OP["ACK"], p, b"\x1f\x00\x00\x01")
     expect_send_wcs(t, 1)
     if w.drain(0.2):
