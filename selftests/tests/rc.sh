@@ -192,6 +192,29 @@ test_loop_in_order() {
 	[ "$(counter tx_packets)" -ge 15360 ] || fail "too few packets sent"
 }
 
+# Every packet head filled with 0xa5 when allocated (poison_heads), then
+# srdma_xfer's data and error cases, with local delivery batches and
+# without, and srdma_ud_test (payloads, the GRH area, every completion),
+# all of which check every byte a receiver hands to a user: a byte some
+# sender left unwritten would be 0xa5 there. (Without the fill, a page
+# fragment head carries what an earlier packet left in it, which a test
+# may well expect.) The module must say that it filled heads.
+test_poisoned_heads() {
+	local p=/sys/module/srdma/parameters
+	setup_bound_veth || fail "link add"
+	echo 165 > $p/poison_heads
+	xfer_data_cases || { cat /tmp/server.log; fail "srdma_xfer"; }
+	echo 0 > $p/loop_batch
+	xfer_data_cases || { cat /tmp/server.log; fail "srdma_xfer, no batches"; }
+	echo 16 > $p/loop_batch
+	srdma_ud_test > /tmp/ud.log 2>&1 ||
+		{ grep -E 'not ok|Expected' /tmp/ud.log; fail "srdma_ud_test"; }
+	grep -E '^# (PASSED|FAILED|Totals)' /tmp/ud.log
+	echo 0 > $p/poison_heads
+	dmesg_new | grep -q 'packet heads filled with 0xa5' ||
+		fail "no head was filled"
+}
+
 # A full local delivery queue (loop_qlen=16, against a window of up to
 # hundreds of packets) drops packets on this host. The requester hears of
 # each drop (-ENOBUFS) and sends the packet again soon; READ responses and

@@ -373,7 +373,7 @@ static unsigned int srdma_pkt_headroom(struct net_device *ndev)
  * the caller either way (the ICRC's room too, which local delivery leaves
  * as it is).
  */
-static struct sk_buff *srdma_alloc_head(u32 size, bool local)
+static struct sk_buff *srdma_alloc_head_mem(u32 size, bool local)
 {
 	unsigned int truesize = SKB_DATA_ALIGN(size) +
 		SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
@@ -389,6 +389,31 @@ static struct sk_buff *srdma_alloc_head(u32 size, bool local)
 	skb = build_skb(data, truesize);
 	if (!skb)
 		skb_free_frag(data);
+	return skb;
+}
+
+/*
+ * A test aid: a byte that every packet head is filled with when it is
+ * allocated; 0 (the default) leaves heads as the allocator gives them.
+ * A fragment head is not zeroed, so a byte its sender forgot to write
+ * would carry whatever an earlier packet left there; with a fill byte
+ * set, it carries that byte, and a test that checks every byte a
+ * receiver hands to a user sees it (tests/rc.sh, poisoned_heads).
+ */
+static unsigned int poison_heads;
+module_param(poison_heads, uint, 0644);
+MODULE_PARM_DESC(poison_heads, "test aid: fill every packet head with this byte (1-255) when allocated; 0 off (default)");
+
+static struct sk_buff *srdma_alloc_head(u32 size, bool local)
+{
+	struct sk_buff *skb = srdma_alloc_head_mem(size, local);
+	u8 fill = READ_ONCE(poison_heads);
+
+	if (unlikely(fill) && skb) {
+		memset(skb->head, fill, skb_end_offset(skb));
+		pr_info_once("packet heads filled with %#04x (poison_heads)\n",
+			     fill);
+	}
 	return skb;
 }
 
