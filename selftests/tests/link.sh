@@ -83,6 +83,31 @@ test_netdev_removal() {
 	rmmod srdma || fail "rmmod after netdev removal"
 }
 
+# Module unload while a device's release is still under way: the netdev
+# is deleted (the notifier queues the device's unregistration, whose
+# release then sleeps 1 s: dealloc_delay_ms), and rmmod comes 0.3 s
+# later. It must wait for that release to end before the module goes
+# (at least 0.4 s), and everything must end cleanly (run.sh checks the
+# log). A driver that took the device off its list before closing its
+# sockets let rmmod finish at once and the release run on in freed
+# module code (helper-72's review).
+test_unload_during_release() {
+	local t0 t1 pid
+	setup_bound_veth || fail "link add"
+	echo 1000 > /sys/module/srdma/parameters/dealloc_delay_ms
+	ip link del v0 &
+	pid=$!
+	sleep 0.3
+	t0=$(date +%s%N)
+	rmmod srdma || fail "rmmod during the release"
+	t1=$(date +%s%N)
+	wait $pid || fail "ip link del"
+	echo "# rmmod took $(((t1 - t0) / 1000000)) ms"
+	[ $(((t1 - t0) / 1000000)) -ge 400 ] ||
+		fail "rmmod did not wait for the release"
+	dev_absent srdma0 || fail "srdma0 still there"
+}
+
 test_netdev_netns_move() {
 	setup_bound_veth || fail "link add"
 	ip netns add ns1 || fail "netns"

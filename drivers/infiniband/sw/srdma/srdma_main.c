@@ -6,6 +6,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/module.h>
+#include <linux/delay.h>
 #include <linux/if_arp.h>
 #include <rdma/ib_addr.h>
 #include <rdma/rdma_netlink.h>
@@ -48,6 +49,16 @@ static struct srdma_dev *srdma_find_by_ndev(struct net_device *ndev)
 	return NULL;
 }
 
+/*
+ * A test aid: milliseconds a device's release sleeps before it closes its
+ * sockets (at most 2000; 0, the default, none), to widen the window in
+ * which module unload must wait for it (tests/link.sh,
+ * unload_during_release).
+ */
+static unsigned int dealloc_delay_ms;
+module_param(dealloc_delay_ms, uint, 0644);
+MODULE_PARM_DESC(dealloc_delay_ms, "test aid: ms a device's release sleeps first (max 2000, default 0)");
+
 /**
  * srdma_dealloc_driver() - ib_device_ops.dealloc_driver: release a device.
  * @ibdev: the device, unregistered or never registered
@@ -60,20 +71,35 @@ static struct srdma_dev *srdma_find_by_ndev(struct net_device *ndev)
 void srdma_dealloc_driver(struct ib_device *ibdev)
 {
 	struct srdma_dev *sdev = to_sdev(ibdev);
+	unsigned int delay = min(READ_ONCE(dealloc_delay_ms), 2000U);
 
-	mutex_lock(&srdma_dev_mutex);
-	list_del_init(&sdev->list);
-	mutex_unlock(&srdma_dev_mutex);
-
+	if (delay)
+		msleep(delay);
 	/* Destroying the QPs detached them from every group. */
 	WARN_ON_ONCE(sdev->mcg_count || sdev->mca_count);
 	if (sdev->sockset)
 		srdma_sockset_put(sdev->sockset);
-	if (sdev->ndev)
-		netdev_put(sdev->ndev, &sdev->ndev_tracker);
 	xa_destroy(&sdev->mr_xa);
 	xa_destroy(&sdev->ah_xa);
 	xa_destroy(&sdev->xsrq_xa);
+
+	/*
+	 * Off the list last: srdma_remove_all() takes a device gone from
+	 * it for one whose release is over, and module unload goes on.
+	 * Taken off first, a release still closing its sockets (RCU grace
+	 * periods) from the notifier's queued unregistration or from
+	 * `rdma link delete` would go on in module code after the module
+	 * was freed (helper-72). Only this function's return is left after
+	 * the unlock, as the core leaves only its own after dealloc_driver.
+	 * The netdev goes under the same lock: srdma_find_by_ndev() never
+	 * matches a device whose netdev may be freed (and its address
+	 * taken by a new one).
+	 */
+	mutex_lock(&srdma_dev_mutex);
+	if (sdev->ndev)
+		netdev_put(sdev->ndev, &sdev->ndev_tracker);
+	list_del_init(&sdev->list);
+	mutex_unlock(&srdma_dev_mutex);
 }
 
 /*
