@@ -22,3 +22,24 @@ test_ud_pingpong_small() {
 		fail "ibv_ud_pingpong -s 1 -e"
 	grep -q '100 bytes in' /tmp/client.log || fail "byte count"
 }
+
+# QPNs are module-wide, so a UD datagram must also be addressed to its
+# QP's own device: srdma0 on v0 (10.0.0.1) and srdma1 on v2 (10.0.2.1),
+# a UD QP on srdma1 with a receive posted; a crafted UD SEND ONLY (raw
+# socket, ICRC and all) naming that QP but sent to 10.0.0.1 must not
+# complete (counted as a bad header on srdma1), then one to 10.0.2.1
+# must, every completion field and the bytes checked
+# (selftests/ud_wrong_dev.py). Before, the first one completed.
+test_ud_wrong_device() {
+	local h0
+	setup_bound_veth || fail "link add"
+	ip link add v2 type veth peer name v3 && ip addr add 10.0.2.1/24 dev v2 &&
+		ip link set v2 up && ip link set v3 up || fail "v2"
+	rdma link add srdma1 type srdma netdev v2 || fail "link add srdma1"
+	wait_for 5 roce2_ipv4_gid srdma1 || fail "no IPv4 GID on srdma1"
+	h0=$(counter rx_bad_header srdma1)
+	timeout 60 /usr/bin/python3 "$SRDMA_ROOT/selftests/ud_wrong_dev.py" \
+		srdma1 10.0.2.1 10.0.0.1 || fail "ud_wrong_dev.py"
+	[ "$(counter rx_bad_header srdma1)" = $((h0 + 1)) ] ||
+		fail "rx_bad_header $h0 -> $(counter rx_bad_header srdma1), want +1"
+}

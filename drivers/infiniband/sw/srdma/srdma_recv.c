@@ -14,6 +14,7 @@
 #include <net/ipv6.h>
 #include <net/sock.h>
 #include <net/udp_tunnel.h>
+#include <rdma/ib_cache.h>
 
 #include "srdma.h"
 
@@ -150,9 +151,34 @@ static struct srdma_qp *srdma_rcv_qp(struct sk_buff *skb, bool ipv6,
 }
 
 /*
+ * Is @skb addressed to one of the GIDs of @qp's device (those of its
+ * netdev's VLAN uppers too)? A UD QP takes datagrams from anyone, but
+ * only those sent to its own device: its QPN is unique module-wide, and
+ * without this a datagram to another srdma device of the namespace (on
+ * another network) would reach it. Connected QPs check their peer's
+ * addresses instead (srdma_addr_ok()); QP1 is found by this address.
+ */
+static bool srdma_rcv_to_own_gid(struct srdma_qp *qp, struct sk_buff *skb,
+				 bool ipv6)
+{
+	const struct ib_gid_attr *gid;
+	union ib_gid dgid;
+
+	srdma_rcv_dgid(skb, ipv6, &dgid);
+	gid = rdma_find_gid_by_port(&qp->sdev->ibdev, &dgid,
+				    IB_GID_TYPE_ROCE_UDP_ENCAP, SRDMA_PORT_NUM,
+				    NULL);
+	if (IS_ERR(gid))
+		return false;
+	rdma_put_gid_attr(gid);
+	return true;
+}
+
+/*
  * Hand @pkt of @skb, its payload at @payload, to @qp, the QP its
  * destination QPN names. QPNs are module-wide: the QP must live where the
- * packet arrived. Only the multicast QPN takes datagrams to a multicast
+ * packet arrived, and a UD QP's datagrams must be sent to its device's
+ * own addresses. Only the multicast QPN takes datagrams to a multicast
  * address. False, counted, if it may not have it.
  */
 static bool srdma_rcv_qp_pkt(struct srdma_qp *qp, struct sk_buff *skb,
@@ -162,6 +188,8 @@ static bool srdma_rcv_qp_pkt(struct srdma_qp *qp, struct sk_buff *skb,
 	if (!srdma_pkey_is_default(pkt->pkey) ||
 	    dev_net(qp->sdev->ndev)->net_cookie != net_cookie ||
 	    srdma_rcv_to_mcast(skb, ipv6) ||
+	    (srdma_qp_is_ud(qp) && pkt->dqpn != SRDMA_GSI_QPN &&
+	     !srdma_rcv_to_own_gid(qp, skb, ipv6)) ||
 	    !srdma_rcv_deliver(qp, pkt, skb, payload, ipv6)) {
 		srdma_dbg_qp(qp, "opcode %#x psn %u dropped: wrong kind, peer or state\n",
 			     pkt->opcode, pkt->psn);
