@@ -1,15 +1,21 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
-"""A UD datagram is for the QP its QPN names only if it was sent to an
-address of that QP's own device: QPNs are module-wide, and a datagram
-to another srdma device's address must not reach the QP (tests/ud.sh,
-ud_wrong_device).
+"""A UD datagram is for the QP its QPN names only if it came to that QP's
+own device: sent to one of its addresses and, from a wire, in through
+its netdev. QPNs are module-wide; a datagram to another srdma device must
+not reach the QP (tests/ud.sh, ud_wrong_device).
 
-usage: ud_wrong_dev.py DEV OWN_IP OTHER_IP GIDX
+usage: ud_wrong_dev.py DEV OWN_IP OWN_IN OTHER_IP OTHER_IN
 Makes a UD QP on DEV (Q_Key 0x11111111) with one receive posted, then
-sends it crafted UD SEND ONLY datagrams from a raw socket: one to
-OTHER_IP (another srdma device's address) that must not complete, then
-one to OWN_IP that must (every completion field checked)."""
+sends it crafted UD SEND ONLY datagrams (ICRC and all):
+  1. to OTHER_IP (another srdma device's address) from a raw socket,
+     through lo: must not complete;
+  2. to OWN_IP, but as an Ethernet frame into OTHER_IN (the other
+     device's netdev, sent from its veth peer): must not complete;
+  3. to OWN_IP as a frame into OWN_IN: must complete, every completion
+     field and the bytes checked.
+OWN_IN and OTHER_IN are veth devices whose peers are OWN_IN's name with
+its last digit plus one (v2 -> v3, v0 -> v1)."""
 import socket
 import struct
 import sys
@@ -35,8 +41,15 @@ def fail(msg):
     sys.exit(1)
 
 
+def ip_csum(h):
+    s = sum(struct.unpack(">10H", h))
+    s = (s & 0xffff) + (s >> 16)
+    s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
 def datagram(dst, src, dqpn, payload):
-    """A UD SEND ONLY (opcode 0x64) to @dqpn, with its ICRC."""
+    """A UD SEND ONLY (opcode 0x64) to @dqpn, IP header first, ICRC last."""
     pad = -len(payload) & 3
     bth = bytearray(struct.pack(">BBHII", 0x64, pad << 4, 0xffff,
                                 dqpn & 0xffffff, 7))
@@ -44,8 +57,10 @@ def datagram(dst, src, dqpn, payload):
         b"\0" * pad
     ulen = 8 + len(body) + 4
     udp = struct.pack(">HHHH", 0xc124, 4791, ulen, 0)
-    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0x4792, 0x4000,
-                     64, 17, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0x4792,
+                               0x4000, 64, 17, 0, socket.inet_aton(src),
+                               socket.inet_aton(dst)))
+    struct.pack_into(">H", ip, 10, ip_csum(bytes(ip)))
     mip = bytearray(ip)
     mip[1] = mip[8] = mip[10] = mip[11] = 0xff
     mudp = bytearray(udp)
@@ -53,11 +68,40 @@ def datagram(dst, src, dqpn, payload):
     mb = bytearray(body)
     mb[4] = 0xff
     crc = zlib.crc32(b"\xff" * 8 + bytes(mip) + bytes(mudp) + bytes(mb))
-    return ip + udp + body + struct.pack("<I", crc)
+    return bytes(ip) + udp + body + struct.pack("<I", crc)
+
+
+def mac(ifname):
+    with open("/sys/class/net/%s/address" % ifname) as f:
+        return bytes.fromhex(f.read().strip().replace(":", ""))
+
+
+def peer_of(ifname):
+    return ifname[:-1] + str(int(ifname[-1]) + 1)
+
+
+def frame_into(ifname, ipdg):
+    """Send IPv4 datagram @ipdg as a frame from @ifname's veth peer, so
+    that it comes in through @ifname."""
+    peer = peer_of(ifname)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((peer, 0))
+    s.send(mac(ifname) + mac(peer) + b"\x08\x00" + ipdg)
+    s.close()
+
+
+def poll_one(cq, secs):
+    end = time.time() + secs
+    while time.time() < end:
+        n, wcs = cq.poll(num_entries=4)
+        if n:
+            return n, wcs
+        time.sleep(0.01)
+    return 0, []
 
 
 def main():
-    dev, own, other = sys.argv[1], sys.argv[2], sys.argv[3]
+    dev, own = sys.argv[1], sys.argv[2]
     ctx = Context(name=dev)
     pd = PD(ctx)
     cq = CQ(ctx, 8)
@@ -72,33 +116,41 @@ def main():
     mr.write(b"\xee" * 4096, 4096)
     qp.post_recv(RecvWR(wr_id=0x77, num_sge=1,
                         sg=[SGE(mr.buf, 40 + 64, mr.lkey)]))
+    own_in, other_ip, other_in = sys.argv[3], sys.argv[4], sys.argv[5]
     raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     data = bytes(range(64))
 
-    raw.sendto(datagram(other, other, qp.qp_num, data), (other, 0))
-    time.sleep(0.5)
-    n, wcs = cq.poll(num_entries=4)
+    raw.sendto(datagram(other_ip, other_ip, qp.qp_num, data), (other_ip, 0))
+    n, wcs = poll_one(cq, 0.5)
     if n:
         fail("a datagram to %s (another device) completed on %s's QP: "
-             "wr_id %#x status %d" % (other, dev, wcs[0].wr_id,
+             "wr_id %#x status %d" % (other_ip, dev, wcs[0].wr_id,
                                        wcs[0].status))
-    print("# to %s: nothing received, as wanted" % other)
+    print("# to %s through lo: nothing received, as wanted" % other_ip)
 
-    raw.sendto(datagram(own, own, qp.qp_num, data), (own, 0))
-    end = time.time() + 5
-    n = 0
-    while not n and time.time() < end:
-        n, wcs = cq.poll(num_entries=4)
-        time.sleep(0.01)
+    # From the other device's network: the source is its peer's.
+    src = other_ip[:other_ip.rindex(".")] + ".2"
+    frame_into(other_in, datagram(own, src, qp.qp_num, data))
+    n, wcs = poll_one(cq, 0.5)
+    if n:
+        fail("a datagram to %s in through %s (another device's netdev) "
+             "completed on %s's QP" % (own, other_in, dev))
+    print("# to %s in through %s: nothing received, as wanted"
+          % (own, other_in))
+
+    src = own[:own.rindex(".")] + ".2"
+    frame_into(own_in, datagram(own, src, qp.qp_num, data))
+    n, wcs = poll_one(cq, 5)
     if n != 1:
-        fail("the datagram to %s (%s's own) did not complete" % (own, dev))
+        fail("the datagram to %s in through %s (%s's own) did not "
+             "complete" % (own, own_in, dev))
     wc = wcs[0]
     got = (wc.wr_id, wc.status, wc.opcode, wc.byte_len, wc.src_qp,
            wc.wc_flags & IBV_WC_GRH, wc.imm_data)
     want = (0x77, IBV_WC_SUCCESS, IBV_WC_RECV, 40 + 64, SRC_QPN, IBV_WC_GRH,
             0)
-    print("# to %s: wr_id %#x status %d opcode %d byte_len %d src_qp %#x "
-          "grh %d imm %d" % ((own,) + got))
+    print("# to %s in through %s: wr_id %#x status %d opcode %d byte_len %d "
+          "src_qp %#x grh %d imm %d" % ((own, own_in) + got))
     if got != want:
         fail("completion %s, want %s" % (got, want))
     if mr.read(64, 40) != data:

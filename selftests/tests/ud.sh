@@ -23,13 +23,16 @@ test_ud_pingpong_small() {
 	grep -q '100 bytes in' /tmp/client.log || fail "byte count"
 }
 
-# QPNs are module-wide, so a UD datagram must also be addressed to its
-# QP's own device: srdma0 on v0 (10.0.0.1) and srdma1 on v2 (10.0.2.1),
-# a UD QP on srdma1 with a receive posted; a crafted UD SEND ONLY (raw
-# socket, ICRC and all) naming that QP but sent to 10.0.0.1 must not
-# complete (counted as a bad header on srdma1), then one to 10.0.2.1
-# must, every completion field and the bytes checked
-# (selftests/ud_wrong_dev.py). Before, the first one completed.
+# QPNs are module-wide, so a UD datagram must also come to its QP's own
+# device: srdma0 on v0 (10.0.0.1) and srdma1 on v2 (10.0.2.1), a UD QP
+# on srdma1 with a receive posted, and crafted UD SEND ONLY datagrams
+# (ICRC and all; selftests/ud_wrong_dev.py) naming that QP: one sent to
+# 10.0.0.1 from a raw socket (through lo), and one to 10.0.2.1 but as a
+# frame in through v0 (from v1), must not complete, and srdma1's
+# rx_bad_header must rise by exactly 2; one to 10.0.2.1 in through v2
+# (from v3) must complete, every completion field and the bytes checked.
+# Before, the first one completed; with a check of the address alone, the
+# second one did.
 test_ud_wrong_device() {
 	local h0
 	setup_bound_veth || fail "link add"
@@ -37,9 +40,10 @@ test_ud_wrong_device() {
 		ip link set v2 up && ip link set v3 up || fail "v2"
 	rdma link add srdma1 type srdma netdev v2 || fail "link add srdma1"
 	wait_for 5 roce2_ipv4_gid srdma1 || fail "no IPv4 GID on srdma1"
+	wait_for 5 carrier_up v2 || fail "v2 has no carrier"
 	h0=$(counter rx_bad_header srdma1)
 	timeout 60 /usr/bin/python3 "$SRDMA_ROOT/selftests/ud_wrong_dev.py" \
-		srdma1 10.0.2.1 10.0.0.1 || fail "ud_wrong_dev.py"
-	[ "$(counter rx_bad_header srdma1)" = $((h0 + 1)) ] ||
-		fail "rx_bad_header $h0 -> $(counter rx_bad_header srdma1), want +1"
+		srdma1 10.0.2.1 v2 10.0.0.1 v0 || fail "ud_wrong_dev.py"
+	[ "$(counter rx_bad_header srdma1)" = $((h0 + 2)) ] ||
+		fail "rx_bad_header $h0 -> $(counter rx_bad_header srdma1), want +2"
 }

@@ -151,23 +151,31 @@ static struct srdma_qp *srdma_rcv_qp(struct sk_buff *skb, bool ipv6,
 }
 
 /*
- * Is @skb addressed to one of the GIDs of @qp's device (those of its
- * netdev's VLAN uppers too)? A UD QP takes datagrams from anyone, but
- * only those sent to its own device: its QPN is unique module-wide, and
- * without this a datagram to another srdma device of the namespace (on
- * another network) would reach it. Connected QPs check their peer's
- * addresses instead (srdma_addr_ok()); QP1 is found by this address.
+ * Did @skb come to @qp's device: to one of its GIDs (those of its
+ * netdev's VLAN uppers too) and, from a wire, in through the netdev that
+ * GID belongs to? A UD QP takes datagrams from anyone, but only those
+ * sent to its own device: its QPN is unique module-wide, and without this
+ * a datagram to another srdma device of the namespace (on another
+ * network) would reach it. Linux takes a packet to any of its addresses
+ * on any interface, so the address alone is not enough: the way in must
+ * match too, as rdma_rxe checks. Packets from this host (srdma's local
+ * delivery, which sets no device, or through lo) match by address.
+ * Connected QPs check their peer's addresses instead (srdma_addr_ok());
+ * QP1 is found by the address.
  */
 static bool srdma_rcv_to_own_gid(struct srdma_qp *qp, struct sk_buff *skb,
 				 bool ipv6)
 {
+	struct net_device *in = skb->dev;
 	const struct ib_gid_attr *gid;
 	union ib_gid dgid;
 
+	if (in && (in->flags & IFF_LOOPBACK))
+		in = NULL;
 	srdma_rcv_dgid(skb, ipv6, &dgid);
 	gid = rdma_find_gid_by_port(&qp->sdev->ibdev, &dgid,
 				    IB_GID_TYPE_ROCE_UDP_ENCAP, SRDMA_PORT_NUM,
-				    NULL);
+				    in);
 	if (IS_ERR(gid))
 		return false;
 	rdma_put_gid_attr(gid);
