@@ -19,7 +19,8 @@ import struct
 import subprocess
 import sys
 import time
-import zlib
+
+from rocev2 import icrc
 
 SRC, DST = "10.0.0.2", "10.0.0.1"
 PEER_QPN, NEW_QPN = 0x7777, 0x7778
@@ -144,15 +145,7 @@ class Wire:
         udp = struct.pack(">HHHH", 0xc123, 4791, ulen, 0)
         ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0x4791, 0x4000,
                          64, 17, 0, socket.inet_aton(SRC), socket.inet_aton(DST))
-        mip = bytearray(ip)
-        mip[1] = mip[8] = mip[10] = mip[11] = 0xff
-        mudp = bytearray(udp)
-        mudp[6] = mudp[7] = 0xff
-        mb = bytearray(b)
-        mb[4] = 0xff
-        crc = zlib.crc32(b"\xff" * 8 + bytes(mip) + bytes(mudp) + bytes(mb))
-        self.raw.sendto(ip + udp + bytes(b) + struct.pack("<I", crc),
-                        (DST, 0))
+        self.raw.sendto(ip + udp + bytes(b) + icrc(ip, udp, b), (DST, 0))
 
     def recv(self, timeout):
         """Next packet from the target as a dict, or None."""

@@ -20,7 +20,6 @@ import socket
 import struct
 import sys
 import time
-import zlib
 
 from pyverbs.cq import CQ
 from pyverbs.device import Context
@@ -31,6 +30,7 @@ from pyverbs.mr import MR
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import RecvWR, SGE
+from rocev2 import icrc
 
 QKEY = 0x11111111
 SRC_QPN = 0x123456
@@ -61,14 +61,7 @@ def datagram(dst, src, dqpn, payload):
                                0x4000, 64, 17, 0, socket.inet_aton(src),
                                socket.inet_aton(dst)))
     struct.pack_into(">H", ip, 10, ip_csum(bytes(ip)))
-    mip = bytearray(ip)
-    mip[1] = mip[8] = mip[10] = mip[11] = 0xff
-    mudp = bytearray(udp)
-    mudp[6] = mudp[7] = 0xff
-    mb = bytearray(body)
-    mb[4] = 0xff
-    crc = zlib.crc32(b"\xff" * 8 + bytes(mip) + bytes(mudp) + bytes(mb))
-    return bytes(ip) + udp + body + struct.pack("<I", crc)
+    return bytes(ip) + udp + body + icrc(ip, udp, body)
 
 
 def mac(ifname):
