@@ -64,6 +64,28 @@ static LIST_HEAD(srdma_gsi_list);
 static DEFINE_MUTEX(srdma_gsi_mutex);
 
 /**
+ * srdma_dev_has_gid() - is @gid one of @sdev's RoCEv2 GIDs?
+ * @sdev: the device
+ * @gid: the address, as a RoCEv2 GID
+ * @ndev: only a GID of this netdev, or NULL: of any (its VLAN uppers')
+ *
+ * Context: Any context.
+ */
+bool srdma_dev_has_gid(struct srdma_dev *sdev, const union ib_gid *gid,
+		       struct net_device *ndev)
+{
+	const struct ib_gid_attr *attr;
+
+	attr = rdma_find_gid_by_port(&sdev->ibdev, gid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP, SRDMA_PORT_NUM,
+				     ndev);
+	if (IS_ERR(attr))
+		return false;
+	rdma_put_gid_attr(attr);
+	return true;
+}
+
+/**
  * srdma_gsi_get() - Find the GSI QP a packet to QPN 1 is for.
  * @net_cookie: the network namespace the packet arrived in
  * @dgid: its destination address, as a RoCEv2 GID
@@ -78,7 +100,6 @@ static DEFINE_MUTEX(srdma_gsi_mutex);
  */
 struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid)
 {
-	const struct ib_gid_attr *gid;
 	struct srdma_qp *qp;
 
 	rcu_read_lock();
@@ -89,12 +110,8 @@ struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid)
 		 * Of the device's own netdev: the GIDs of its VLAN uppers
 		 * need a VLAN ID in the completion, which srdma never has.
 		 */
-		gid = rdma_find_gid_by_port(&qp->sdev->ibdev, dgid,
-					    IB_GID_TYPE_ROCE_UDP_ENCAP,
-					    SRDMA_PORT_NUM, qp->sdev->ndev);
-		if (IS_ERR(gid))
+		if (!srdma_dev_has_gid(qp->sdev, dgid, qp->sdev->ndev))
 			continue;
-		rdma_put_gid_attr(gid);
 		if (!refcount_inc_not_zero(&qp->ref))
 			break;		/* being destroyed */
 		rcu_read_unlock();

@@ -14,7 +14,6 @@
 #include <net/ipv6.h>
 #include <net/sock.h>
 #include <net/udp_tunnel.h>
-#include <rdma/ib_cache.h>
 
 #include "srdma.h"
 
@@ -167,19 +166,12 @@ static bool srdma_rcv_to_own_gid(struct srdma_qp *qp, struct sk_buff *skb,
 				 bool ipv6)
 {
 	struct net_device *in = skb->dev;
-	const struct ib_gid_attr *gid;
 	union ib_gid dgid;
 
 	if (in && (in->flags & IFF_LOOPBACK))
 		in = NULL;
 	srdma_rcv_dgid(skb, ipv6, &dgid);
-	gid = rdma_find_gid_by_port(&qp->sdev->ibdev, &dgid,
-				    IB_GID_TYPE_ROCE_UDP_ENCAP, SRDMA_PORT_NUM,
-				    in);
-	if (IS_ERR(gid))
-		return false;
-	rdma_put_gid_attr(gid);
-	return true;
+	return srdma_dev_has_gid(qp->sdev, &dgid, in);
 }
 
 /*
