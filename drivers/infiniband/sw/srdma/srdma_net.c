@@ -354,11 +354,11 @@ static unsigned int srdma_pkt_headroom(struct net_device *ndev)
  * a small packet held long (an ACK in a device's transmit ring) does not
  * pin a whole fragment page. A packet of path MTU 1024 or 2048 fits; one
  * of 4096 takes kmalloc() memory. Local delivery frees its packets once
- * its tasklet takes them from the queue (loop_qlen packets at most wait
- * there), so its small ones (a 2-byte WRITE, an ACK) take fragments too:
- * they share fragment pages, and their kmalloc() heads of 1 KiB, zeroed
- * whole, were a seventh of the kernel's time in a one-guest 2-byte
- * ping-pong (performance.rst).
+ * its tasklet takes them from the queue (loop_qlen + 15 packets at most
+ * wait there), so its small ones (a 2-byte WRITE, an ACK) take fragments
+ * too: they share fragment pages, and their kmalloc() heads of 1 KiB,
+ * zeroed whole, were a seventh of the kernel's time in a one-guest
+ * 2-byte ping-pong (performance.rst).
  */
 #define SRDMA_FRAG_HEAD_MIN	1024
 #define SRDMA_FRAG_HEAD_MAX	PAGE_SIZE
@@ -532,8 +532,9 @@ int srdma_pkt_seal(struct sk_buff *skb, struct srdma_pkt *pkt)
 #define SRDMA_LOOP_QLEN		4096
 
 /*
- * Packets the local delivery queue holds; beyond, a packet is dropped and
- * its sender told (-ENOBUFS). Lower values exercise that path in tests.
+ * Packets the local delivery queue holds (a batch offered to a queue with
+ * room goes in whole, see srdma_loop_xmit()); beyond, a packet is dropped
+ * and its sender told (-ENOBUFS). Lower values exercise that path in tests.
  * 0 or above the default means the default. Read at module load.
  */
 static unsigned int loop_qlen = SRDMA_LOOP_QLEN;
@@ -680,8 +681,16 @@ static int srdma_loop_xmit(struct srdma_qp *qp, struct net *net,
 	srdma_loop_cb(skb)->net_cookie = net->net_cookie;
 	n = srdma_loop_pkts(skb);
 	spin_lock_bh(&srdma_loop.lock);
-	/* An empty queue takes a batch bigger than its limit. */
-	if (!srdma_loop.npkts || srdma_loop.npkts + n <= srdma_loop.qlen) {
+	/*
+	 * Any room takes a whole batch: the limit is soft by at most one
+	 * batch less a packet (SRDMA_BATCH_PKTS - 1). Were a batch to need
+	 * room for all its packets, a READ responder's burst of 16 offered
+	 * to a 16-packet queue (loop_qlen=16) would go in only when the
+	 * queue was empty, and with its requester's next READ requests
+	 * always queued first (a slow kernel) never did: the READ ran out
+	 * of retries (debug kernel, 2026-12-05).
+	 */
+	if (srdma_loop.npkts < srdma_loop.qlen) {
 		__skb_queue_tail(&srdma_loop.q, skb);
 		srdma_loop.npkts += n;
 		kick = !srdma_loop.running;
