@@ -83,29 +83,72 @@ test_netdev_removal() {
 	rmmod srdma || fail "rmmod after netdev removal"
 }
 
+# released DEV: wait (5 s at most) for DEV's release to log that it has
+# left srdma's list and sleeps (dealloc_delay_ms), as this test's log
+# shows it for the nth time (the count of earlier ones in $released_seen).
+released() {
+	local i n
+	for ((i = 0; i < 50; i++)); do
+		n=$(dmesg_new | grep -c "$1: released, sleeping")
+		if [ "$n" -gt "$released_seen" ]; then
+			released_seen=$n
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
 # Module unload while a device's release is still under way: the netdev
-# is deleted (the notifier queues the device's unregistration, whose
-# release then sleeps 1 s: dealloc_delay_ms), and rmmod comes 0.3 s
-# later. It must wait for that release to end before the module goes
-# (at least 0.4 s), and everything must end cleanly (run.sh checks the
-# log). A driver that took the device off its list before closing its
-# sockets let rmmod finish at once and the release run on in freed
-# module code (helper-72's review).
+# is deleted (the notifier queues the device's unregistration), the
+# release sleeps 1 s at its very end, after the device has left srdma's
+# list (dealloc_delay_ms), and rmmod comes once it has logged so. It must
+# wait for that release to end before the module goes (at least 0.4 s),
+# and everything must end cleanly (run.sh checks the log). A driver that took
+# the device off its list before closing its sockets let rmmod finish at
+# once and the release run on in freed module code (helper-72's review);
+# one that took it off last still left the release's last instructions
+# to race rmmod (helper-73), which the sleep there makes an oops. Then
+# the same with `rdma link delete` and, while that release sleeps, a new
+# `rdma link add` on the same netdev, which must succeed once it is over.
 test_unload_during_release() {
-	local t0 t1 pid
+	released_seen=0
+	local t0 t1 pid ms
 	setup_bound_veth || fail "link add"
 	echo 1000 > /sys/module/srdma/parameters/dealloc_delay_ms
 	ip link del v0 &
 	pid=$!
-	sleep 0.3
+	released srdma0 || fail "no release under way"
 	t0=$(date +%s%N)
 	rmmod srdma || fail "rmmod during the release"
 	t1=$(date +%s%N)
 	wait $pid || fail "ip link del"
-	echo "# rmmod took $(((t1 - t0) / 1000000)) ms"
-	[ $(((t1 - t0) / 1000000)) -ge 400 ] ||
-		fail "rmmod did not wait for the release"
+	ms=$(((t1 - t0) / 1000000))
+	echo "# rmmod during a netdev removal's release took $ms ms"
+	[ $ms -ge 400 ] || fail "rmmod did not wait for the release"
 	dev_absent srdma0 || fail "srdma0 still there"
+
+	setup_bound_veth || fail "link add (second)"
+	echo 1000 > /sys/module/srdma/parameters/dealloc_delay_ms
+	rdma link delete srdma0 &
+	pid=$!
+	released srdma0 || fail "no release under way"
+	rdma link add srdma0 type srdma netdev v0 ||
+		fail "link add during the release"
+	wait $pid || fail "rdma link delete"
+	echo 0 > /sys/module/srdma/parameters/dealloc_delay_ms
+	ibv_devinfo -d srdma0 > /dev/null || fail "new srdma0 unusable"
+	echo 1000 > /sys/module/srdma/parameters/dealloc_delay_ms
+	rdma link delete srdma0 &
+	pid=$!
+	released srdma0 || fail "no release under way"
+	t0=$(date +%s%N)
+	rmmod srdma || fail "rmmod during the release"
+	t1=$(date +%s%N)
+	wait $pid || fail "rdma link delete (second)"
+	ms=$(((t1 - t0) / 1000000))
+	echo "# rmmod during rdma link delete's release took $ms ms"
+	[ $ms -ge 400 ] || fail "rmmod did not wait for the release"
 }
 
 test_netdev_netns_move() {

@@ -243,7 +243,8 @@ struct srdma_dev {
 	struct net_device *ndev;	/* counted, see ndev_tracker */
 	netdevice_tracker ndev_tracker;
 	struct srdma_sockset *sockset;	/* counted reference */
-	struct list_head list;		/* on srdma_dev_list, srdma_dev_mutex */
+	/* On srdma_dev_list, or srdma_released_list; srdma_dev_mutex. */
+	struct list_head list;
 	/*
 	 * Set under srdma_dev_mutex once the netdev started unregistering;
 	 * a registration that races with it then removes the device itself.

@@ -18,7 +18,8 @@ MODULE_DESCRIPTION("Software RDMA device (RoCEv2) over any Ethernet netdev");
 MODULE_LICENSE("Dual BSD/GPL");
 
 /*
- * Guards srdma_dev_list and the ndev_gone/registered flags of every device.
+ * Guards srdma_dev_list, srdma_released_list and the ndev_gone/registered
+ * flags of every device.
  * Never held across ib_register_device() or ib_unregister_device(): those
  * take rtnl, and the netdev notifier takes this mutex under rtnl.
  */
@@ -37,6 +38,12 @@ struct workqueue_struct *srdma_wq;
  */
 struct workqueue_struct *srdma_tx_wq;
 static LIST_HEAD(srdma_dev_list);
+/*
+ * Devices whose release (srdma_dealloc_driver()) has unlisted them, each
+ * with a reference on its struct device, until srdma_reap_released()
+ * makes sure that release is over. Under srdma_dev_mutex.
+ */
+static LIST_HEAD(srdma_released_list);
 
 static struct srdma_dev *srdma_find_by_ndev(struct net_device *ndev)
 {
@@ -50,14 +57,14 @@ static struct srdma_dev *srdma_find_by_ndev(struct net_device *ndev)
 }
 
 /*
- * A test aid: milliseconds a device's release sleeps before it closes its
- * sockets (at most 2000; 0, the default, none), to widen the window in
- * which module unload must wait for it (tests/link.sh,
- * unload_during_release).
+ * A test aid: milliseconds a device's release sleeps at its very end,
+ * after it has left srdma's list of devices (at most 2000; 0, the
+ * default, none), to widen the window in which module unload must wait
+ * for it (tests/link.sh, unload_during_release).
  */
 static unsigned int dealloc_delay_ms;
 module_param(dealloc_delay_ms, uint, 0644);
-MODULE_PARM_DESC(dealloc_delay_ms, "test aid: ms a device's release sleeps first (max 2000, default 0)");
+MODULE_PARM_DESC(dealloc_delay_ms, "test aid: ms a device's release sleeps last, unlisted (max 2000, default 0)");
 
 /**
  * srdma_dealloc_driver() - ib_device_ops.dealloc_driver: release a device.
@@ -73,8 +80,6 @@ void srdma_dealloc_driver(struct ib_device *ibdev)
 	struct srdma_dev *sdev = to_sdev(ibdev);
 	unsigned int delay = min(READ_ONCE(dealloc_delay_ms), 2000U);
 
-	if (delay)
-		msleep(delay);
 	/* Destroying the QPs detached them from every group. */
 	WARN_ON_ONCE(sdev->mcg_count || sdev->mca_count);
 	if (sdev->sockset)
@@ -84,22 +89,60 @@ void srdma_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&sdev->xsrq_xa);
 
 	/*
-	 * Off the list last: srdma_remove_all() takes a device gone from
-	 * it for one whose release is over, and module unload goes on.
-	 * Taken off first, a release still closing its sockets (RCU grace
-	 * periods) from the notifier's queued unregistration or from
-	 * `rdma link delete` would go on in module code after the module
-	 * was freed (helper-72). Only this function's return is left after
-	 * the unlock, as the core leaves only its own after dealloc_driver.
-	 * The netdev goes under the same lock: srdma_find_by_ndev() never
-	 * matches a device whose netdev may be freed (and its address
-	 * taken by a new one).
+	 * Off the live list, onto the released one, with a reference that
+	 * keeps the device's memory. The release is not over when it leaves
+	 * the live list: the rest of this function is module code, and a
+	 * module unload that found no device (helper-72: the list left
+	 * first, before the sockets closed) or that raced this function's
+	 * last instructions (helper-73, under full preemption) would free
+	 * the module under it. srdma_reap_released() waits for the core's
+	 * unregistration, which holds its lock across this call, before
+	 * module unload goes on. The netdev goes under the same lock:
+	 * srdma_find_by_ndev() never matches a device whose netdev may be
+	 * freed (and its address taken by a new one).
 	 */
 	mutex_lock(&srdma_dev_mutex);
 	if (sdev->ndev)
 		netdev_put(sdev->ndev, &sdev->ndev_tracker);
-	list_del_init(&sdev->list);
+	sdev->ndev = NULL;
+	get_device(&sdev->ibdev.dev);
+	list_move_tail(&sdev->list, &srdma_released_list);
 	mutex_unlock(&srdma_dev_mutex);
+	if (delay) {
+		/* The test waits for this line: the device is unlisted. */
+		pr_info("%s: released, sleeping %u ms (dealloc_delay_ms)\n",
+			dev_name(&ibdev->dev), delay);
+		msleep(delay);
+	}
+}
+
+/*
+ * Drop the references of srdma_released_list, each once its device's
+ * release is over. A release runs inside the core's unregistration, which
+ * holds the device's unregistration lock across it (or, for a device that
+ * never registered, inside srdma_newlink(), which module unload waits for
+ * in rdma_link_unregister()), and ib_unregister_device() takes that lock:
+ * it returns at once on a device already unregistered, after the other
+ * caller is out of srdma's code. May sleep that long.
+ *
+ * Context: Process context, no srdma or RDMA core lock held.
+ */
+static void srdma_reap_released(void)
+{
+	struct srdma_dev *sdev;
+
+	for (;;) {
+		mutex_lock(&srdma_dev_mutex);
+		sdev = list_first_entry_or_null(&srdma_released_list,
+						struct srdma_dev, list);
+		if (sdev)
+			list_del_init(&sdev->list);
+		mutex_unlock(&srdma_dev_mutex);
+		if (!sdev)
+			return;
+		ib_unregister_device(&sdev->ibdev);
+		put_device(&sdev->ibdev.dev);
+	}
 }
 
 /*
@@ -207,6 +250,8 @@ static int srdma_newlink(const char *ibdev_name, struct net_device *ndev)
 	struct srdma_dev *sdev;
 	int err;
 
+	/* Released devices wait here or for module unload to be freed. */
+	srdma_reap_released();
 	err = srdma_link_check(ibdev_name, ndev);
 	if (err)
 		return err;
@@ -314,7 +359,8 @@ static struct notifier_block srdma_netdev_nb = {
 
 /*
  * Unregister every device we still have, waiting for any unregistration
- * already queued by the notifier or by `rdma link delete`.
+ * already queued by the notifier or by `rdma link delete`, then for every
+ * release to be over (srdma_reap_released()).
  */
 static void srdma_remove_all(void)
 {
@@ -333,6 +379,7 @@ static void srdma_remove_all(void)
 		ib_unregister_device(&sdev->ibdev);
 		put_device(&sdev->ibdev.dev);
 	}
+	srdma_reap_released();
 }
 
 static int __init srdma_init(void)
