@@ -12,6 +12,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <rdma/ib_user_verbs.h>
+
 #include "kselftest_harness.h"
 #include "srdma_test.h"
 
@@ -242,6 +244,137 @@ FIXTURE_TEARDOWN(qp)
 	if (self->trap_dev[0])
 		trap_remove(self->trap_dev);
 	SRDMA_TEST_FIXTURE_CLOSE(self);
+}
+
+/*
+ * One write() command: the core's command @cmd (@clen bytes, its first
+ * field the response address, set here) followed by 8 bytes of driver
+ * input, all zeros or, if @dirty, one of them 1; a 256-byte response
+ * (the core's and the driver's) in @resp. 0 or -errno.
+ */
+static int raw_cmd(int fd, uint32_t command, void *cmd, size_t clen,
+		   int dirty, void *resp)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		uint8_t body[256];
+	} c;
+	uint64_t r = (uintptr_t)resp;
+
+	if (clen + 8 > sizeof(c.body) || clen % 4)
+		return -E2BIG;
+	memset(&c, 0, sizeof(c));
+	memset(resp, 0, 256);
+	c.hdr.command = command;
+	c.hdr.in_words = (sizeof(c.hdr) + clen + 8) / 4;
+	c.hdr.out_words = 256 / 4;
+	memcpy(c.body, cmd, clen);
+	memcpy(c.body, &r, sizeof(r));
+	if (dirty)
+		c.body[clen + 5] = 1;
+	return write(fd, &c, c.hdr.in_words * 4) < 0 ? -errno : 0;
+}
+
+/*
+ * No srdma command takes driver input: bytes after the core's command
+ * are accepted if all zeros (an object is made) and refused with EINVAL
+ * otherwise, for get_context, alloc_pd, reg_mr, alloc_mw, create_cq,
+ * resize_cq, create_srq and create_qp (as create_ah in srdma_ud_test).
+ * Objects made here go with the context.
+ */
+TEST_F(qp, driver_input)
+{
+	uint32_t resp[64], pd, cq;
+	int fd = self->ctx->cmd_fd, dirty, ufd;
+	char path[96];
+
+	/* get_context, on a command file of its own. */
+	snprintf(path, sizeof(path), "/dev/infiniband/%s",
+		 strrchr(self->ctx->device->dev_path, '/') + 1);
+	for (dirty = 1; dirty >= 0; dirty--) {
+		struct ib_uverbs_get_context c = {};
+
+		ufd = open(path, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, ufd) TH_LOG("%s: %s", path, strerror(errno));
+		EXPECT_EQ(dirty ? -EINVAL : 0,
+			  raw_cmd(ufd, IB_USER_VERBS_CMD_GET_CONTEXT, &c,
+				  sizeof(c), dirty, resp));
+		close(ufd);
+	}
+	for (dirty = 1; dirty >= 0; dirty--) {
+		struct ib_uverbs_alloc_pd c = {};
+
+		EXPECT_EQ(dirty ? -EINVAL : 0,
+			  raw_cmd(fd, IB_USER_VERBS_CMD_ALLOC_PD, &c,
+				  sizeof(c), dirty, resp));
+	}
+	pd = resp[0];
+	for (dirty = 1; dirty >= 0; dirty--) {
+		struct ib_uverbs_reg_mr c = {
+			.start = (uintptr_t)self->buf,
+			.length = 4096,
+			.hca_va = (uintptr_t)self->buf,
+			.pd_handle = pd,
+			.access_flags = IBV_ACCESS_LOCAL_WRITE,
+		};
+
+		EXPECT_EQ(dirty ? -EINVAL : 0,
+			  raw_cmd(fd, IB_USER_VERBS_CMD_REG_MR, &c, sizeof(c),
+				  dirty, resp));
+	}
+	for (dirty = 1; dirty >= 0; dirty--) {
+		struct ib_uverbs_alloc_mw c = {
+			.pd_handle = pd,
+			.mw_type = IBV_MW_TYPE_2,
+		};
+
+		EXPECT_EQ(dirty ? -EINVAL : 0,
+			  raw_cmd(fd, IB_USER_VERBS_CMD_ALLOC_MW, &c, sizeof(c),
+				  dirty, resp));
+	}
+	for (dirty = 1; dirty >= 0; dirty--) {
+		struct ib_uverbs_create_cq c = { .cqe = 8, .comp_channel = -1 };
+
+		EXPECT_EQ(dirty ? -EINVAL : 0,
+			  raw_cmd(fd, IB_USER_VERBS_CMD_CREATE_CQ, &c,
+				  sizeof(c), dirty, resp));
+	}
+	cq = resp[0];
+	for (dirty = 1; dirty >= 0; dirty--) {
+		struct ib_uverbs_resize_cq c = { .cq_handle = cq, .cqe = 30 };
+
+		EXPECT_EQ(dirty ? -EINVAL : 0,
+			  raw_cmd(fd, IB_USER_VERBS_CMD_RESIZE_CQ, &c,
+				  sizeof(c), dirty, resp));
+	}
+	EXPECT_LE(30u, resp[0]);	/* the new size, at least what was asked */
+	for (dirty = 1; dirty >= 0; dirty--) {
+		struct ib_uverbs_create_srq c = {
+			.pd_handle = pd,
+			.max_wr = 8,
+			.max_sge = 1,
+		};
+
+		EXPECT_EQ(dirty ? -EINVAL : 0,
+			  raw_cmd(fd, IB_USER_VERBS_CMD_CREATE_SRQ, &c,
+				  sizeof(c), dirty, resp));
+	}
+	for (dirty = 1; dirty >= 0; dirty--) {
+		struct ib_uverbs_create_qp c = {
+			.pd_handle = pd,
+			.send_cq_handle = cq,
+			.recv_cq_handle = cq,
+			.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.qp_type = IBV_QPT_RC,
+		};
+
+		EXPECT_EQ(dirty ? -EINVAL : 0,
+			  raw_cmd(fd, IB_USER_VERBS_CMD_CREATE_QP, &c,
+				  sizeof(c), dirty, resp));
+	}
 }
 
 /* Bad QP capabilities are refused with EINVAL. */

@@ -1502,6 +1502,8 @@ int srdma_enable_driver(struct ib_device *ibdev);
 /* srdma_verbs.c */
 void srdma_init_device(struct srdma_dev *sdev);
 int srdma_register_device(struct srdma_dev *sdev, const char *name);
+int srdma_udata_no_input(struct srdma_dev *sdev, struct ib_udata *udata,
+			 const char *verb);
 enum ib_port_state srdma_port_state(struct srdma_dev *sdev);
 
 #endif /* SRDMA_H */

@@ -81,11 +81,9 @@ static int srdma_create_uah(struct srdma_dev *sdev, struct srdma_ah *ah,
 	struct srdma_create_ah_resp resp = {};
 	int err;
 
-	if (udata->inlen && !ib_is_udata_cleared(udata, 0, udata->inlen)) {
-		srdma_dbg(sdev, "create_ah: %zu bytes of unknown input\n",
-			  udata->inlen);
-		return -EINVAL;
-	}
+	err = srdma_udata_no_input(sdev, udata, "create_ah");
+	if (err)
+		return err;
 	if (udata->outlen < sizeof(resp)) {
 		srdma_dbg(sdev, "create_ah: response of %zu bytes, need %zu\n",
 			  udata->outlen, sizeof(resp));

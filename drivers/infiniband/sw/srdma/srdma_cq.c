@@ -84,6 +84,9 @@ int srdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	u32 slots;
 	int err;
 
+	err = srdma_udata_no_input(sdev, udata, "create_cq");
+	if (err)
+		return err;
 	/* Only user CQs have room for a timestamp (struct ib_wc has none). */
 	if (attr->flags & ~(udata ? IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION :
 			    0)) {
@@ -411,6 +414,9 @@ int srdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	u32 slots;
 	int err;
 
+	err = srdma_udata_no_input(to_sdev(ibcq->device), udata, "resize_cq");
+	if (err)
+		return err;
 	if (cqe < 1 || cqe >= SRDMA_MAX_CQE) {
 		srdma_dbg_cq(cq, "resize_cq: %d entries out of range\n", cqe);
 		return -EINVAL;

@@ -45,7 +45,10 @@ static u32 srdma_mr_index(u32 key)
  */
 int srdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	return srdma_res_get(to_sdev(ibpd->device), SRDMA_RES_PD);
+	struct srdma_dev *sdev = to_sdev(ibpd->device);
+
+	return srdma_udata_no_input(sdev, udata, "alloc_pd") ?:
+	       srdma_res_get(sdev, SRDMA_RES_PD);
 }
 
 /**
@@ -276,6 +279,9 @@ struct ib_mr *srdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct srdma_mr *mr;
 	int err;
 
+	err = srdma_udata_no_input(sdev, udata, "reg_mr");
+	if (err)
+		return ERR_PTR(err);
 	if ((access & IB_ACCESS_ON_DEMAND) && !start && length == U64_MAX) {
 		srdma_dbg(sdev, "reg_mr: implicit on-demand MRs are not supported\n");
 		return ERR_PTR(-EOPNOTSUPP);
@@ -395,6 +401,9 @@ struct ib_mr *srdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	struct srdma_mr *old = to_smr(ibmr), *mr;
 	int err;
 
+	err = srdma_udata_no_input(sdev, udata, "rereg_mr");
+	if (err)
+		return ERR_PTR(err);
 	if (old->type == SRDMA_MR_USER && !old->umem && !old->odp) {
 		/* A DM MR (the core refuses those) or a dma-buf MR. */
 		srdma_dbg_mr(old, "rereg_mr: not of a dma-buf or device memory\n");

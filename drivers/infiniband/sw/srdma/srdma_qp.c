@@ -478,7 +478,8 @@ int srdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct ib_qp_cap *cap = &init->cap;
 	int err;
 
-	err = srdma_qp_srq_caps(sdev, ibqp, init) ?:
+	err = srdma_udata_no_input(sdev, udata, "create_qp") ?:
+	      srdma_qp_srq_caps(sdev, ibqp, init) ?:
 	      srdma_qp_check_init(sdev, init, !!udata);
 	if (err)
 		return err;

@@ -127,7 +127,8 @@ int srdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct srdma_srq *srq = to_ssrq(ibsrq);
 	int err;
 
-	err = srdma_srq_check_init(sdev, init);
+	err = srdma_udata_no_input(sdev, udata, "create_srq") ?:
+	      srdma_srq_check_init(sdev, init);
 	if (err)
 		return err;
 	if (udata && udata->outlen < sizeof(struct srdma_create_srq_resp)) {
@@ -536,7 +537,8 @@ void srdma_srq_put(struct srdma_srq *srq)
  */
 int srdma_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
-	return 0;
+	return srdma_udata_no_input(to_sdev(ibxrcd->device), udata,
+				    "alloc_xrcd");
 }
 
 /**

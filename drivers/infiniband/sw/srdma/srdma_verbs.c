@@ -244,6 +244,30 @@ static const struct attribute_group srdma_dev_attr_group = {
 	.attrs = srdma_dev_attrs,
 };
 
+/**
+ * srdma_udata_no_input() - Refuse driver input srdma does not define.
+ * @sdev: the device, for the message
+ * @udata: the command's driver data; NULL for a kernel caller
+ * @verb: the verb, for the message
+ *
+ * No srdma command takes input of its own. What a provider sends after
+ * the core's command is accepted only if it is all zeros, so that a field
+ * a later provider adds is refused by this kernel, never ignored.
+ *
+ * Context: Process context (reads user memory).
+ * Return: 0, or -EINVAL.
+ */
+int srdma_udata_no_input(struct srdma_dev *sdev, struct ib_udata *udata,
+			 const char *verb)
+{
+	if (!udata || !udata->inlen ||
+	    ib_is_udata_cleared(udata, 0, udata->inlen))
+		return 0;
+	srdma_dbg(sdev, "%s: %zu bytes of unknown input\n", verb,
+		  udata->inlen);
+	return -EINVAL;
+}
+
 static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
 				struct ib_udata *udata)
 {
@@ -254,6 +278,9 @@ static int srdma_alloc_ucontext(struct ib_ucontext *ibuc,
 	};
 	int err;
 
+	err = srdma_udata_no_input(sdev, udata, "alloc_ucontext");
+	if (err)
+		return err;
 	if (udata->outlen) {
 		err = ib_copy_to_udata(udata, &resp,
 				       min(udata->outlen, sizeof(resp)));
