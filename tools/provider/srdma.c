@@ -1383,8 +1383,9 @@ static bool srdma_wr_no_data(uint32_t opcode)
  * Can window @mw of @type be bound on @qp under key @rkey as @info says?
  * EINVAL for a window of another type or PD, a key of another window
  * (the kernel finds the window by the key's index), rights the kernel
- * does not take (no zero-based windows), a window of 4 GiB or more, or a
- * range without an MR of the QP's PD (a type 2 window always needs one).
+ * does not take (no zero-based windows), a window of 4 GiB or more from a
+ * kernel without SRDMA_CAP_BIG_MW, or a range without an MR of the QP's
+ * PD (a type 2 window always needs one).
  * What the MR allows is for the kernel to check when the bind runs: a
  * bind it refuses completes with IBV_WC_MW_BIND_ERR.
  */
@@ -1393,7 +1394,9 @@ static int srdma_bind_check(const struct ibv_qp *qp, const struct ibv_mw *mw,
 			    const struct ibv_mw_bind_info *info)
 {
 	if (!mw || mw->type != type || !srdma_same_pd(mw->pd, qp->pd) ||
-	    (rkey ^ mw->rkey) >> 8 || info->length > UINT32_MAX)
+	    (rkey ^ mw->rkey) >> 8 ||
+	    (info->length > UINT32_MAX &&
+	     !(to_sctx(qp->context)->caps & SRDMA_CAP_BIG_MW)))
 		return EINVAL;
 	if (info->mw_access_flags & ~SRDMA_MW_ACCESS)
 		return EINVAL;

@@ -31,6 +31,7 @@ enum srdma_ucontext_caps {
 	SRDMA_CAP_DM = 1 << 5,		/* device memory, mapped, see below */
 	SRDMA_CAP_XRC = 1 << 6,		/* XRC, see srdma_usend_wqe */
 	SRDMA_CAP_CQ_TIMESTAMP = 1 << 7, /* srdma_uwc_ts, below */
+	SRDMA_CAP_BIG_MW = 1 << 8,	/* windows of 4 GiB and more */
 };
 
 struct srdma_alloc_ucontext_resp {

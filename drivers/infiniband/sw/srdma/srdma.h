@@ -1340,7 +1340,7 @@ int srdma_mr_add(struct srdma_dev *sdev, struct srdma_mr *mr);
 u64 srdma_mr_new_serial(void);
 struct srdma_mr *srdma_mr_get(struct srdma_dev *sdev, u32 key, bool remote);
 struct srdma_mr *srdma_mr_get_fast(struct srdma_dev *sdev, u32 key);
-int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len, int access);
+int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u64 len, int access);
 void srdma_mr_put(struct srdma_mr *mr);
 int srdma_mr_check(struct srdma_mr *mr, struct srdma_qp *qp, u32 key,
 		   u64 iova, u32 len, int access, u64 *serial);

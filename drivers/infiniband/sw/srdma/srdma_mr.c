@@ -601,13 +601,13 @@ void srdma_mr_put(struct srdma_mr *mr)
  * Context: Any context; a fast-registration MR's or a window's lock held.
  * Return: 0, -EACCES for a missing right, -EFAULT for a range outside.
  */
-int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u32 len, int access)
+int srdma_mr_range_ok(struct srdma_mr *mr, u64 iova, u64 len, int access)
 {
 	u64 end;
 
 	if ((mr->access & access) != access)
 		return -EACCES;
-	if (check_add_overflow(iova, (u64)len, &end))
+	if (check_add_overflow(iova, len, &end))
 		return -EFAULT;
 	if (mr->type == SRDMA_MR_DMA)
 		return 0;

@@ -43,6 +43,9 @@ int srdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	struct srdma_mr *win;
 	int err;
 
+	err = srdma_udata_no_input(sdev, udata, "alloc_mw");
+	if (err)
+		return err;
 	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2) {
 		srdma_dbg(sdev, "alloc_mw: type %d not supported\n",
 			  ibmw->type);
@@ -170,7 +173,7 @@ static struct srdma_mr *srdma_mw_find_base(struct srdma_qp *qp, u32 lkey,
 	/* Not on an on-demand paging MR: its copies fault through the MR. */
 	if (base->type == SRDMA_MR_USER && !base->odp &&
 	    base->ibmr.pd == qp->ibqp.pd &&
-	    (base->access & IB_ACCESS_MW_BIND) && len <= U32_MAX &&
+	    (base->access & IB_ACCESS_MW_BIND) &&
 	    !srdma_mr_range_ok(base, addr, len, 0) &&
 	    (!(access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) ||
 	     (base->access & IB_ACCESS_LOCAL_WRITE)))

@@ -212,7 +212,7 @@ static void srdma_get_dev_fw_str(struct ib_device *ibdev, char *str)
 #define SRDMA_UCONTEXT_CAPS (SRDMA_CAP_MAPPED_RINGS | SRDMA_CAP_UD | \
 			     SRDMA_CAP_SRQ | SRDMA_CAP_ATOMIC_WRITE | \
 			     SRDMA_CAP_DM | SRDMA_CAP_XRC | \
-			     SRDMA_CAP_CQ_TIMESTAMP)
+			     SRDMA_CAP_CQ_TIMESTAMP | SRDMA_CAP_BIG_MW)
 
 /*
  * The ABI version and capabilities alloc_ucontext returns, also in the
