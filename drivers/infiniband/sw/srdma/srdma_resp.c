@@ -1216,7 +1216,7 @@ static int srdma_resp_atomic_write(struct srdma_qp *qp, struct srdma_pkt *pkt,
 {
 	struct srdma_read_job job = srdma_atomic_job(qp, pkt);
 	struct srdma_mr *mr;
-	u64 serial, data;
+	u64 serial = 0, data;	/* serial: any MR, srdma_mr_check() sets it */
 	int err;
 
 	lockdep_assert_held(&qp->lock);
