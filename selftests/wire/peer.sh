@@ -16,8 +16,19 @@ loss=${3:-}
 if [ "$me" = a ]; then kind=$1; peer_kind=$2; else kind=$2; peer_kind=$1; fi
 peer=$SRDMA_PEER_IP
 barrier() { python3 "$here/barrier.py" "$@"; }
-msg_send() { python3 "$here/storage-msg.py" send "$peer" "$1"; }
 msg_recv() { python3 "$here/storage-msg.py" recv "$1" "${2:-900}"; }
+# tell_server WORD: the client's word to the CM server after a run (it waits
+# 600 s for it). One run lost it (the connection not made in 120 s, both
+# guests then out of step for the rest of the pair): try for 540 s, and
+# should it still fail, show the state of the wire to the peer.
+tell_server() {
+	echo "$1" | python3 "$here/storage-msg.py" send "$peer" 19099 540 &&
+		return 0
+	echo "# '$1' not delivered to $peer; the wire now:"
+	{ ping -c 3 -W 2 "$peer"; ip -s link show eth0; ip neigh show dev eth0
+	  ss -tan; tc -s qdisc show dev eth0; } 2>&1 | sed 's/^/#   /'
+	return 1
+}
 n=0
 # report STATUS NAME [LOG]: one KTAP line. On failure: the exit status
 # (124: killed by its timeout), the seconds since the last report, the
@@ -391,7 +402,8 @@ cm_server_side() {
 				sleep 0.1
 			done
 			barrier signal "$peer" 19100
-			verdict=$(msg_recv 19099 600)
+			verdict=$(msg_recv 19099 600) ||
+				echo "# ${t%%|*}: no word from the client in 600 s"
 			[ "$verdict" = again ] || break
 			kill "$spid" 2> /dev/null
 			wait "$spid"
@@ -511,10 +523,10 @@ cm_client_side() {
 			   perftest_cm_race "$name" $rc; then
 				echo "# $name: lost perftest's connect race (exit status $rc), run again"
 				echo "$name $rc" >> $PERFTEST_RACES
-				echo again | msg_send 19099
+				tell_server again
 				continue
 			fi
-			echo done | msg_send 19099
+			tell_server done
 			break
 		done
 		case $name in

@@ -4,8 +4,10 @@
 
 'storage-msg.py recv PORT [SECS]' waits (600 s by default) for one
 connection on PORT and copies what it sends to stdout; exit 1 on timeout.
-'storage-msg.py send HOST PORT' connects to HOST:PORT (retrying for
-120 s while the receiver is not listening yet) and sends stdin.
+'storage-msg.py send HOST PORT [SECS]' connects to HOST:PORT (retrying
+for SECS, 120 by default, while the receiver is not listening yet or the
+wire does not answer) and sends stdin; exit 1 if it never connects,
+saying so on stderr with how long it tried.
 """
 import socket
 import sys
@@ -33,15 +35,17 @@ def recv(port, secs):
     sys.stdout.buffer.write(data)
 
 
-def send(host, port):
+def send(host, port, secs):
     data = sys.stdin.buffer.read()
-    deadline = time.time() + 120
+    t0 = time.time()
     while True:
         try:
             c = socket.create_connection((host, port), 2)
             break
-        except OSError:
-            if time.time() > deadline:
+        except OSError as e:
+            if time.time() > t0 + secs:
+                print("storage-msg: no connection to %s:%d in %.0f s (%s)"
+                      % (host, port, time.time() - t0, e), file=sys.stderr)
                 sys.exit(1)
             time.sleep(0.2)
     c.sendall(data)
@@ -52,4 +56,5 @@ def send(host, port):
 if sys.argv[1] == "recv":
     recv(int(sys.argv[2]), float(sys.argv[3]) if len(sys.argv) > 3 else 600)
 else:
-    send(sys.argv[2], int(sys.argv[3]))
+    send(sys.argv[2], int(sys.argv[3]),
+         float(sys.argv[4]) if len(sys.argv) > 4 else 120)
