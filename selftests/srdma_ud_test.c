@@ -21,6 +21,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/srdma-abi.h>
 
@@ -322,23 +325,72 @@ static uint32_t ud_crc32(const uint8_t *p, size_t n)
 
 #define INJ_SQPN	0x4242
 
+/* The IPv4 header checksum of the 20 bytes at @h. */
+static uint16_t ud_ip_csum(const uint8_t *h)
+{
+	uint32_t sum = 0;
+	int i;
+
+	for (i = 0; i < 20; i += 2)
+		sum += h[i] << 8 | h[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum;
+}
+
+/* The MAC address of netdev @name into @mac. 0, or -1. */
+static int ud_mac(const char *name, uint8_t *mac)
+{
+	unsigned int m[6];
+	char path[64];
+	FILE *f;
+	int n, i;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/address", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4],
+		   &m[5]);
+	fclose(f);
+	for (i = 0; i < 6; i++)
+		mac[i] = m[i];
+	return n == 6 ? 0 : -1;
+}
+
 /*
  * A peer that ignores the MTU: a UD SEND ONLY of @len bytes of @fill from
- * QPN INJ_SQPN to @dqpn, built here (ICRC included) and sent from and to
- * our own IPv4 address through a raw socket. 0, or -1.
+ * QPN INJ_SQPN to @dqpn, built here (ICRC included) and sent to our own
+ * IPv4 address from 10.0.0.2 (our /24's .2) as an Ethernet frame out of
+ * v1, so that it comes in through v0, the device's netdev, as from a
+ * wire: srdma drops what comes in through lo (any local socket could
+ * send it). 0, or -1.
  */
 static int ud_inject(const union ibv_gid *gid, uint32_t dqpn, uint32_t qkey,
 		     uint32_t len, uint8_t fill)
 {
 	uint32_t pad = -len & 3, ulen = 8 + 12 + 8 + len + pad + 4;
 	uint32_t tot = 20 + ulen, crc, v;
-	struct sockaddr_in to = { .sin_family = AF_INET };
-	uint8_t pkt[2048], m[8 + 2048];
+	struct sockaddr_ll to = {
+		.sll_family = AF_PACKET,
+		.sll_protocol = htons(ETH_P_IP),
+		.sll_halen = 6,
+	};
+	uint8_t frame[14 + 2048], m[8 + 2048], *pkt = frame + 14;
+	uint16_t csum;
 	int fd, ret;
 
-	if (tot > sizeof(pkt))
+	if (tot > sizeof(frame) - 14)
 		return -1;
-	memset(pkt, 0, tot);
+	memset(frame, 0, 14 + tot);
+	if (ud_mac("v0", frame) || ud_mac("v1", frame + 6))
+		return -1;
+	frame[12] = ETH_P_IP >> 8;
+	frame[13] = ETH_P_IP & 0xff;
+	memcpy(to.sll_addr, frame, 6);
+	to.sll_ifindex = if_nametoindex("v1");
+	if (!to.sll_ifindex)
+		return -1;
 	pkt[0] = 0x45;				/* IPv4 */
 	pkt[2] = tot >> 8;
 	pkt[3] = tot;
@@ -347,7 +399,8 @@ static int ud_inject(const union ibv_gid *gid, uint32_t dqpn, uint32_t qkey,
 	pkt[6] = 0x40;				/* DF */
 	pkt[8] = 64;
 	pkt[9] = IPPROTO_UDP;
-	memcpy(pkt + 12, gid->raw + 12, 4);
+	memcpy(pkt + 12, gid->raw + 12, 3);
+	pkt[15] = 2;
 	memcpy(pkt + 16, gid->raw + 12, 4);
 	pkt[20] = 0xc1;				/* UDP source port */
 	pkt[21] = 0x23;
@@ -378,13 +431,16 @@ static int ud_inject(const union ibv_gid *gid, uint32_t dqpn, uint32_t qkey,
 	pkt[tot - 2] = crc >> 16;
 	pkt[tot - 1] = crc >> 24;
 
-	fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+	csum = ud_ip_csum(pkt);
+	pkt[10] = csum >> 8;
+	pkt[11] = csum;
+	fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_IP));
 	if (fd < 0)
 		return -1;
-	memcpy(&to.sin_addr, gid->raw + 12, 4);
-	ret = sendto(fd, pkt, tot, 0, (struct sockaddr *)&to, sizeof(to));
+	ret = sendto(fd, frame, 14 + tot, 0, (struct sockaddr *)&to,
+		     sizeof(to));
 	close(fd);
-	return ret == (int)tot ? 0 : -1;
+	return ret == (int)(14 + tot) ? 0 : -1;
 }
 
 /*

@@ -13,11 +13,22 @@ sends it crafted UD SEND ONLY datagrams (ICRC and all):
   2. to OWN_IP, but as an Ethernet frame into OTHER_IN (the other
      device's netdev, sent from its veth peer): must not complete;
   3. to OWN_IP as a frame into OWN_IN: must complete, every completion
-     field and the bytes checked.
+     field and the bytes checked;
+  4. to OWN_IP from an ordinary UDP socket of an unprivileged process
+     (uid 65534), through lo: must not complete, DEV's rx_bad_header +1
+     and rx_bad_icrc unchanged (the ICRC was right);
+  5. a MAD (QPN 1, the privileged Q_Key) to OWN_IP in through OTHER_IN:
+     DEV's GSI QP must not get it (DEV's rx_packets unchanged);
+  6. the same MAD in through OWN_IN: DEV's GSI QP gets it (rx_packets +1);
+  7. the same MAD from the unprivileged UDP socket through lo: DEV's GSI
+     QP must not get it.
+Each case prints what it saw; the script fails on the first miss.
 OWN_IN and OTHER_IN are veth devices whose peers are OWN_IN's name with
 its last digit plus one (v2 -> v3, v0 -> v1)."""
+import os
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -33,7 +44,9 @@ from pyverbs.wr import RecvWR, SGE
 from rocev2 import icrc
 
 QKEY = 0x11111111
+GSI_QKEY = 0x80010000
 SRC_QPN = 0x123456
+NOBODY = 65534
 
 
 def fail(msg):
@@ -48,20 +61,63 @@ def ip_csum(h):
     return ~s & 0xffff
 
 
-def datagram(dst, src, dqpn, payload):
-    """A UD SEND ONLY (opcode 0x64) to @dqpn, IP header first, ICRC last."""
+def datagram(dst, src, dqpn, payload, qkey=QKEY, ipid=0x4792, sport=0xc124,
+             udp_only=False):
+    """A UD SEND ONLY (opcode 0x64) to @dqpn, IP header first, ICRC last;
+    with @udp_only, what a UDP socket sends (BTH to ICRC), the ICRC over
+    the IP header the kernel will build (ID @ipid, DF, from port @sport)."""
     pad = -len(payload) & 3
     bth = bytearray(struct.pack(">BBHII", 0x64, pad << 4, 0xffff,
                                 dqpn & 0xffffff, 7))
-    body = bytes(bth) + struct.pack(">II", QKEY, SRC_QPN) + payload + \
+    body = bytes(bth) + struct.pack(">II", qkey, SRC_QPN) + payload + \
         b"\0" * pad
     ulen = 8 + len(body) + 4
-    udp = struct.pack(">HHHH", 0xc124, 4791, ulen, 0)
-    ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0x4792,
+    udp = struct.pack(">HHHH", sport, 4791, ulen, 0)
+    ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + ulen, ipid,
                                0x4000, 64, 17, 0, socket.inet_aton(src),
                                socket.inet_aton(dst)))
     struct.pack_into(">H", ip, 10, ip_csum(bytes(ip)))
+    if udp_only:
+        return body + icrc(ip, udp, body)
     return bytes(ip) + udp + body + icrc(ip, udp, body)
+
+
+def unprivileged_send(ip, payload):
+    """Send @payload (BTH to ICRC) from port 0xc125 of @ip to @ip:4791
+    through an ordinary UDP socket, as uid NOBODY: an unconnected socket
+    that does path MTU discovery (IP_PMTUDISC_DO, which anyone may set)
+    sends DF and IP ID 0, which datagram(..., ipid=0) assumed."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER, DO
+            s.bind((ip, 0xc125))
+            s.sendto(payload, (ip, 4791))
+            os._exit(0)
+        except Exception as e:  # noqa: BLE001 (report, then fail)
+            print("# unprivileged send: %s" % e)
+            os._exit(1)
+    _, st = os.waitpid(pid, 0)
+    if st:
+        fail("the unprivileged send failed")
+
+
+def counter(dev, name):
+    time.sleep(0.05)    # the core caches hardware counters for 10 ms
+    out = subprocess.run(["rdma", "statistic", "show", "link", dev + "/1"],
+                         capture_output=True, text=True, check=True).stdout
+    words = out.split()
+    return int(words[words.index(name) + 1])
+
+
+def mad():
+    """256 bytes: a PerfMgt (class 4) Get of ClassPortInfo."""
+    return struct.pack(">BBBBHHQHHI", 1, 4, 1, 1, 0, 0, 0x5eed, 1, 0, 0) + \
+        b"\0" * 232
 
 
 def mac(ifname):
@@ -148,6 +204,48 @@ def main():
         fail("completion %s, want %s" % (got, want))
     if mr.read(64, 40) != data:
         fail("payload not in place")
+
+    other_src = other_ip[:other_ip.rindex(".")] + ".2"
+    own_src = own[:own.rindex(".")] + ".2"
+    qp.post_recv(RecvWR(wr_id=0x78, num_sge=1,
+                        sg=[SGE(mr.buf, 40 + 64, mr.lkey)]))
+    hdr, bad_icrc = counter(dev, "rx_bad_header"), counter(dev, "rx_bad_icrc")
+    unprivileged_send(own, datagram(own, own, qp.qp_num, data, ipid=0,
+                                    sport=0xc125, udp_only=True))
+    n, wcs = poll_one(cq, 0.5)
+    if n:
+        fail("a datagram from an unprivileged UDP socket through lo "
+             "completed on %s's QP" % dev)
+    got = (counter(dev, "rx_bad_header") - hdr,
+           counter(dev, "rx_bad_icrc") - bad_icrc)
+    print("# to %s from uid %d through lo: nothing received, "
+          "rx_bad_header +%d, rx_bad_icrc +%d" % ((own, NOBODY) + got))
+    if got != (1, 0):
+        fail("want rx_bad_header +1 and rx_bad_icrc +0")
+
+    rx = counter(dev, "rx_packets")
+    frame_into(other_in, datagram(own, other_src, 1, mad(), qkey=GSI_QKEY))
+    time.sleep(0.3)
+    if counter(dev, "rx_packets") != rx:
+        fail("a MAD to %s in through %s reached %s's GSI QP"
+             % (own, other_in, dev))
+    print("# MAD to %s in through %s: not taken, as wanted"
+          % (own, other_in))
+    frame_into(own_in, datagram(own, own_src, 1, mad(), qkey=GSI_QKEY))
+    time.sleep(0.3)
+    if counter(dev, "rx_packets") != rx + 1:
+        fail("the MAD to %s in through %s did not reach %s's GSI QP"
+             % (own, own_in, dev))
+    print("# MAD to %s in through %s: taken by the GSI QP" % (own, own_in))
+    rx += 1
+    unprivileged_send(own, datagram(own, own, 1, mad(), qkey=GSI_QKEY,
+                                    ipid=0, sport=0xc125, udp_only=True))
+    time.sleep(0.3)
+    if counter(dev, "rx_packets") != rx:
+        fail("a MAD from uid %d through lo reached %s's GSI QP"
+             % (NOBODY, dev))
+    print("# MAD to %s from uid %d through lo: not taken, as wanted"
+          % (own, NOBODY))
     print("# ud_wrong_dev: ok")
 
 

@@ -1446,7 +1446,8 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 struct srdma_qp *srdma_qp_get(u32 qpn);
 bool srdma_dev_has_gid(struct srdma_dev *sdev, const union ib_gid *gid,
 		       struct net_device *ndev);
-struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid);
+struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid,
+			       struct net_device *in);
 void srdma_qp_put(struct srdma_qp *qp);
 void srdma_qp_error(struct srdma_qp *qp);
 void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type);

@@ -89,22 +89,27 @@ bool srdma_dev_has_gid(struct srdma_dev *sdev, const union ib_gid *gid,
  * srdma_gsi_get() - Find the GSI QP a packet to QPN 1 is for.
  * @net_cookie: the network namespace the packet arrived in
  * @dgid: its destination address, as a RoCEv2 GID
+ * @in: the netdev it came in through, NULL for srdma's local delivery
  *
  * That is the GSI QP of the device in that namespace whose GID table holds
- * @dgid: the MAD layer builds its reply from that GID, and could not
- * without it.
+ * @dgid (the MAD layer builds its reply from that GID, and could not
+ * without it) and, for a packet from a wire, whose netdev it came in
+ * through: Linux takes a packet to any of its addresses on any interface,
+ * and two netdevs may share an address (helper-78).
  *
  * Context: Any context.
  * Return: the QP with a reference, to be released with srdma_qp_put(), or
  * NULL.
  */
-struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid)
+struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid,
+			       struct net_device *in)
 {
 	struct srdma_qp *qp;
 
 	rcu_read_lock();
 	list_for_each_entry_rcu(qp, &srdma_gsi_list, gsi_node) {
-		if (dev_net(qp->sdev->ndev)->net_cookie != net_cookie)
+		if (dev_net(qp->sdev->ndev)->net_cookie != net_cookie ||
+		    (in && in != qp->sdev->ndev))
 			continue;
 		/*
 		 * Of the device's own netdev: the GIDs of its VLAN uppers

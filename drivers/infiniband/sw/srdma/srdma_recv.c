@@ -134,8 +134,8 @@ static bool srdma_rcv_to_mcast(struct sk_buff *skb, bool ipv6)
 
 /*
  * The QP @pkt is for, with a reference. QPN 1 names the GSI QP of the
- * device that owns the packet's destination address; every other QPN is
- * unique module-wide.
+ * device that owns the packet's destination address and, from a wire,
+ * whose netdev it came in through; every other QPN is unique module-wide.
  */
 static struct srdma_qp *srdma_rcv_qp(struct sk_buff *skb, bool ipv6,
 				     const struct srdma_pkt *pkt,
@@ -146,7 +146,7 @@ static struct srdma_qp *srdma_rcv_qp(struct sk_buff *skb, bool ipv6,
 	if (pkt->dqpn != SRDMA_GSI_QPN)
 		return srdma_qp_get(pkt->dqpn);
 	srdma_rcv_dgid(skb, ipv6, &dgid);
-	return srdma_gsi_get(net_cookie, &dgid);
+	return srdma_gsi_get(net_cookie, &dgid, skb->dev);
 }
 
 /*
@@ -157,21 +157,34 @@ static struct srdma_qp *srdma_rcv_qp(struct sk_buff *skb, bool ipv6,
  * a datagram to another srdma device of the namespace (on another
  * network) would reach it. Linux takes a packet to any of its addresses
  * on any interface, so the address alone is not enough: the way in must
- * match too, as rdma_rxe checks. Packets from this host (srdma's local
- * delivery, which sets no device, or through lo) match by address.
- * Connected QPs check their peer's addresses instead (srdma_addr_ok());
- * QP1 is found by the address.
+ * match too, as rdma_rxe checks. srdma's local delivery, which sets no
+ * device, matches by address. Connected QPs check their peer's addresses
+ * instead (srdma_addr_ok()); QP1 is found by the address and the way in
+ * (srdma_gsi_get()).
  */
 static bool srdma_rcv_to_own_gid(struct srdma_qp *qp, struct sk_buff *skb,
 				 bool ipv6)
 {
-	struct net_device *in = skb->dev;
 	union ib_gid dgid;
 
-	if (in && (in->flags & IFF_LOOPBACK))
-		in = NULL;
 	srdma_rcv_dgid(skb, ipv6, &dgid);
-	return srdma_dev_has_gid(qp->sdev, &dgid, in);
+	return srdma_dev_has_gid(qp->sdev, &dgid, skb->dev);
+}
+
+/*
+ * Did @skb come in through lo? srdma never sends through it: packets to
+ * this host's own addresses take its local delivery (no device), and no
+ * other RoCE stack can hold UDP 4791 beside srdma's socket in the same
+ * namespace. So what comes in through lo was sent by an ordinary socket
+ * of this host, which any unprivileged process may open: with it, a
+ * process could hand QP1 MADs with the privileged Q_Key to the MAD layer
+ * (which the core forbids it through its own QPs) or forge the local
+ * peer of a connection between two local endpoints (helper-78). Such a
+ * packet is dropped for every QP, as rdma_rxe drops it.
+ */
+static bool srdma_rcv_through_lo(struct sk_buff *skb)
+{
+	return skb->dev && (skb->dev->flags & IFF_LOOPBACK);
 }
 
 /*
@@ -185,7 +198,7 @@ static bool srdma_rcv_qp_pkt(struct srdma_qp *qp, struct sk_buff *skb,
 			     struct srdma_pkt *pkt, int payload, bool ipv6,
 			     u64 net_cookie)
 {
-	if (!srdma_pkey_is_default(pkt->pkey) ||
+	if (!srdma_pkey_is_default(pkt->pkey) || srdma_rcv_through_lo(skb) ||
 	    dev_net(qp->sdev->ndev)->net_cookie != net_cookie ||
 	    srdma_rcv_to_mcast(skb, ipv6) ||
 	    (srdma_qp_is_ud(qp) && pkt->dqpn != SRDMA_GSI_QPN &&
