@@ -1337,6 +1337,41 @@ def t_credits_req(t, w):
     expect_state(t, QPS_RTS)
 
 
+def t_read_zero_resend(t, w):
+    """A READ of no data asked again still counts as one request held by
+    the responder (helper-77): five times, a zero-length READ whose first
+    request goes unanswered until the requester sends it again, then is
+    answered with a READ RESPONSE ONLY of no data; each completes, every
+    field checked. A driver that counted every resend as one more request
+    stopped sending READs once max_rd_atomic (4) were counted, for good."""
+    want = [dict(wr_id=0x400, status=0, opcode=2, byte_len=0, imm=0,
+                 wc_flags=0, src_qp=0, qp_num=t.qpn)]
+    for k in range(5):
+        if t.cmd("read 0") != "ok":
+            fail("post READ %d" % k)
+        first, end = None, time.time() + 5
+        while time.time() < end:
+            q = w.recv(1.0)
+            if not q or q["op"] != OP["READ_REQ"]:
+                continue
+            if first is None:
+                first = q["psn"]        # left unanswered
+            elif q["psn"] == first:
+                break                   # asked again
+        else:
+            fail("READ %d: %s" % (k, "no request" if first is None else
+                                  "never asked again"))
+        w.send(OP["READ_RESP_ONLY"], first,
+               struct.pack(">I", 0x1f000000 | (k + 1)))
+        time.sleep(0.3)
+        wcs = t.poll()
+        print("# READ %d of no data (psn %#x), answered after its resend: %s"
+              % (k, first, wcs))
+        if wcs != want:
+            fail("READ %d: completions %s, want %s" % (k, wcs, want))
+    expect_state(t, QPS_RTS)
+
+
 def t_credits_read(t, w):
     """A READ goes as one request per 16 responses, and the responder's MSN
     counts each: the requester's message numbers must too, or the credits

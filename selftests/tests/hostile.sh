@@ -65,6 +65,7 @@ test_hostile_rnr_wait() { hostile rnr_wait; }
 test_hostile_credits_resp() { hostile credits_resp; }
 test_hostile_credits_req() { hostile credits_req; }
 test_hostile_credits_read() { hostile credits_read; }
+test_hostile_read_zero_resend() { hostile read_zero_resend; }
 
 # SEND with Invalidate from the wire to a user QP: never invalidates a
 # user MR, and counts the refusal; a duplicate neither.

@@ -509,6 +509,11 @@ struct srdma_send_wqe {
 	u32 npkts;
 	bool started;			/* first_psn/last_psn valid */
 	bool done;			/* READ: all responses placed */
+	/*
+	 * READ of no data: its one request is counted in rd_reqs (which
+	 * rd_sent_off, 0 either way, cannot say).
+	 */
+	bool rd_zero_asked;
 	u32 rd_next_psn;		/* READ: next response expected */
 	u32 rd_sent_off;		/* READ: requests sent up to here */
 	u64 compare_add;		/* atomics: compare or add operand */

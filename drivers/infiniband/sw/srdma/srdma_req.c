@@ -429,6 +429,13 @@ static void srdma_rd_forget(struct srdma_qp *qp, u32 i, u32 off)
 		}
 		if (wqe->opcode != IB_WR_RDMA_READ)
 			continue;
+		if (!wqe->length) {
+			/* As one request, held until its one response. */
+			if (!wqe->done && wqe->rd_zero_asked && qp->rd_reqs)
+				qp->rd_reqs--;
+			wqe->rd_zero_asked = false;
+			continue;
+		}
 		qp->rd_reqs -= min(qp->rd_reqs, srdma_rd_chunks_out(qp, wqe));
 		wqe->rd_sent_off = min(wqe->rd_sent_off, off);
 	}
@@ -927,7 +934,17 @@ static int srdma_req_read_packet(struct srdma_qp *qp,
 	skb = srdma_alloc_pkt(qp, pkt, &payload);
 	if (!skb)
 		return -ENOMEM;
-	if (off >= wqe->rd_sent_off) {
+	/*
+	 * Counted once per request the responder holds. A READ of no data
+	 * is one request, sent again after a rewind only once forgotten
+	 * (srdma_rd_forget()): counted each time it left, every resend of
+	 * one took a slot of the initiator depth for good (helper-77).
+	 */
+	if (!wqe->length) {
+		if (!wqe->rd_zero_asked)
+			qp->rd_reqs++;
+		wqe->rd_zero_asked = true;
+	} else if (off >= wqe->rd_sent_off) {
 		qp->rd_reqs++;
 		wqe->rd_sent_off = off + pkt->dmalen;
 	}
@@ -1163,6 +1180,7 @@ static int srdma_req_start(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	wqe->last_psn = srdma_psn_add(qp->next_psn, wqe->npkts - 1);
 	wqe->rd_next_psn = wqe->first_psn;
 	wqe->rd_sent_off = 0;
+	wqe->rd_zero_asked = false;
 	wqe->started = true;
 	wqe->done = false;
 	qp->next_psn = srdma_psn_add(qp->next_psn, wqe->npkts);
@@ -1279,6 +1297,7 @@ static bool srdma_req_local(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	wqe->last_psn = wqe->first_psn;
 	wqe->rd_next_psn = wqe->first_psn;
 	wqe->rd_sent_off = 0;
+	wqe->rd_zero_asked = false;
 	wqe->started = true;
 	wqe->done = true;
 	if (err) {
