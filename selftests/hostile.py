@@ -1488,6 +1488,49 @@ def t_rnr_wait(t, w):
     expect_state(t, QPS_RTS)
 
 
+def t_rnr_hang(t, w):
+    """After an RNR wait the requester must come back by itself even when
+    the window lets nothing go (helper-77). The target's 64 KiB READ R
+    (4 requests of 16 responses) and a SEND S behind it; R's first 16
+    responses let S go; a sequence NAK for R's 17th response halves the
+    window and R is asked again from there; an RNR NAK (0.01 ms) for S,
+    then silence. S lies beyond the halved window, so the wait's end sends
+    nothing: only the ACK timer, which the RNR wait stopped, can ask for
+    R's missing responses again. Something must come within 3 s (it did
+    not: the QP waited for ever)."""
+    size = 64 * MTU
+    if t.cmd("read %d" % size) != "ok" or t.cmd("send 64") != "ok":
+        fail("post READ and SEND")
+    reqs, end = [], time.time() + 5
+    while len(reqs) < 4 and time.time() < end:
+        q = w.recv(1.0)
+        if q and q["op"] == OP["READ_REQ"]:
+            reqs.append(q["psn"])
+    if len(reqs) != 4:
+        fail("READ requests %s, want 4" % [hex(x) for x in reqs])
+    p = reqs[0]
+    for i in range(16):
+        aeth = struct.pack(">I", 0x1f000001)
+        op = 13 if i == 0 else 15 if i == 15 else 14
+        w.send(op, p + i, (aeth if op != 14 else b"") + b"\x3c" * MTU)
+    s_psn, end = None, time.time() + 5
+    while s_psn is None and time.time() < end:
+        q = w.recv(1.0)
+        if q and q["op"] == OP["SEND_ONLY"]:
+            s_psn = q["psn"]
+    if s_psn != (p + 64) & 0xffffff:
+        fail("SEND at %s, want %#x" % (s_psn and hex(s_psn), p + 64))
+    w.send(OP["ACK"], p + 16, struct.pack(">I", 0x60000001))   # seq NAK
+    again = [q["psn"] for q in w.drain(0.1) if q["op"] == OP["READ_REQ"]]
+    print("# after the sequence NAK: READ asked again at %s"
+          % [hex(x) for x in again])
+    w.send(OP["ACK"], s_psn, struct.pack(">I", 0x21000001))    # RNR NAK
+    got = [(q["op"], q["psn"]) for q in w.drain(3.0)]
+    print("# after the RNR NAK, 3 s: %s" % [(op, hex(x)) for op, x in got])
+    if not got:
+        fail("nothing sent within 3 s of the RNR NAK: the QP hangs")
+
+
 def t_to_reset_qp(t, w):
     """A request to a QP moved to RESET is dropped unanswered and counted
     as for a QP in the wrong state (rx_bad_qp_state), not as a bad header:
@@ -1514,10 +1557,12 @@ def main():
     if not fn:
         fail("no test " + test)
     # timeout_*: an ACK timeout of 537 ms, so that the adaptive timeout
-    # comes first whatever the RTT sample (this script's reaction time).
+    # comes first whatever the RTT sample (this script's reaction time);
+    # rnr_hang: so that no ACK timeout comes between its NAKs.
     t = Target(gidx, uc=test.startswith("uc_"),
                xrc=test.startswith("xrc_") and test != "xrc_to_rc",
-               timeout=17 if test.startswith("timeout_") else None,
+               timeout=17 if test.startswith("timeout_") or
+               test == "rnr_hang" else None,
                odp=test.startswith("odp_"))
     enter_netns(ns)
     w = Wire(t.qpn)

@@ -567,7 +567,8 @@ bool srdma_req_rnr(struct srdma_qp *qp, u32 psn, u8 timer)
 	 * The wait is timed to the microsecond: the usual timers (0.01 to
 	 * 1.92 ms) are shorter than a jiffy, and a sender that meets its
 	 * receiver's empty queue would otherwise idle a whole jiffy each
-	 * time. Nothing is in flight now, so the ACK timer has no work.
+	 * time. The ACK timer stops meanwhile; the pace timer that ends the
+	 * wait arms it again if something is still outstanding.
 	 */
 	del_timer(&qp->retrans_timer);
 	qp->rnr_until = ktime_add_us(ktime_get(),
@@ -1396,6 +1397,7 @@ static bool srdma_pace_hold(struct srdma_qp *qp, u64 gap)
 enum hrtimer_restart srdma_pace_timer(struct hrtimer *t)
 {
 	struct srdma_qp *qp = container_of(t, struct srdma_qp, pace_timer);
+	bool rnr_over = false;
 
 	spin_lock_bh(&qp->lock);
 	/*
@@ -1406,8 +1408,20 @@ enum hrtimer_restart srdma_pace_timer(struct hrtimer *t)
 		if (ktime_before(ktime_get(), qp->rnr_until))
 			goto out_unlock;
 		qp->rnr_wait = false;
+		rnr_over = true;
 	}
 	srdma_req_kick(qp);
+	/*
+	 * The RNR wait stopped the ACK timer (srdma_req_rnr()). Requests
+	 * before the NAK's PSN may still be outstanding (READ responses not
+	 * all in), and if the window or the initiator depth lets nothing go
+	 * now, only that timer brings the requester back: without it the QP
+	 * waited for ever (helper-77). Armed only while the SQ runs
+	 * (srdma_arm_timer()), so never after destroy_qp's RESET.
+	 */
+	if (rnr_over && qp->una_psn != qp->next_psn &&
+	    !timer_pending(&qp->retrans_timer))
+		srdma_arm_timer(qp);
 out_unlock:
 	spin_unlock_bh(&qp->lock);
 	return HRTIMER_NORESTART;
