@@ -304,9 +304,18 @@ static void srdma_comp_read_resp(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	}
 	wqe->rd_next_psn = srdma_psn_add(pkt->psn, 1);
 	last = pkt->psn == wqe->last_psn;
-	/* The end of a chunk: the responder is done with that request. */
-	if ((last || (idx + 1) % SRDMA_READ_CHUNK == 0) && qp->rd_reqs)
+	/*
+	 * The end of a chunk: the responder is done with that request. A
+	 * READ of no data is counted only while rd_zero_asked: a late answer
+	 * to a request a rewind forgot must not uncount another's (helper-79).
+	 */
+	if (!wqe->length) {
+		if (wqe->rd_zero_asked && qp->rd_reqs)
+			qp->rd_reqs--;
+		wqe->rd_zero_asked = false;
+	} else if ((last || (idx + 1) % SRDMA_READ_CHUNK == 0) && qp->rd_reqs) {
 		qp->rd_reqs--;
+	}
 	if (last) {
 		wqe->done = true;
 		if (qp->rd_outstanding)
