@@ -276,6 +276,15 @@ static int raw_cmd(int fd, uint32_t command, void *cmd, size_t clen,
 }
 
 /*
+ * Core command @c sent with 8 bytes of driver input: one of them non-zero
+ * is refused (EINVAL), all zeros make the object (its response in @resp).
+ */
+#define EXPECT_INPUT_RULE(fd, command, c, resp) do {			\
+	EXPECT_EQ(-EINVAL, raw_cmd(fd, command, &(c), sizeof(c), 1, resp)); \
+	EXPECT_EQ(0, raw_cmd(fd, command, &(c), sizeof(c), 0, resp));	\
+} while (0)
+
+/*
  * No srdma command takes driver input: bytes after the core's command
  * are accepted if all zeros (an object is made) and refused with EINVAL
  * otherwise, for get_context, alloc_pd, reg_mr, alloc_mw, create_cq,
@@ -284,97 +293,53 @@ static int raw_cmd(int fd, uint32_t command, void *cmd, size_t clen,
  */
 TEST_F(qp, driver_input)
 {
-	uint32_t resp[64], pd, cq;
+	struct ib_uverbs_get_context get_context = {};
+	struct ib_uverbs_alloc_pd alloc_pd = {};
+	struct ib_uverbs_reg_mr reg_mr = {
+		.start = (uintptr_t)self->buf,
+		.length = 4096,
+		.hca_va = (uintptr_t)self->buf,
+		.access_flags = IBV_ACCESS_LOCAL_WRITE,
+	};
+	struct ib_uverbs_alloc_mw alloc_mw = { .mw_type = IBV_MW_TYPE_2 };
+	struct ib_uverbs_create_cq create_cq = { .cqe = 8, .comp_channel = -1 };
+	struct ib_uverbs_resize_cq resize_cq = { .cqe = 30 };
+	struct ib_uverbs_create_srq create_srq = { .max_wr = 8, .max_sge = 1 };
+	struct ib_uverbs_create_qp create_qp = {
+		.max_send_wr = 4,
+		.max_recv_wr = 4,
+		.max_send_sge = 1,
+		.max_recv_sge = 1,
+		.qp_type = IBV_QPT_RC,
+	};
 	int fd = self->ctx->cmd_fd, dirty, ufd;
+	uint32_t resp[64];
 	char path[96];
 
-	/* get_context, on a command file of its own. */
+	/* get_context, on a command file of its own each time. */
 	snprintf(path, sizeof(path), "/dev/infiniband/%s",
 		 strrchr(self->ctx->device->dev_path, '/') + 1);
 	for (dirty = 1; dirty >= 0; dirty--) {
-		struct ib_uverbs_get_context c = {};
-
 		ufd = open(path, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, ufd) TH_LOG("%s: %s", path, strerror(errno));
 		EXPECT_EQ(dirty ? -EINVAL : 0,
-			  raw_cmd(ufd, IB_USER_VERBS_CMD_GET_CONTEXT, &c,
-				  sizeof(c), dirty, resp));
+			  raw_cmd(ufd, IB_USER_VERBS_CMD_GET_CONTEXT,
+				  &get_context, sizeof(get_context), dirty,
+				  resp));
 		close(ufd);
 	}
-	for (dirty = 1; dirty >= 0; dirty--) {
-		struct ib_uverbs_alloc_pd c = {};
-
-		EXPECT_EQ(dirty ? -EINVAL : 0,
-			  raw_cmd(fd, IB_USER_VERBS_CMD_ALLOC_PD, &c,
-				  sizeof(c), dirty, resp));
-	}
-	pd = resp[0];
-	for (dirty = 1; dirty >= 0; dirty--) {
-		struct ib_uverbs_reg_mr c = {
-			.start = (uintptr_t)self->buf,
-			.length = 4096,
-			.hca_va = (uintptr_t)self->buf,
-			.pd_handle = pd,
-			.access_flags = IBV_ACCESS_LOCAL_WRITE,
-		};
-
-		EXPECT_EQ(dirty ? -EINVAL : 0,
-			  raw_cmd(fd, IB_USER_VERBS_CMD_REG_MR, &c, sizeof(c),
-				  dirty, resp));
-	}
-	for (dirty = 1; dirty >= 0; dirty--) {
-		struct ib_uverbs_alloc_mw c = {
-			.pd_handle = pd,
-			.mw_type = IBV_MW_TYPE_2,
-		};
-
-		EXPECT_EQ(dirty ? -EINVAL : 0,
-			  raw_cmd(fd, IB_USER_VERBS_CMD_ALLOC_MW, &c, sizeof(c),
-				  dirty, resp));
-	}
-	for (dirty = 1; dirty >= 0; dirty--) {
-		struct ib_uverbs_create_cq c = { .cqe = 8, .comp_channel = -1 };
-
-		EXPECT_EQ(dirty ? -EINVAL : 0,
-			  raw_cmd(fd, IB_USER_VERBS_CMD_CREATE_CQ, &c,
-				  sizeof(c), dirty, resp));
-	}
-	cq = resp[0];
-	for (dirty = 1; dirty >= 0; dirty--) {
-		struct ib_uverbs_resize_cq c = { .cq_handle = cq, .cqe = 30 };
-
-		EXPECT_EQ(dirty ? -EINVAL : 0,
-			  raw_cmd(fd, IB_USER_VERBS_CMD_RESIZE_CQ, &c,
-				  sizeof(c), dirty, resp));
-	}
+	EXPECT_INPUT_RULE(fd, IB_USER_VERBS_CMD_ALLOC_PD, alloc_pd, resp);
+	reg_mr.pd_handle = alloc_mw.pd_handle = create_srq.pd_handle =
+		create_qp.pd_handle = resp[0];
+	EXPECT_INPUT_RULE(fd, IB_USER_VERBS_CMD_REG_MR, reg_mr, resp);
+	EXPECT_INPUT_RULE(fd, IB_USER_VERBS_CMD_ALLOC_MW, alloc_mw, resp);
+	EXPECT_INPUT_RULE(fd, IB_USER_VERBS_CMD_CREATE_CQ, create_cq, resp);
+	resize_cq.cq_handle = create_qp.send_cq_handle =
+		create_qp.recv_cq_handle = resp[0];
+	EXPECT_INPUT_RULE(fd, IB_USER_VERBS_CMD_RESIZE_CQ, resize_cq, resp);
 	EXPECT_LE(30u, resp[0]);	/* the new size, at least what was asked */
-	for (dirty = 1; dirty >= 0; dirty--) {
-		struct ib_uverbs_create_srq c = {
-			.pd_handle = pd,
-			.max_wr = 8,
-			.max_sge = 1,
-		};
-
-		EXPECT_EQ(dirty ? -EINVAL : 0,
-			  raw_cmd(fd, IB_USER_VERBS_CMD_CREATE_SRQ, &c,
-				  sizeof(c), dirty, resp));
-	}
-	for (dirty = 1; dirty >= 0; dirty--) {
-		struct ib_uverbs_create_qp c = {
-			.pd_handle = pd,
-			.send_cq_handle = cq,
-			.recv_cq_handle = cq,
-			.max_send_wr = 4,
-			.max_recv_wr = 4,
-			.max_send_sge = 1,
-			.max_recv_sge = 1,
-			.qp_type = IBV_QPT_RC,
-		};
-
-		EXPECT_EQ(dirty ? -EINVAL : 0,
-			  raw_cmd(fd, IB_USER_VERBS_CMD_CREATE_QP, &c,
-				  sizeof(c), dirty, resp));
-	}
+	EXPECT_INPUT_RULE(fd, IB_USER_VERBS_CMD_CREATE_SRQ, create_srq, resp);
+	EXPECT_INPUT_RULE(fd, IB_USER_VERBS_CMD_CREATE_QP, create_qp, resp);
 }
 
 /* Bad QP capabilities are refused with EINVAL. */

@@ -99,6 +99,18 @@ released() {
 	return 1
 }
 
+# rmmod_waits WHAT: rmmod srdma during WHAT's release, which sleeps 1 s
+# (dealloc_delay_ms): it must wait for it, at least 0.4 s.
+rmmod_waits() {
+	local t0 t1 ms
+	t0=$(date +%s%N)
+	rmmod srdma || fail "rmmod during the release"
+	t1=$(date +%s%N)
+	ms=$(((t1 - t0) / 1000000))
+	echo "# rmmod during $1's release took $ms ms"
+	[ $ms -ge 400 ] || fail "rmmod did not wait for the release"
+}
+
 # Module unload while a device's release is still under way: the netdev
 # is deleted (the notifier queues the device's unregistration), the
 # release sleeps 1 s at its very end, after the device has left srdma's
@@ -113,19 +125,14 @@ released() {
 # `rdma link add` on the same netdev, which must succeed once it is over.
 test_unload_during_release() {
 	released_seen=0
-	local t0 t1 pid ms
+	local pid
 	setup_bound_veth || fail "link add"
 	echo 1000 > /sys/module/srdma/parameters/dealloc_delay_ms
 	ip link del v0 &
 	pid=$!
 	released srdma0 || fail "no release under way"
-	t0=$(date +%s%N)
-	rmmod srdma || fail "rmmod during the release"
-	t1=$(date +%s%N)
+	rmmod_waits "a netdev removal"
 	wait $pid || fail "ip link del"
-	ms=$(((t1 - t0) / 1000000))
-	echo "# rmmod during a netdev removal's release took $ms ms"
-	[ $ms -ge 400 ] || fail "rmmod did not wait for the release"
 	dev_absent srdma0 || fail "srdma0 still there"
 
 	setup_bound_veth || fail "link add (second)"
@@ -142,13 +149,8 @@ test_unload_during_release() {
 	rdma link delete srdma0 &
 	pid=$!
 	released srdma0 || fail "no release under way"
-	t0=$(date +%s%N)
-	rmmod srdma || fail "rmmod during the release"
-	t1=$(date +%s%N)
+	rmmod_waits "rdma link delete"
 	wait $pid || fail "rdma link delete (second)"
-	ms=$(((t1 - t0) / 1000000))
-	echo "# rmmod during rdma link delete's release took $ms ms"
-	[ $ms -ge 400 ] || fail "rmmod did not wait for the release"
 }
 
 test_netdev_netns_move() {
