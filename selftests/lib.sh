@@ -232,6 +232,28 @@ ns_counter() {
 		grep -oE "(^| )$2 [0-9]+" | awk '{print $2}'
 }
 
+# counter_list DEV NS NAME...: "NAME value" for each NAME of DEV's port 1,
+# DEV's netdev in netns NS (empty: this one).
+counter_list() {
+	local dev=$1 ns=$2 n out
+	shift 2
+	out=$(${ns:+ip netns exec "$ns"} rdma statistic show link "$dev/1")
+	for n in "$@"; do
+		echo -n "$n $(grep -oE "(^| )$n [0-9]+" <<< "$out" |
+			awk '{print $2}') "
+	done
+}
+
+# Packets dropped so far for want of room in a CPU's receive backlog
+# (the second column of /proc/net/softnet_stat, hex, one line per CPU).
+softnet_drops() {
+	local d sum=0
+	for d in $(awk '{print $2}' /proc/net/softnet_stat); do
+		sum=$((sum + 16#$d))
+	done
+	echo $sum
+}
+
 # Index of DEV's RoCEv2 GID for an IPv4 address, waiting up to 10 s.
 roce2_ipv4_gid() {
 	roce2_gid_of "$1" '0000:0000:0000:0000:0000:ffff:*'

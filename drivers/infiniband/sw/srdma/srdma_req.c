@@ -1812,6 +1812,29 @@ run:
 	srdma_req_run(qp);
 }
 
+/*
+ * Run the requester from one of its timers, after a rewind. The timer
+ * fires on the CPU that armed it, often the one that took the last ACK
+ * or READ response, not qp->tx_cpu; packets of a user QP towards another
+ * host sent from there while send_work sends from its CPU could arrive
+ * out of order (a veth queues each on its sender's backlog), and READ
+ * requests asked again out of order make the responder drop the later
+ * one's answer (srdma_rd_drop_stale()). So, where srdma_req_kick() would
+ * leave the run to send_work, so does this off the QP's CPU.
+ *
+ * Context: softirq (a timer), QP lock held.
+ */
+static void srdma_req_run_timer(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (READ_ONCE(tx_work) && qp->is_user && !READ_ONCE(qp->dst_local) &&
+	    smp_processor_id() != qp->tx_cpu) {
+		srdma_queue_send_work(qp);
+		return;
+	}
+	srdma_req_run(qp);
+}
+
 /**
  * srdma_req_run() - transmit what the window allows
  * @qp: the QP
@@ -1957,7 +1980,7 @@ static void srdma_req_probe(struct srdma_qp *qp)
 		goto restore;
 	if (wqe->opcode == IB_WR_RDMA_READ) {
 		srdma_req_rewind(qp, qp->una_psn);
-		srdma_req_run(qp);
+		srdma_req_run_timer(qp);
 		return;
 	}
 	qp->pkts_since_ackreq = SRDMA_ACKREQ_EVERY;
@@ -1994,7 +2017,7 @@ static void srdma_req_resend(struct srdma_qp *qp)
 {
 	srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
 	srdma_req_rewind(qp, qp->una_psn);
-	srdma_req_run(qp);
+	srdma_req_run_timer(qp);
 	srdma_arm_timer(qp);
 }
 
@@ -2117,7 +2140,7 @@ void srdma_retrans_timer(struct timer_list *t)
 	if (!qp->attr.timeout) {
 		/* No ACK timeout: only a send that failed arms the timer. */
 		srdma_req_rewind(qp, qp->una_psn);
-		srdma_req_run(qp);
+		srdma_req_run_timer(qp);
 		goto out_unlock;
 	}
 	srdma_dbg_qp(qp, "timer: una %u next %u sq %u/%u/%u: op %u psn %u-%u rd %u retries %u\n",

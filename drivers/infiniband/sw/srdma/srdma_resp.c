@@ -1033,7 +1033,8 @@ static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job,
 
 /*
  * Answer a READ request: short ones at once, in this softirq, when no
- * older READ is still being answered; others through the read work.
+ * older READ is still being answered and it is not asked again; others
+ * through the read work.
  * QP lock held.
  */
 static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
@@ -1076,7 +1077,12 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	};
 	if (!dup)
 		srdma_rd_remember(qp, job);
-	if (!srdma_rd_queued(qp) &&
+	/*
+	 * Not a READ asked again: the answer it restarts may still be in
+	 * flight from the read work's CPU (a veth's backlog there), and
+	 * answered here, on the CPU of the request, it could overtake it.
+	 */
+	if (!dup && !srdma_rd_queued(qp) &&
 	    srdma_npkts(job->len, job->mtu) <= SRDMA_READ_INLINE_PKTS)
 		return srdma_resp_read_now(qp, job, pkt);
 	qp->rd_prod++;
