@@ -1251,6 +1251,53 @@ def t_timeout_lost(t, w):
     timeout_done(t, c0)
 
 
+def t_ack_unsent(t, w):
+    """An ACK for PSNs a long SEND has been given but has not sent yet (it
+    waits for the window) is no acknowledgement: dropped and counted, the
+    SEND not completed. ACKs of what was sent then carry it to its end,
+    every packet sent."""
+    first = first_send(t, w)
+    w.send(OP["ACK"], first, b"\x1f\x00\x00\x01")
+    expect_send_wcs(t, 1)
+    n = 256
+    p, last = (first + 1) & 0xffffff, (first + n) & 0xffffff
+    if t.cmd("send %d" % (n * MTU)) != "ok":
+        fail("post_send %d KiB" % n)
+    seen = set()
+    while True:                     # what the window lets go unanswered
+        g = w.recv(0.1)
+        if not g:
+            break
+        seen.add(g["psn"])
+    if not seen or max(seen) >= last:
+        fail("sent %s of the %d packets unanswered: nothing held back"
+             % (len(seen), n))
+    high = max(seen)
+    print("# sent %d packets of %d, up to %#x, before any ACK" %
+          (len(seen), n, high))
+    d0 = hw_counter("rx_duplicates")
+    w.send(OP["ACK"], last, b"\x1f\x00\x00\x02")
+    time.sleep(0.2)
+    wcs = t.poll()
+    if wcs:
+        fail("an ACK of PSN %#x, never sent, completed %s" % (last, wcs))
+    if hw_counter("rx_duplicates") - d0 < 1:
+        fail("the ACK of a PSN never sent was not counted")
+    end = time.time() + 10
+    while time.time() < end and max(seen) != last:
+        w.send(OP["ACK"], max(seen), b"\x1f\x00\x00\x01")
+        for g in w.drain(0.05):
+            seen.add(g["psn"])
+    missing = [hex(q & 0xffffff) for q in range(p, p + n)
+               if q & 0xffffff not in seen]
+    if missing:
+        fail("packets never sent: %s" % missing[:8])
+    w.send(OP["ACK"], last, b"\x1f\x00\x00\x02")
+    time.sleep(0.3)
+    expect_send_wc(t, t.poll())
+    expect_state(t, QPS_RTS)
+
+
 def expect_ack(w, psn, syn, msn, what):
     """The next answer is the ACK for @psn with syndrome @syn and MSN @msn."""
     q = w.recv(5.0)
@@ -1558,11 +1605,12 @@ def main():
         fail("no test " + test)
     # timeout_*: an ACK timeout of 537 ms, so that the adaptive timeout
     # comes first whatever the RTT sample (this script's reaction time);
-    # rnr_hang: so that no ACK timeout comes between its NAKs.
+    # rnr_hang: so that no ACK timeout comes between its NAKs;
+    # ack_unsent: none while it holds the ACKs back.
     t = Target(gidx, uc=test.startswith("uc_"),
                xrc=test.startswith("xrc_") and test != "xrc_to_rc",
                timeout=17 if test.startswith("timeout_") or
-               test == "rnr_hang" else None,
+               test in ("rnr_hang", "ack_unsent") else None,
                odp=test.startswith("odp_"))
     enter_netns(ns)
     w = Wire(t.qpn)

@@ -63,6 +63,7 @@ test_hostile_atomic_write_len() { hostile atomic_write_len; }
 test_hostile_uc_resync() { hostile uc_resync; }
 test_hostile_rnr_wait() { hostile rnr_wait; }
 test_hostile_rnr_hang() { hostile rnr_hang; }
+test_hostile_ack_unsent() { hostile ack_unsent; }
 test_hostile_credits_resp() { hostile credits_resp; }
 test_hostile_credits_req() { hostile credits_req; }
 test_hostile_credits_read() { hostile credits_read; }

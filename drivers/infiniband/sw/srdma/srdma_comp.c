@@ -376,8 +376,12 @@ void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		srdma_count(qp->sdev, SRDMA_CNT_RX_BAD_STATE);
 		return;
 	}
-	/* Ignore anything outside what we have sent. */
-	if (srdma_psn_diff(pkt->psn, qp->next_psn) >= 0 ||
+	/*
+	 * Ignore anything outside what we have sent: PSNs up to next_psn are
+	 * only assigned (a long message's, a READ's later chunks), sent_psn
+	 * is one past the highest handed to the network (helper-77).
+	 */
+	if (srdma_psn_diff(pkt->psn, qp->sent_psn) >= 0 ||
 	    srdma_psn_diff(pkt->psn, qp->una_psn) < -SRDMA_WINDOW) {
 		srdma_count(qp->sdev, SRDMA_CNT_RX_DUP);
 		return;
