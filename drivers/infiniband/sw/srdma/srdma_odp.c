@@ -468,7 +468,7 @@ void srdma_odp_qp_work(struct work_struct *work)
 	if (kick == SRDMA_ODP_KICK_RESEND)
 		srdma_req_resend_now(qp);
 	else
-		srdma_req_run(qp);
+		srdma_req_run_pinned(qp);
 	spin_unlock_bh(&qp->lock);
 	srdma_mr_put(mr);
 	srdma_qp_put(qp);	/* the queue's: @qp may go now */

@@ -1782,6 +1782,48 @@ static bool srdma_req_ready(struct srdma_qp *qp, bool ring_new)
 }
 
 /**
+ * srdma_qp_tx_pinned() - must @qp's packets leave from qp->tx_cpu?
+ * @qp: the QP
+ *
+ * A user QP towards another host, with tx_work (the default): its
+ * requester's runs after an ACK or a timer go to send_work, and its READ
+ * answers to read_work, both on qp->tx_cpu. Packets of one QP sent from
+ * two CPUs while some are in flight can arrive out of order: a veth
+ * queues each on the backlog of the CPU that sent it, and the CPUs drain
+ * their backlogs in either order. Kernel QPs and local delivery send
+ * from where they run.
+ *
+ * Context: any; reads only.
+ */
+bool srdma_qp_tx_pinned(const struct srdma_qp *qp)
+{
+	return READ_ONCE(tx_work) && qp->is_user && !READ_ONCE(qp->dst_local);
+}
+
+/**
+ * srdma_req_run_pinned() - run the requester here or on the QP's CPU
+ * @qp: the QP
+ *
+ * For the runs that go back N from a timer (the timer fires on the CPU
+ * that armed it, often the one that took the last ACK or READ response)
+ * or from the ODP fault work (any CPU): run at once on qp->tx_cpu, else
+ * queue send_work there if srdma_qp_tx_pinned(). READ requests asked
+ * again from two CPUs reached the responder out of order, which then
+ * dropped the later one's answer (srdma_rd_drop_stale()).
+ *
+ * Context: softirq or process context, QP lock held.
+ */
+void srdma_req_run_pinned(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (srdma_qp_tx_pinned(qp) && smp_processor_id() != qp->tx_cpu) {
+		srdma_queue_send_work(qp);
+		return;
+	}
+	srdma_req_run(qp);
+}
+
+/**
  * srdma_req_kick() - run the requester after an ACK or the pace timer
  * @qp: the QP
  *
@@ -1797,9 +1839,8 @@ void srdma_req_kick(struct srdma_qp *qp)
 	bool ring_new;
 
 	lockdep_assert_held(&qp->lock);
-	if (!READ_ONCE(tx_work) || !qp->is_user || !in_serving_softirq() ||
-	    READ_ONCE(qp->dst_local) || qp->rnr_wait ||
-	    !srdma_qp_sq_running(qp))
+	if (!srdma_qp_tx_pinned(qp) || !in_serving_softirq() ||
+	    qp->rnr_wait || !srdma_qp_sq_running(qp))
 		goto run;
 	/* The producer index the process writes, read once. */
 	ring_new = qp->usq.map && READ_ONCE(qp->usq.hdr->prod) != qp->sq.prod;
@@ -1809,29 +1850,6 @@ void srdma_req_kick(struct srdma_qp *qp)
 		srdma_queue_send_work(qp);
 	return;
 run:
-	srdma_req_run(qp);
-}
-
-/*
- * Run the requester from one of its timers, after a rewind. The timer
- * fires on the CPU that armed it, often the one that took the last ACK
- * or READ response, not qp->tx_cpu; packets of a user QP towards another
- * host sent from there while send_work sends from its CPU could arrive
- * out of order (a veth queues each on its sender's backlog), and READ
- * requests asked again out of order make the responder drop the later
- * one's answer (srdma_rd_drop_stale()). So, where srdma_req_kick() would
- * leave the run to send_work, so does this off the QP's CPU.
- *
- * Context: softirq (a timer), QP lock held.
- */
-static void srdma_req_run_timer(struct srdma_qp *qp)
-{
-	lockdep_assert_held(&qp->lock);
-	if (READ_ONCE(tx_work) && qp->is_user && !READ_ONCE(qp->dst_local) &&
-	    smp_processor_id() != qp->tx_cpu) {
-		srdma_queue_send_work(qp);
-		return;
-	}
 	srdma_req_run(qp);
 }
 
@@ -1980,7 +1998,7 @@ static void srdma_req_probe(struct srdma_qp *qp)
 		goto restore;
 	if (wqe->opcode == IB_WR_RDMA_READ) {
 		srdma_req_rewind(qp, qp->una_psn);
-		srdma_req_run_timer(qp);
+		srdma_req_run_pinned(qp);
 		return;
 	}
 	qp->pkts_since_ackreq = SRDMA_ACKREQ_EVERY;
@@ -2009,7 +2027,7 @@ void srdma_req_resend_now(struct srdma_qp *qp)
 	    qp->una_psn != qp->next_psn)
 		srdma_req_rewind(qp, qp->una_psn);
 	/* Also what waited for a page since (its miss merged into this). */
-	srdma_req_run(qp);
+	srdma_req_run_pinned(qp);
 }
 
 /* Go back to the oldest PSN unacknowledged, send again, rearm the timer. */
@@ -2017,8 +2035,13 @@ static void srdma_req_resend(struct srdma_qp *qp)
 {
 	srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
 	srdma_req_rewind(qp, qp->una_psn);
-	srdma_req_run_timer(qp);
+	/*
+	 * Armed first: a resend is no progress, whether it runs here or
+	 * from send_work (the run starts the QP's own timeout over only
+	 * when it finds the timer idle).
+	 */
 	srdma_arm_timer(qp);
+	srdma_req_run_pinned(qp);
 }
 
 /*
@@ -2078,8 +2101,8 @@ static void srdma_req_timeout(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		qp->tlp_sent = true;
 		srdma_count(qp->sdev, SRDMA_CNT_RETRANSMITS);
 		srdma_count(qp->sdev, SRDMA_CNT_TLP);
+		srdma_arm_timer(qp);	/* first, as in srdma_req_resend() */
 		srdma_req_probe(qp);
-		srdma_arm_timer(qp);
 		return;
 	}
 	srdma_cwnd_loss(qp);
@@ -2140,7 +2163,7 @@ void srdma_retrans_timer(struct timer_list *t)
 	if (!qp->attr.timeout) {
 		/* No ACK timeout: only a send that failed arms the timer. */
 		srdma_req_rewind(qp, qp->una_psn);
-		srdma_req_run_timer(qp);
+		srdma_req_run_pinned(qp);
 		goto out_unlock;
 	}
 	srdma_dbg_qp(qp, "timer: una %u next %u sq %u/%u/%u: op %u psn %u-%u rd %u retries %u\n",

@@ -1033,8 +1033,8 @@ static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job,
 
 /*
  * Answer a READ request: short ones at once, in this softirq, when no
- * older READ is still being answered and it is not asked again; others
- * through the read work.
+ * older READ is still being answered, it is not asked again, and the
+ * QP's packets may leave from this CPU; others through the read work.
  * QP lock held.
  */
 static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
@@ -1078,11 +1078,14 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	if (!dup)
 		srdma_rd_remember(qp, job);
 	/*
-	 * Not a READ asked again: the answer it restarts may still be in
-	 * flight from the read work's CPU (a veth's backlog there), and
-	 * answered here, on the CPU of the request, it could overtake it.
+	 * Not a READ asked again, and for a QP whose packets leave from its
+	 * CPU only there: the read work's last answers (to this READ's
+	 * previous chunk, or the answer a duplicate restarts) may still be
+	 * in flight from that CPU (a veth's backlog), and answered on the
+	 * CPU of the request this one could overtake them.
 	 */
 	if (!dup && !srdma_rd_queued(qp) &&
+	    (!srdma_qp_tx_pinned(qp) || smp_processor_id() == qp->tx_cpu) &&
 	    srdma_npkts(job->len, job->mtu) <= SRDMA_READ_INLINE_PKTS)
 		return srdma_resp_read_now(qp, job, pkt);
 	qp->rd_prod++;
