@@ -1189,6 +1189,12 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	srdma_qp_put(qp);
 	wait_for_completion(&qp->released);
+	/*
+	 * Again, now that nothing holds the QP: a holder (a packet, the
+	 * ODP fault work) may have queued them after the first cancel.
+	 */
+	cancel_work_sync(&qp->read_work);
+	cancel_work_sync(&qp->send_work);
 
 	if (qp->dst)
 		dst_release(qp->dst);

@@ -96,13 +96,14 @@ static void srdma_arm_timer(struct srdma_qp *qp)
 /*
  * Packet @psn, standing for @npkts PSNs (a READ request for its
  * responses), went out, asking for an ACK or not (@ackreq): time it if it
- * is a first transmission that asked and nothing is timed. Only a packet
- * that asks is answered at once: one that waits for a later AckReq would
- * time the packets sent after it too, and with pacing (srdma_pace_hold())
- * the delays the RTT itself sets.
+ * is a first transmission that asked, nothing is timed and it surely left
+ * (@timed). Only a packet that asks is answered at once: one that waits
+ * for a later AckReq would time the packets sent after it too, and with
+ * pacing (srdma_pace_hold()) the delays the RTT itself sets. sent_psn,
+ * which bounds the answers taken (srdma_comp_rcv()), moves past it.
  */
 static void srdma_rtt_start(struct srdma_qp *qp, u32 psn, u32 npkts,
-			    bool ackreq)
+			    bool ackreq, bool timed)
 {
 	if (ackreq)	/* its answer covers it all: srdma_req_answer_due() */
 		qp->ackreq_psn = srdma_psn_add(psn, npkts - 1);
@@ -111,7 +112,7 @@ static void srdma_rtt_start(struct srdma_qp *qp, u32 psn, u32 npkts,
 		srdma_count(qp->sdev, SRDMA_CNT_TX_RESENT);
 		return;
 	}
-	if (ackreq && !qp->rtt_pending) {
+	if (ackreq && timed && !qp->rtt_pending) {
 		qp->rtt_pending = true;
 		qp->rtt_psn = psn;
 		qp->rtt_start = ktime_get();
@@ -1127,12 +1128,17 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		err = srdma_req_atomic_packet(qp, wqe, &pkt);
 	else
 		err = srdma_req_data_packet(qp, wqe, &pkt);
-	/* Only a packet that left: a failed one is sent again as new. */
-	if (!err)
+	/*
+	 * Made and handed to srdma_xmit(): its errors may be those of an
+	 * earlier batch or train, with this packet sent after all, so it
+	 * counts as sent (a drop is a loss like the wire's), and is timed
+	 * only if all went well (helper-81).
+	 */
+	if (!err || err == -EHOSTUNREACH || err == -ENOBUFS || err == -EIO)
 		srdma_rtt_start(qp, pkt.psn,
 				wqe->opcode == IB_WR_RDMA_READ ?
 				srdma_npkts(pkt.dmalen, qp->mtu) : 1,
-				pkt.ackreq);
+				pkt.ackreq, !err);
 	return err;
 }
 
@@ -1816,7 +1822,13 @@ bool srdma_qp_tx_pinned(const struct srdma_qp *qp)
 void srdma_req_run_pinned(struct srdma_qp *qp)
 {
 	lockdep_assert_held(&qp->lock);
-	if (srdma_qp_tx_pinned(qp) && smp_processor_id() != qp->tx_cpu) {
+	/*
+	 * Only while the SQ runs: destroy_qp cancels send_work before it
+	 * waits for the references (the ODP fault work holds one), and a
+	 * work queued after that would run on a freed QP (helper-81).
+	 */
+	if (srdma_qp_sq_running(qp) && srdma_qp_tx_pinned(qp) &&
+	    smp_processor_id() != qp->tx_cpu) {
 		srdma_queue_send_work(qp);
 		return;
 	}
