@@ -1521,17 +1521,27 @@ def t_rnr_wait(t, w):
     # The low end of each set, not its median: a busy host delays some
     # resends by many milliseconds either way (one CI run's median after
     # the short timer was 3.72 ms, with four waits under 1 ms).
+    # One CI run's waits after the short timer were all 3.9 ms or more:
+    # the host stalled the guest throughout. Up to two more sets then,
+    # the low end taken of all: a driver that waits whole jiffies never
+    # has three under the 2.56 ms set's soonest less 1 ms.
+    sets = 1
+    while short[2] > long_[0] - 1e-3 and sets < 3:
+        more = rnr_gaps(t, w, p, 1, n)
+        print("# ms after a 0.01 ms RNR NAK, set %d: %s"
+              % (sets + 1, ["%.2f" % (x * 1e3) for x in more]))
+        short, sets = sorted(short + more), sets + 1
     if short[2] > long_[0] - 1e-3:
-        fail("third-shortest wait after a 0.01 ms RNR NAK %.2f ms, the "
-             "shortest after 2.56 ms %.2f ms: want 1 ms less"
-             % (short[2] * 1e3, long_[0] * 1e3))
+        fail("third-shortest wait after a 0.01 ms RNR NAK %.2f ms in %d "
+             "sets, the shortest after 2.56 ms %.2f ms: want 1 ms less"
+             % (short[2] * 1e3, sets, long_[0] * 1e3))
     w.send(OP["ACK"], p, b"\x1f\x00\x00\x01")
     expect_send_wcs(t, 1)
     if w.drain(0.2):
         fail("sent more after the ACK")
     d = hw_counter("rnr_nak_received") - c0
-    if d != 2 * n:
-        fail("rnr_nak_received +%d, want +%d" % (d, 2 * n))
+    if d != (1 + sets) * n:
+        fail("rnr_nak_received +%d, want +%d" % (d, (1 + sets) * n))
     expect_state(t, QPS_RTS)
 
 
