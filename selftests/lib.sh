@@ -220,16 +220,20 @@ client_server() {
 	return $rc
 }
 
+# counter_in NAME: NAME's value in the rdma statistic output on stdin.
+counter_in() {
+	grep -oE "(^| )$1 [0-9]+" | awk '{print $2}'
+}
+
 # The value of one hw counter of srdma0 port 1.
 counter() {
-	rdma statistic show link "${2:-srdma0}/1" |
-		grep -oE "(^| )$1 [0-9]+" | awk '{print $2}'
+	rdma statistic show link "${2:-srdma0}/1" | counter_in "$1"
 }
 
 # ns_counter NS NAME [DEV]: counter() of a device whose netdev is in NS.
 ns_counter() {
 	ip netns exec "$1" rdma statistic show link "${3:-srdma0}/1" |
-		grep -oE "(^| )$2 [0-9]+" | awk '{print $2}'
+		counter_in "$2"
 }
 
 # counter_list DEV NS NAME...: "NAME value" for each NAME of DEV's port 1,
@@ -239,8 +243,7 @@ counter_list() {
 	shift 2
 	out=$(${ns:+ip netns exec "$ns"} rdma statistic show link "$dev/1")
 	for n in "$@"; do
-		echo -n "$n $(grep -oE "(^| )$n [0-9]+" <<< "$out" |
-			awk '{print $2}') "
+		echo -n "$n $(counter_in "$n" <<< "$out") "
 	done
 }
 

@@ -1467,7 +1467,7 @@ int srdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 void srdma_req_run(struct srdma_qp *qp);
 void srdma_req_kick(struct srdma_qp *qp);
 void srdma_req_resend_now(struct srdma_qp *qp);
-bool srdma_qp_tx_pinned(const struct srdma_qp *qp);
+bool srdma_qp_off_tx_cpu(const struct srdma_qp *qp);
 void srdma_req_run_pinned(struct srdma_qp *qp);
 void srdma_send_work(struct work_struct *work);
 void srdma_retrans_timer(struct timer_list *t);

@@ -1050,6 +1050,19 @@ static bool srdma_req_ackreq(struct srdma_qp *qp, bool end)
 	return false;
 }
 
+/*
+ * Was the packet that srdma_req_packet() tried made and handed to
+ * srdma_xmit(), given its result @err? Not for a bad local SGE (-EACCES,
+ * -EINVAL), on-demand pages not present (-EAGAIN) or no memory (-ENOMEM);
+ * srdma_xmit()'s own errors may be an earlier batch's or train's, with
+ * this packet sent after all.
+ */
+static bool srdma_req_pkt_made(int err)
+{
+	return err != -EACCES && err != -EINVAL && err != -EAGAIN &&
+	       err != -ENOMEM;
+}
+
 /* Send the SEND or WRITE packet of @wqe at qp->sq_next_off. */
 static int srdma_req_data_packet(struct srdma_qp *qp,
 				 struct srdma_send_wqe *wqe,
@@ -1094,8 +1107,7 @@ static int srdma_req_data_packet(struct srdma_qp *qp,
 	pkt->ackreq = srdma_req_ackreq(qp, end);
 	err = srdma_data_xmit(qp, pkt, &src, end);
 	/* Not made (its memory), or made and dropped on this host. */
-	if (err == -EACCES || err == -EINVAL || err == -EAGAIN ||
-	    err == -ENOMEM)
+	if (!srdma_req_pkt_made(err))
 		return err;
 	qp->sq_next_off = off + pkt->paylen;
 	return err;
@@ -1129,12 +1141,10 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 	else
 		err = srdma_req_data_packet(qp, wqe, &pkt);
 	/*
-	 * Made and handed to srdma_xmit(): its errors may be those of an
-	 * earlier batch or train, with this packet sent after all, so it
-	 * counts as sent (a drop is a loss like the wire's), and is timed
-	 * only if all went well (helper-81).
+	 * Made: it counts as sent (a drop on this host is a loss like the
+	 * wire's), and is timed only if all went well (helper-81).
 	 */
-	if (!err || err == -EHOSTUNREACH || err == -ENOBUFS || err == -EIO)
+	if (srdma_req_pkt_made(err))
 		srdma_rtt_start(qp, pkt.psn,
 				wqe->opcode == IB_WR_RDMA_READ ?
 				srdma_npkts(pkt.dmalen, qp->mtu) : 1,
@@ -1801,9 +1811,23 @@ static bool srdma_req_ready(struct srdma_qp *qp, bool ring_new)
  *
  * Context: any; reads only.
  */
-bool srdma_qp_tx_pinned(const struct srdma_qp *qp)
+static bool srdma_qp_tx_pinned(const struct srdma_qp *qp)
 {
 	return READ_ONCE(tx_work) && qp->is_user && !READ_ONCE(qp->dst_local);
+}
+
+/**
+ * srdma_qp_off_tx_cpu() - would @qp send from the wrong CPU here?
+ * @qp: the QP
+ *
+ * True if srdma_qp_tx_pinned() and this is not qp->tx_cpu: its runs and
+ * answers then go to the work items on that CPU.
+ *
+ * Context: BHs or preemption off (the QP lock held).
+ */
+bool srdma_qp_off_tx_cpu(const struct srdma_qp *qp)
+{
+	return srdma_qp_tx_pinned(qp) && smp_processor_id() != qp->tx_cpu;
 }
 
 /**
@@ -1827,8 +1851,7 @@ void srdma_req_run_pinned(struct srdma_qp *qp)
 	 * waits for the references (the ODP fault work holds one), and a
 	 * work queued after that would run on a freed QP (helper-81).
 	 */
-	if (srdma_qp_sq_running(qp) && srdma_qp_tx_pinned(qp) &&
-	    smp_processor_id() != qp->tx_cpu) {
+	if (srdma_qp_sq_running(qp) && srdma_qp_off_tx_cpu(qp)) {
 		srdma_queue_send_work(qp);
 		return;
 	}

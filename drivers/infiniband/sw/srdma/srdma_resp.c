@@ -996,17 +996,15 @@ static void srdma_rd_drop_stale(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		     qp->epsn);
 }
 
-/* Answer READ @job, asked by @pkt, at once, in this softirq. */
-static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job,
-			       struct srdma_pkt *pkt)
+/* Answer READ @job, a new one (not asked again), at once, in softirq. */
+static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job)
 {
 	u32 npkts = srdma_npkts(job->len, job->mtu), msn, off, i;
 	bool outer;
 	int err;
 
-	/* The MSN counts this READ as done. */
-	msn = srdma_psn_diff(pkt->psn, qp->epsn) < 0 ? qp->msn :
-	      srdma_resp_msn_next(qp);
+	/* The MSN counts this READ, never one asked again here, as done. */
+	msn = srdma_resp_msn_next(qp);
 	outer = srdma_batch_begin(qp);
 	for (off = 0, i = 0; i < npkts; i++, off += job->mtu) {
 		err = srdma_read_resp_pkt(qp, job, off, npkts, msn);
@@ -1085,9 +1083,9 @@ static int srdma_resp_read(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	 * CPU of the request this one could overtake them.
 	 */
 	if (!dup && !srdma_rd_queued(qp) &&
-	    (!srdma_qp_tx_pinned(qp) || smp_processor_id() == qp->tx_cpu) &&
+	    !srdma_qp_off_tx_cpu(qp) &&
 	    srdma_npkts(job->len, job->mtu) <= SRDMA_READ_INLINE_PKTS)
-		return srdma_resp_read_now(qp, job, pkt);
+		return srdma_resp_read_now(qp, job);
 	qp->rd_prod++;
 	srdma_queue_read_work(qp);
 	return 0;
