@@ -1506,35 +1506,33 @@ def rnr_gaps(t, w, p, timer, n):
 
 def t_rnr_wait(t, w):
     """An RNR NAK is waited out for its timer, no less and not rounded up
-    to a jiffy (4 ms here): the resend after a 2.56 ms timer never comes
-    sooner, and three of those after a 0.01 ms timer come at least 1 ms
-    before the soonest of them.
+    to jiffies (8 ms a NAK before the fix): the resend after a 2.56 ms
+    timer never comes sooner, and one after a 0.01 ms timer comes within
+    2 ms, half a jiffy here (HZ 250).
     rnr_retry 7: every NAK is retried; the SEND then completes."""
     c0 = hw_counter("rnr_nak_received")
     p, n = first_send(t, w), 15
     long_ = rnr_gaps(t, w, p, 16, n)        # 2.56 ms
-    short = rnr_gaps(t, w, p, 1, n)         # 0.01 ms
     print("# ms after a 2.56 ms RNR NAK: %s" % ["%.2f" % (x * 1e3) for x in long_])
-    print("# ms after a 0.01 ms RNR NAK: %s" % ["%.2f" % (x * 1e3) for x in short])
     if long_[0] < 2.56e-3:
         fail("resent %.2f ms after a 2.56 ms RNR NAK" % (long_[0] * 1e3))
-    # The low end of each set, not its median: a busy host delays some
-    # resends by many milliseconds either way (one CI run's median after
-    # the short timer was 3.72 ms, with four waits under 1 ms).
-    # One CI run's waits after the short timer were all 3.9 ms or more:
-    # the host stalled the guest throughout. Up to two more sets then,
-    # the low end taken of all: a driver that waits whole jiffies never
-    # has three under the 2.56 ms set's soonest less 1 ms.
-    sets = 1
-    while short[2] > long_[0] - 1e-3 and sets < 3:
-        more = rnr_gaps(t, w, p, 1, n)
+    # Each gap is taken from before the NAK is sent to after the resend
+    # is read, so noise only ever lengthens it: the shortest is the
+    # measure, and a driver that waits a jiffy or more has none under
+    # 2 ms. A busy host (make check's packaging guest and builds run
+    # beside this one) delays most wakeups by a host time slice, 4 ms
+    # or more: one CI run had 1 gap in 45 under 2 ms. Up to 8 sets of
+    # 15, stopping at the first set with one.
+    sets, short = 0, []
+    while sets < 8 and (not short or short[0] >= 2e-3):
+        more = rnr_gaps(t, w, p, 1, n)      # 0.01 ms
+        sets += 1
         print("# ms after a 0.01 ms RNR NAK, set %d: %s"
-              % (sets + 1, ["%.2f" % (x * 1e3) for x in more]))
-        short, sets = sorted(short + more), sets + 1
-    if short[2] > long_[0] - 1e-3:
-        fail("third-shortest wait after a 0.01 ms RNR NAK %.2f ms in %d "
-             "sets, the shortest after 2.56 ms %.2f ms: want 1 ms less"
-             % (short[2] * 1e3, sets, long_[0] * 1e3))
+              % (sets, ["%.2f" % (x * 1e3) for x in more]))
+        short = sorted(short + more)
+    if short[0] >= 2e-3:
+        fail("shortest of %d waits after a 0.01 ms RNR NAK %.2f ms: want "
+             "under 2 ms" % (len(short), short[0] * 1e3))
     w.send(OP["ACK"], p, b"\x1f\x00\x00\x01")
     expect_send_wcs(t, 1)
     if w.drain(0.2):
