@@ -133,7 +133,7 @@ MPICC ?= $(shell command -v mpicc 2>/dev/null)
 MPI_BINS := $(if $(MPICC),$(BUILD)/selftests/srdma_mpi_check \
 	$(BUILD)/selftests/srdma_mpi_pingpong)
 
-# LD_PRELOAD for perftest's -R clients (selftests/wire/peer.sh).
+# LD_PRELOAD for perftest's -R clients (selftests/lib.sh, perftest_cm_race).
 CM_DELAY_SO := $(BUILD)/selftests/srdma_cm_delay.so
 
 selftests: $(SELFTEST_BINS) $(WIRE_TEST) $(MPI_BINS) $(CM_DELAY_SO)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * srdma_cm_delay.so: LD_PRELOAD for perftest's -R clients in the
- * two-guest tests (selftests/wire/peer.sh). perftest 4.5-0.17 (Debian 12's)
+ * srdma_cm_delay.so: LD_PRELOAD for perftest's -R clients in the tests
+ * (selftests/lib.sh, perftest_cm_race). perftest 4.5-0.17 (Debian 12's)
  * creates its server's rdma_cm listener only after a TCP handshake with
  * the client, and the client connects right after that handshake; a
  * connect request that arrives before the listener is rejected, and the

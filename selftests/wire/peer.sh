@@ -485,27 +485,7 @@ mckey_client_side() {
 	report $? "$kind-to-$peer_kind.mckey_send"
 }
 
-# perftest's connect race (perftest 4.5-0.17, Debian 12's; fixed upstream
-# by "perftest: Fix crashes and logical flaws in RDMA CM connection
-# retry", December 2025): with -R the server creates its rdma_cm listener
-# only after its TCP handshake with the client, and the client sends its
-# CM REQ right after that handshake. A REQ that arrives first is rejected
-# (no listener: the CM's answer, on any device), and the client's retry
-# then reuses the cm_ids it has just destroyed: it crashes in librdmacm,
-# and its server waits for a connection that never comes. Seen on the slow
-# CI machine, with the kernel log's "traps: ib_... general protection
-# fault ... in librdmacm"; one run lost it three times in a row, 2.5 s
-# apart. So the -R clients run with srdma_cm_delay.so preloaded
-# (selftests/preload): their rdma_resolve_addr() waits 500 ms, time for
-# the server to listen. Should one lose all the same, the pair runs it
-# again. perftest_cm_race NAME STATUS: the run of NAME that ended with
-# STATUS lost that race.
-PERFTEST_RACES=/tmp/perftest_cm_races
-perftest_cm_race() {
-	case $1 in *_R) ;; *) return 1 ;; esac
-	grep -q 'RDMA_CM_EVENT_REJECTED' /tmp/client.log && return 0
-	[ "$2" -gt 128 ] && [ "$2" != 137 ]
-}
+# perftest's connect race: lib.sh's perftest_cm_race.
 
 cm_client_side() {
 	local t name cli rc try
@@ -514,7 +494,7 @@ cm_client_side() {
 		for try in 1 2 3; do
 			barrier wait 19100
 			case $name in
-			*_R) LD_PRELOAD=$B/selftests/srdma_cm_delay.so \
+			*_R) LD_PRELOAD=$PERFTEST_CM_DELAY \
 				stdbuf -oL -eL timeout 120 $cli > /tmp/client.log 2>&1 ;;
 			*) retry timeout 120 $cli ;;
 			esac
@@ -668,13 +648,9 @@ fi
 
 # The crashes of perftest's connect race are in the kernel log: each is
 # noted, and fails nothing (each was run again, and must have passed).
-if [ -s $PERFTEST_RACES ]; then
-	DMESG_BAD_USER='traps: ib_[a-z_]+\[[0-9]+\] general protection fault .* in librdmacm'
-	dmesg | grep -E "$DMESG_BAD_USER" | sed 's/^/# perftest race: /'
-	bad=$(dmesg | grep -vE "$DMESG_BAD_USER" | dmesg_bad)
-else
-	bad=$(dmesg | dmesg_bad)
-fi
+[ ! -s $PERFTEST_RACES ] ||
+	dmesg | grep -E "$PERFTEST_RACE_TRAP" | sed 's/^/# perftest race: /'
+bad=$(dmesg | dmesg_bad)
 if [ -n "$bad" ]; then
 	n=$((n + 1)); echo "not ok $n $me.dmesg"; echo "$bad" | sed 's/^/# /'
 fi
