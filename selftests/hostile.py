@@ -486,13 +486,13 @@ def trace_queue_work(on):
             subprocess.check_call(["mount", "-t", "tracefs", "none", TRACE])
         with open(QUEUE_EV) as fh:
             enabled = fh.read().strip() == "1"
-        for f, v in (("tracing_on", "0"), ("buffer_size_kb", "4096"),
-                     ("trace", ""),
-                     (QUEUE_EV[len(TRACE) + 1:], None if enabled else "1"),
-                     ("tracing_on", "1")):
-            if v is not None:
-                with open(TRACE + "/" + f, "w") as fh:
-                    fh.write(v)
+        writes = [("tracing_on", "0"), ("buffer_size_kb", "4096"),
+                  ("trace", "")]
+        if not enabled:
+            writes.append((QUEUE_EV[len(TRACE) + 1:], "1"))
+        for f, v in writes + [("tracing_on", "1")]:
+            with open(TRACE + "/" + f, "w") as fh:
+                fh.write(v)
         return None
     with open(TRACE + "/tracing_on", "w") as fh:
         fh.write("0")

@@ -501,8 +501,6 @@ cm_client_side() {
 			rc=$?
 			if [ $rc != 0 ] && [ $try -lt 3 ] &&
 			   perftest_cm_race "$name" $rc; then
-				echo "# $name: lost perftest's connect race (exit status $rc), run again"
-				echo "$name $rc" >> $PERFTEST_RACES
 				tell_server again
 				continue
 			fi
