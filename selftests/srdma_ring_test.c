@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@ FIXTURE(ring) {
 	SRDMA_TEST_FIXTURE_OBJS;	/* ctx, pd, cq, mr, qp, buf */
 	struct srdma_test_map m[3];	/* CQ, SQ, RQ */
 	struct srdma_ring_hdr *cqh, *sqh, *rqh;
+	bool mtu_changed;		/* the veth's MTU, to set back */
 };
 
 /*
@@ -75,9 +77,15 @@ FIXTURE_SETUP(ring)
 	ASSERT_EQ(0, new_qp(self));
 }
 
+/* The netdev the device is bound to: v0 (selftests/run.sh). */
+#define RING_NDEV "v0"
+
 FIXTURE_TEARDOWN(ring)
 {
 	SRDMA_TEST_FIXTURE_CLOSE(self);
+	if (self->mtu_changed &&
+	    system("ip link set " RING_NDEV " mtu 1500"))
+		TH_LOG("could not set %s's MTU back to 1500", RING_NDEV);
 }
 
 /* Post one signaled WRITE of @len bytes from buf to buf + 32 KiB. */
@@ -254,7 +262,94 @@ TEST_F(ring, sq_msg_too_long)
 	close(kfd);
 }
 
-/* A garbage receive entry met by an incoming SEND: QP to ERR. */
+/*
+ * The provider limits a message by the path MTU the kernel took, not the
+ * one asked for: at a netdev MTU of 1000 a QP asked for 1024 gets 512,
+ * and messages of 1 GiB at most (2^21 packets). One byte more is refused
+ * by ibv_post_send() with EINVAL and bad_wr set, nothing written to the
+ * ring, the QP still in RTS (the kernel would refuse it and stop the QP),
+ * and a WRITE then goes through at 512 bytes a packet.
+ */
+TEST_F(ring, msg_len_at_clamped_mtu)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)self->buf, .length = (1u << 30) + 1,
+		.lkey = self->mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 5, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	struct ibv_wc wc;
+	int i;
+
+	ASSERT_EQ(0, system("ip link set " RING_NDEV " mtu 1000"));
+	self->mtu_changed = true;
+	ASSERT_EQ(0, new_qp_mtu(self, IBV_MTU_1024));
+	ASSERT_EQ(0, ibv_query_qp(self->qp, &a, IBV_QP_PATH_MTU, &ia));
+	ASSERT_EQ(IBV_MTU_512, a.path_mtu);
+	wr.wr.rdma.remote_addr = (uintptr_t)self->buf + 32768;
+	wr.wr.rdma.rkey = self->mr->rkey;
+	EXPECT_EQ(EINVAL, ibv_post_send(self->qp, &wr, &bad));
+	EXPECT_EQ(&wr, bad);
+	EXPECT_EQ(0, self->sqh->prod);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+	for (i = 0; i < 3000; i++)
+		self->buf[i] = (char)(i * 7 + 3);
+	ASSERT_EQ(0, post_write(self, 3000));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
+	EXPECT_SEND_WC(wc, 0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, self->qp);
+	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 3000));
+	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
+}
+
+/*
+ * A garbage send entry stops only the SQ: the receives already in the
+ * mapped RQ, which the kernel had not taken yet, and one posted after the
+ * QP went to ERR (a drain's marker) each complete as flushed, in order,
+ * with every field. The SQ takes nothing more until the QP is reset.
+ */
+TEST_F(ring, sq_bad_entry_rq_flushes)
+{
+	struct srdma_usend_wqe *u;
+	struct ibv_wc wc;
+	int i;
+
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, self->buf, 64, 11));
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, self->buf, 64, 12));
+	u = (struct srdma_usend_wqe *)(self->m[1].addr + SRDMA_RING_HDR_SIZE);
+	memset(u, 0, SQ_SLOT);
+	u->wr_id = 99;
+	u->opcode = IBV_WR_RDMA_WRITE;
+	u->num_sge = 1000;			/* past max_sge */
+	self->sqh->prod = 1;			/* publish it by hand */
+	EXPECT_EQ(EINVAL, post_write(self, 64));
+	ASSERT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qp));
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, self->buf, 64, 13));
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc)) TH_LOG("receive %d", i);
+		EXPECT_EQ(11u + i, wc.wr_id);
+		EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+		EXPECT_EQ(IBV_WC_RECV, wc.opcode);
+		EXPECT_EQ(0u, wc.byte_len);
+		EXPECT_EQ(0u, wc.wc_flags);
+		EXPECT_EQ(0u, wc.imm_data);
+		EXPECT_EQ(self->qp->qp_num, wc.qp_num);
+		EXPECT_EQ(0u, wc.src_qp);
+	}
+	/* Neither the garbage nor the WRITE behind it, nor a third. */
+	EXPECT_EQ(EINVAL, post_write(self, 64));
+	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
+	EXPECT_EQ(3, self->rqh->cons);
+	EXPECT_EQ(0, self->sqh->cons);
+}
+
+/*
+ * A garbage receive entry met by an incoming SEND: QP to ERR. The SQ goes
+ * on flushing: a SEND posted after that completes as flushed.
+ */
 TEST_F(ring, rq_bad_entry)
 {
 	struct srdma_urecv_wqe *u;
@@ -281,6 +376,11 @@ TEST_F(ring, rq_bad_entry)
 	EXPECT_EQ(7, wc.wr_id);
 	EXPECT_NE(IBV_WC_SUCCESS, wc.status);
 	EXPECT_EQ(IBV_QPS_ERR, srdma_test_qp_state(self->qp));
+	wr.wr_id = 8;
+	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
+	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
+	EXPECT_SEND_WC(wc, 8, IBV_WC_WR_FLUSH_ERR, 0, 0, self->qp);
+	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
 }
 
 /* A CQ consumer index out of range reads as a full CQ: CQ error event. */

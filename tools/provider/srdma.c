@@ -2327,17 +2327,41 @@ static void srdma_qp_clean_cqs(struct ibv_qp *qp)
 		srdma_cq_clean(qp->send_cq, qp->qp_num);
 }
 
+/*
+ * The path MTU the kernel took for @ibqp: the one asked for, or less where
+ * the netdev carries less (a netdev MTU of 1000 gives 512). @asked if the
+ * query fails. Messages are limited by the MTU the packets go with.
+ */
+static enum ibv_mtu srdma_qp_path_mtu(struct ibv_qp *ibqp, enum ibv_mtu asked)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_query_qp cmd;
+	struct ibv_qp_attr attr;
+
+	if (ibv_cmd_query_qp(ibqp, &attr, IBV_QP_PATH_MTU, &init, &cmd,
+			     sizeof(cmd)) ||
+	    attr.path_mtu < IBV_MTU_256 || attr.path_mtu > asked)
+		return asked;
+	return attr.path_mtu;
+}
+
 static int srdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			   int mask)
 {
 	struct srdma_qp *qp = to_sqp(ibqp);
 	struct ibv_modify_qp cmd;
+	enum ibv_mtu mtu;
 	int ret;
 
 	ret = ibv_cmd_modify_qp(ibqp, attr, mask, &cmd, sizeof(cmd));
 	if (!ret && (mask & IBV_QP_PATH_MTU) && qp->sq.hdr) {
+		/*
+		 * The kernel's limit, or an entry this side let through
+		 * would be refused there and stop the QP.
+		 */
+		mtu = srdma_qp_path_mtu(ibqp, attr->path_mtu);
 		pthread_spin_lock(&qp->sq.lock);
-		qp->sq.max_len = srdma_max_msg(128u << attr->path_mtu);
+		qp->sq.max_len = srdma_max_msg(128u << mtu);
 		pthread_spin_unlock(&qp->sq.lock);
 	}
 	if (!ret && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)

@@ -413,6 +413,12 @@ struct srdma_uring {
 	void *slots;
 	u32 slot_size;
 	u32 mask;			/* slots - 1 */
+	/*
+	 * An SQ or RQ ring held garbage: nothing more is taken from it
+	 * until the QP is reset. Each ring its own, so that the other one
+	 * still flushes. Under the QP lock.
+	 */
+	bool bad;
 };
 
 static inline void *srdma_uring_slot(struct srdma_uring *ur, u32 idx)
@@ -739,7 +745,6 @@ struct srdma_qp {
 	/* Last PSN of the last packet sent that asked for an answer. */
 	u32 ackreq_psn;
 	bool sq_error;			/* a WQE failed, flush the rest */
-	bool uring_bad;			/* a mapped ring held garbage */
 	struct timer_list retrans_timer;
 	/*
 	 * Pacing (srdma_pace_hold()): the earliest time the next packet
@@ -1427,7 +1432,8 @@ int srdma_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void srdma_mmap_free(struct rdma_user_mmap_entry *rentry);
 int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
 		    struct srdma_ring *r, u32 *uprod);
-int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
+int srdma_usges_read(struct srdma_qp *qp, struct srdma_uring *ur,
+		     struct srdma_sge *dst,
 		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
 		     u32 *total);
 

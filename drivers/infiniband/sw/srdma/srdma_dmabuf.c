@@ -20,8 +20,10 @@
  *    the object at attach; i915 moves it to system memory then).
  *  - Ordinary refcounted pages of RAM: not I/O memory (is_iomem), not a
  *    page without a struct page or of ZONE_DEVICE, not a tail page of a
- *    non-compound allocation (its count is 0: get_page_unless_zero()
- *    refuses it). A page-aligned mapping.
+ *    non-compound allocation (its count is 0: folio_try_get() refuses
+ *    it). A page of a huge page is taken, its reference on the huge page
+ *    (helper-84: before, every such page was refused). A page-aligned
+ *    mapping.
  *  - Writable through the file descriptor (FMODE_WRITE) for an MR that
  *    lets anyone write: a read-only export stays read-only.
  *
@@ -46,6 +48,7 @@ MODULE_IMPORT_NS(DMA_BUF);
 static struct page *srdma_dmabuf_page(void *vaddr, unsigned long off)
 {
 	void *va = vaddr + off;
+	struct folio *folio;
 	unsigned long pfn;
 	struct page *pg;
 
@@ -58,8 +61,21 @@ static struct page *srdma_dmabuf_page(void *vaddr, unsigned long off)
 	if (!pfn_valid(pfn))
 		return NULL;
 	pg = pfn_to_page(pfn);
-	if (is_zone_device_page(pg) || !get_page_unless_zero(pg))
+	if (is_zone_device_page(pg))
 		return NULL;
+	/*
+	 * The reference goes on the page's folio: a page of a huge page (a
+	 * THP of shmem, a hugetlb page behind a udmabuf) has no count of its
+	 * own, its head's counts for all (put_page() drops it there). A
+	 * folio split meanwhile is seen and refused.
+	 */
+	folio = page_folio(pg);
+	if (!folio_try_get(folio))
+		return NULL;
+	if (unlikely(page_folio(pg) != folio)) {
+		folio_put(folio);
+		return NULL;
+	}
 	return pg;
 }
 

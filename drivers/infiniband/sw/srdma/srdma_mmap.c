@@ -255,7 +255,7 @@ int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
 		    struct srdma_ring *r, u32 *uprod)
 {
 	lockdep_assert_held(&qp->lock);
-	if (qp->uring_bad)
+	if (ur->bad)
 		return -EINVAL;
 	/* Entries written before the index are visible after it. */
 	*uprod = smp_load_acquire(&ur->hdr->prod);
@@ -263,7 +263,7 @@ int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
 		srdma_dbg_qp(qp, "%s ring: producer %u out of range (at %u/%u, depth %u)\n",
 			     r == &qp->sq ? "send" : "receive", *uprod,
 			     r->prod, r->cons, r->max_wr);
-		qp->uring_bad = true;
+		ur->bad = true;
 		return -EINVAL;
 	}
 	return 0;
@@ -272,6 +272,7 @@ int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
 /**
  * srdma_usges_read() - Read the SGE list of a mapped ring entry.
  * @qp: the QP
+ * @ur: its mapped SQ or RQ, which holds the entry
  * @dst: the kernel WQE's SGEs
  * @src: the entry's SGEs, in memory user space writes at will
  * @num_sge: how many the entry says it has, as read once
@@ -285,9 +286,9 @@ int srdma_uring_new(struct srdma_qp *qp, struct srdma_uring *ur,
  * Return: 0, or -EINVAL if there are more than @max_sge or the lengths
  * overflow 32 bits.
  */
-int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
-		     const struct srdma_usge *src, u32 num_sge, u32 max_sge,
-		     u32 *total)
+int srdma_usges_read(struct srdma_qp *qp, struct srdma_uring *ur,
+		     struct srdma_sge *dst, const struct srdma_usge *src,
+		     u32 num_sge, u32 max_sge, u32 *total)
 {
 	u32 i;
 
@@ -295,7 +296,7 @@ int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
 	if (num_sge > max_sge) {
 		srdma_dbg_qp(qp, "ring entry: %u SGEs, max %u\n", num_sge,
 			     max_sge);
-		qp->uring_bad = true;
+		ur->bad = true;
 		return -EINVAL;
 	}
 	*total = 0;
@@ -305,7 +306,7 @@ int srdma_usges_read(struct srdma_qp *qp, struct srdma_sge *dst,
 		dst[i].lkey = READ_ONCE(src[i].lkey);
 		if (check_add_overflow(*total, dst[i].length, total)) {
 			srdma_dbg_qp(qp, "ring entry: SGE lengths overflow\n");
-			qp->uring_bad = true;
+			ur->bad = true;
 			return -EINVAL;
 		}
 	}

@@ -683,11 +683,12 @@ static void srdma_qp_to_reset(struct srdma_qp *qp)
 		qp->sq.prod = READ_ONCE(qp->usq.hdr->prod);
 		WRITE_ONCE(qp->usq.hdr->flags, 0);
 		WRITE_ONCE(qp->usq.hdr->no_doorbell, 0);
-		qp->uring_bad = false;
+		qp->usq.bad = false;
 	}
 	if (qp->urq.map) {	/* none with an SRQ */
 		qp->rq.prod = READ_ONCE(qp->urq.hdr->prod);
 		WRITE_ONCE(qp->urq.hdr->flags, 0);
+		qp->urq.bad = false;
 	}
 	qp->sq.cons = qp->sq.prod;
 	qp->rq.cons = qp->rq.prod;

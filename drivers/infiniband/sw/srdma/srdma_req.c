@@ -2326,7 +2326,7 @@ static int srdma_sq_read_ud(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 	    srdma_ah_lookup(qp, ah, &wqe->ud.av)) {
 		srdma_err_qp(qp, "send ring entry %u: AH %u, QPN %#x refused\n",
 			     qp->sq.prod, ah, wqe->ud.dqpn);
-		qp->uring_bad = true;
+		qp->usq.bad = true;
 		return -EINVAL;
 	}
 	return 0;
@@ -2462,7 +2462,7 @@ static int srdma_sq_read_inline(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 	if (*len > qp->max_inline || *len > room) {
 		srdma_err_qp(qp, "send ring entry %u: %u bytes of inline data, max %u\n",
 			     qp->sq.prod, *len, qp->max_inline);
-		qp->uring_bad = true;
+		qp->usq.bad = true;
 		return -EINVAL;
 	}
 	memcpy(wqe->sge, u->sge, *len);
@@ -2485,7 +2485,7 @@ static int srdma_sq_read_atomic(struct srdma_qp *qp,
 	if (w->wr.num_sge != 1 || wqe->sge[0].length != sizeof(u64)) {
 		srdma_err_qp(qp, "send ring entry %u: atomic with %d SGEs, not one of 8 bytes\n",
 			     qp->sq.prod, w->wr.num_sge);
-		qp->uring_bad = true;
+		qp->usq.bad = true;
 		return -EINVAL;
 	}
 	a->remote_addr = READ_ONCE(u->remote_addr);
@@ -2534,7 +2534,7 @@ static int srdma_sq_read_atomic_write(struct srdma_qp *qp,
 	if (n || (*flags & IB_SEND_INLINE)) {
 		srdma_err_qp(qp, "send ring entry %u: ATOMIC WRITE with SGEs or inline data\n",
 			     qp->sq.prod);
-		qp->uring_bad = true;
+		qp->usq.bad = true;
 		return -EINVAL;
 	}
 	data = READ_ONCE(u->compare_add);
@@ -2568,7 +2568,7 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 	    (srdma_wr_is_local(op) && n)) {
 		srdma_err_qp(qp, "send ring entry %u: opcode %u, flags %#x refused\n",
 			     qp->sq.prod, op, flags);
-		qp->uring_bad = true;
+		qp->usq.bad = true;
 		return -EINVAL;
 	}
 	if (op == SRDMA_WR_ATOMIC_WRITE) {
@@ -2578,15 +2578,15 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 		n = 0;
 		err = srdma_sq_read_inline(qp, u, wqe, len);
 	} else {
-		err = srdma_usges_read(qp, wqe->sge, u->sge, n, qp->sq.max_sge,
-				       len);
+		err = srdma_usges_read(qp, &qp->usq, wqe->sge, u->sge, n,
+				       qp->sq.max_sge, len);
 	}
 	if (err)
 		return err;
 	if (!srdma_msg_len_ok(qp, *len)) {
 		srdma_err_qp(qp, "send ring entry %u: message of %u bytes too long for MTU %u\n",
 			     qp->sq.prod, *len, qp->mtu);
-		qp->uring_bad = true;
+		qp->usq.bad = true;
 		return -EINVAL;
 	}
 	w->wr.wr_id = READ_ONCE(u->wr_id);
@@ -2599,7 +2599,7 @@ static int srdma_sq_read_entry(struct srdma_qp *qp, struct srdma_usend_wqe *u,
 		if (wqe->xrc_srqn > SRDMA_QPN_MASK) {
 			srdma_err_qp(qp, "send ring entry %u: XRC SRQ %#x\n",
 				     qp->sq.prod, wqe->xrc_srqn);
-			qp->uring_bad = true;
+			qp->usq.bad = true;
 			return -EINVAL;
 		}
 	}
@@ -2664,6 +2664,10 @@ static int srdma_post_send_user(struct srdma_qp *qp,
 		err = -EINVAL;
 	} else if (!srdma_qp_sq_postable(qp)) {
 		srdma_dbg_qp(qp, "post_send in state %d\n", qp->state);
+		err = -EINVAL;
+	} else if (qp->usq.bad) {
+		/* Nothing is taken from it until a reset: not lost unsaid. */
+		srdma_dbg_qp(qp, "post_send: the send ring held garbage\n");
 		err = -EINVAL;
 	} else if (qp->state != IB_QPS_ERR && srdma_sq_pull(qp)) {
 		err = -EINVAL;

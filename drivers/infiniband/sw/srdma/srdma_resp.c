@@ -41,8 +41,8 @@ int srdma_rq_pull(struct srdma_qp *qp)
 		u = srdma_uring_slot(&qp->urq, qp->rq.prod);
 		wqe = srdma_ring_slot(&qp->rq, qp->rq.prod);
 		n = READ_ONCE(u->num_sge);
-		err = srdma_usges_read(qp, wqe->sge, u->sge, n, qp->rq.max_sge,
-				       &wqe->length);
+		err = srdma_usges_read(qp, &qp->urq, wqe->sge, u->sge, n,
+				       qp->rq.max_sge, &wqe->length);
 		if (err)
 			return err;
 		wqe->wr_id = READ_ONCE(u->wr_id);
@@ -107,6 +107,10 @@ static int srdma_post_recv_user(struct srdma_qp *qp,
 	if (wr) {
 		srdma_dbg_qp(qp, "post_recv: a user QP posts through its ring\n");
 		*bad_wr = wr;
+		err = -EINVAL;
+	} else if (qp->urq.map && qp->urq.bad) {
+		/* Nothing is taken from it until a reset: not lost unsaid. */
+		srdma_dbg_qp(qp, "post_recv: the receive ring held garbage\n");
 		err = -EINVAL;
 	} else if (qp->state == IB_QPS_ERR) {
 		srdma_qp_flush(qp);
