@@ -228,6 +228,88 @@ TEST_F(ud, send_and_imm)
 	ud_check_grh4(_metadata, (uint8_t *)rb + 2048, &self->gid, 1024, 1);
 }
 
+/*
+ * A send that fails (a bad lkey: local protection error) moves a UD QP to
+ * SQE, not ERR (IBTA 10.3.1): a send posted then completes as flushed,
+ * while its RQ goes on receiving; SQE to RTS (as the MAD layer does for
+ * QP1) makes it send again. Every field of every completion.
+ */
+TEST_F(ud, send_error_sqe)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS,
+				 .cur_qp_state = IBV_QPS_SQE };
+	char *rb = self->buf + RECV_OFF;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)self->buf, .length = 64,
+		.lkey = self->mr->lkey ^ 1,	/* a key of no MR */
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_wc wc[2];
+	int i, n;
+
+	for (i = 0; i < 512; i++)
+		self->buf[i] = (char)(i * 5 + 1);
+	memset(rb, 0xee, 4096);
+	ASSERT_EQ(0, srdma_test_post_recv(self->qp, self->mr, rb, 2048, 31));
+	wr.wr.ud.ah = self->ah;
+	wr.wr.ud.remote_qpn = self->b->qp_num;
+	wr.wr.ud.remote_qkey = UD_QKEY;
+	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, wc, 1, 2000));
+	EXPECT_EQ(1, wc[0].wr_id);
+	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc[0].status)
+		TH_LOG("status %s", ibv_wc_status_str(wc[0].status));
+	EXPECT_EQ(self->qp->qp_num, wc[0].qp_num);
+	ASSERT_EQ(IBV_QPS_SQE, srdma_test_qp_state(self->qp));
+
+	/* A send now: flushed. */
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf, 64, 2,
+				  self->ah, self->b->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(1, srdma_test_poll_n(self->cq, wc, 1, 2000));
+	EXPECT_EQ(2, wc[0].wr_id);
+	EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc[0].status);
+	EXPECT_EQ(self->qp->qp_num, wc[0].qp_num);
+
+	/* Its RQ still takes datagrams. */
+	ASSERT_EQ(0, ud_post_send(self->b, self->mr, self->buf + 100, 200, 3,
+				  self->ah, self->qp->qp_num, UD_QKEY, 1));
+	n = srdma_test_poll_n(self->cq, wc, 2, 2000);
+	ASSERT_EQ(2, n);
+	for (i = 0; i < n; i++) {
+		if (wc[i].qp_num == self->b->qp_num)
+			ud_check_send_wc(_metadata, &wc[i], self->b, 3);
+		else
+			ud_check_recv_wc(_metadata, &wc[i], self->qp, 31, 200,
+					 self->b->qp_num, 1);
+	}
+	EXPECT_EQ(0, memcmp(rb + GRH, self->buf + 100, 200));
+	EXPECT_EQ((char)0xee, rb[GRH + 200]);
+	EXPECT_EQ(IBV_QPS_SQE, srdma_test_qp_state(self->qp));
+
+	/* Back to RTS: it sends again. */
+	ASSERT_EQ(0, ibv_modify_qp(self->qp, &a,
+				   IBV_QP_STATE | IBV_QP_CUR_STATE));
+	ASSERT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb + 2048, 2048,
+					  41));
+	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf + 300, 150, 4,
+				  self->ah, self->b->qp_num, UD_QKEY, 0));
+	n = srdma_test_poll_n(self->cq, wc, 2, 2000);
+	ASSERT_EQ(2, n);
+	for (i = 0; i < n; i++) {
+		if (wc[i].qp_num == self->qp->qp_num)
+			ud_check_send_wc(_metadata, &wc[i], self->qp, 4);
+		else
+			ud_check_recv_wc(_metadata, &wc[i], self->b, 41, 150,
+					 self->qp->qp_num, 0);
+	}
+	EXPECT_EQ(0, memcmp(rb + 2048 + GRH, self->buf + 300, 150));
+	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, wc));
+}
+
 /* A wrong Q_Key is dropped and counted; bit 31 means the QP's own. */
 TEST_F(ud, qkey_rules)
 {

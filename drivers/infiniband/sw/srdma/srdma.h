@@ -1463,6 +1463,8 @@ void srdma_qp_put(struct srdma_qp *qp);
 void srdma_qp_error(struct srdma_qp *qp);
 void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type);
 void srdma_qp_flush(struct srdma_qp *qp);
+void srdma_qp_flush_sq(struct srdma_qp *qp);
+void srdma_qp_to_sqe(struct srdma_qp *qp);
 void srdma_qp_event(struct srdma_qp *qp, enum ib_event_type type);
 bool srdma_sq_drained(struct srdma_qp *qp);
 void srdma_sq_drained_event(struct srdma_qp *qp);

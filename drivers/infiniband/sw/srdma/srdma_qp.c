@@ -538,6 +538,42 @@ err_put_res:
 }
 
 /**
+ * srdma_qp_flush_sq() - Complete everything posted to a QP's SQ as flushed.
+ * @qp: the QP, in ERR or SQE
+ *
+ * Every unfinished send completes with IB_WC_WR_FLUSH_ERR. A mapped SQ is
+ * flagged first, so that the provider rings the doorbell for whatever it
+ * posts from then on, and what it holds is taken and flushed too.
+ *
+ * Context: QP lock held (BHs disabled).
+ */
+void srdma_qp_flush_sq(struct srdma_qp *qp)
+{
+	struct srdma_send_wqe *swqe;
+
+	lockdep_assert_held(&qp->lock);
+	if (qp->usq.map) {
+		/*
+		 * Flag first, then a full barrier (pairing with the
+		 * provider's prod store and fence), then take what was
+		 * posted so far.
+		 */
+		WRITE_ONCE(qp->usq.hdr->flags, SRDMA_RING_F_QP_ERR);
+		WRITE_ONCE(qp->usq.hdr->no_doorbell, 0);
+		smp_mb();	/* flags before reading prod */
+		srdma_sq_pull(qp);
+	}
+	/* Signed distance: a bad index can never make this loop run long. */
+	while ((s32)(qp->sq.prod - qp->sq.cons) > 0) {
+		swqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
+		srdma_req_complete(qp, swqe, IB_WC_WR_FLUSH_ERR);
+	}
+	qp->sq.cons = qp->sq.prod;
+	qp->sq_next = qp->sq.cons;
+	qp->sq_next_off = 0;
+}
+
+/**
  * srdma_qp_flush() - Complete everything posted to a QP as flushed.
  * @qp: the QP, in ERR
  *
@@ -552,7 +588,6 @@ err_put_res:
 void srdma_qp_flush(struct srdma_qp *qp)
 {
 	struct srdma_srq *xsrq = NULL;
-	struct srdma_send_wqe *swqe;
 	struct srdma_recv_wqe *rwqe;
 	struct srdma_cq *rcq;
 	struct ib_wc wc;
@@ -566,21 +601,11 @@ void srdma_qp_flush(struct srdma_qp *qp)
 	} else {
 		rcq = to_scq(qp->ibqp.recv_cq);
 	}
-	if (qp->usq.map) {
-		/*
-		 * From now on the provider rings a doorbell for everything it
-		 * posts. Flag first, then a full barrier (pairing with the
-		 * provider's prod store and fence), then take what was posted
-		 * so far, to flush it too.
-		 */
-		WRITE_ONCE(qp->usq.hdr->flags, SRDMA_RING_F_QP_ERR);
-		if (qp->urq.map)	/* none with an SRQ */
-			WRITE_ONCE(qp->urq.hdr->flags, SRDMA_RING_F_QP_ERR);
-		WRITE_ONCE(qp->usq.hdr->no_doorbell, 0);
+	if (qp->urq.map) {	/* none with an SRQ */
+		/* As for the SQ in srdma_qp_flush_sq(). */
+		WRITE_ONCE(qp->urq.hdr->flags, SRDMA_RING_F_QP_ERR);
 		smp_mb();	/* flags before reading prod */
-		srdma_sq_pull(qp);
-		if (qp->urq.map)
-			srdma_rq_pull(qp);
+		srdma_rq_pull(qp);
 	}
 	qp->recv_active = false;
 	/* Signed distances: a bad index can never make these loops run long. */
@@ -599,13 +624,7 @@ void srdma_qp_flush(struct srdma_qp *qp)
 		srdma_srq_put(xsrq);
 	qp->rq.cons = qp->rq.prod;
 	srdma_uring_consumed(&qp->urq, qp->rq.cons);
-	while ((s32)(qp->sq.prod - qp->sq.cons) > 0) {
-		swqe = srdma_ring_slot(&qp->sq, qp->sq.cons);
-		srdma_req_complete(qp, swqe, IB_WC_WR_FLUSH_ERR);
-	}
-	qp->sq.cons = qp->sq.prod;
-	qp->sq_next = qp->sq.cons;
-	qp->sq_next_off = 0;
+	srdma_qp_flush_sq(qp);
 	qp->rd_outstanding = 0;
 	qp->write_left = 0;
 	srdma_rd_queue_reset(qp);
@@ -647,6 +666,33 @@ void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type)
 	srdma_qp_flush(qp);
 	srdma_qp_event(qp, type);
 	srdma_qp_last_wqe(qp);
+}
+
+/**
+ * srdma_qp_to_sqe() - A send of a UD or UC QP failed: to SQE.
+ * @qp: the QP, whose failed work request has just completed
+ *
+ * IBTA 10.3.1 (Send Queue Error): a local error on a send of an
+ * unreliable QP stops its SQ only. The rest of the SQ, and what is posted
+ * to it until the consumer moves the QP back to RTS (SQE to RTS, as the
+ * MAD layer does for QP1 after a failed send), completes as flushed,
+ * while the RQ goes on receiving. From RTS and SQD; from any other state
+ * but ERR and RESET, and for a connected QP, ERR.
+ *
+ * Context: QP lock held (BHs disabled).
+ */
+void srdma_qp_to_sqe(struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	if (!(srdma_qp_is_ud(qp) || srdma_qp_is_uc(qp)) ||
+	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD)) {
+		srdma_qp_error(qp);
+		return;
+	}
+	srdma_dbg_qp(qp, "state %d -> SQE\n", qp->state);
+	qp->state = IB_QPS_SQE;
+	qp->attr.qp_state = IB_QPS_SQE;
+	srdma_qp_flush_sq(qp);
 }
 
 /**
@@ -720,13 +766,22 @@ static void srdma_qp_to_reset(struct srdma_qp *qp)
 	qp->xrc_rq_srqn = 0;
 }
 
-/* Transition to RTS: from RTR, arm the retry counters. */
+/*
+ * Transition to RTS: from RTR, arm the retry counters; from SQE (a UD or
+ * UC QP, srdma_qp_to_sqe()), take sends again, and doorbells only where
+ * needed.
+ */
 static void srdma_qp_to_rts(struct srdma_qp *qp, enum ib_qp_state cur)
 {
 	lockdep_assert_held(&qp->lock);
 	if (cur == IB_QPS_RTR) {
 		qp->retry_left = qp->attr.retry_cnt;
 		qp->rnr_left = qp->attr.rnr_retry;
+	}
+	if (cur == IB_QPS_SQE) {
+		qp->sq_error = false;
+		if (qp->usq.map)
+			WRITE_ONCE(qp->usq.hdr->flags, 0);
 	}
 }
 

@@ -350,7 +350,7 @@ static bool srdma_wr_is_local(u32 wr_opcode)
  * @status: how it ended
  *
  * Posts a completion if @wqe is signaled or failed. A failure other than a
- * flush moves the QP to ERR.
+ * flush moves the QP to ERR, or a UD or UC QP to SQE (srdma_qp_to_sqe()).
  *
  * Context: QP lock held.
  */
@@ -384,7 +384,7 @@ void srdma_req_complete(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR) {
 		srdma_dbg_qp(qp, "wr %llu failed: %s\n", wqe->wr_id,
 			     ib_wc_status_msg(status));
-		srdma_qp_error(qp);
+		srdma_qp_to_sqe(qp);
 	}
 }
 
@@ -1906,6 +1906,11 @@ void srdma_req_run(struct srdma_qp *qp)
 	int err = 0;
 
 	lockdep_assert_held(&qp->lock);
+	if (qp->state == IB_QPS_SQE) {
+		/* Posted since the SQ failed: flushed until back in RTS. */
+		srdma_qp_flush_sq(qp);
+		return;
+	}
 	if (!srdma_qp_sq_running(qp) || qp->rnr_wait || qp->sq_error) {
 		srdma_req_doorbell(qp, false);
 		return;
