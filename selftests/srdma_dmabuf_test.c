@@ -302,6 +302,11 @@ TEST_F(dmabuf, huge_pages)
 	}
 
 	mr = ibv_reg_dmabuf_mr(self->pd, 0, HUGE_LEN, IOVA, fd, ACCESS_ALL);
+	if (!mr && variant->udmabuf && errno == EOPNOTSUPP) {
+		munmap(hb, HUGE_LEN);
+		close(fd);
+		SKIP(return, "refused: this kernel's udmabuf maps a huge page's first page for all of them (6.12 before upstream a26fd92b)");
+	}
 	ASSERT_NE(NULL, mr) TH_LOG("reg_dmabuf_mr on huge pages: %s",
 				   strerror(errno));
 	fill(self->host, 70000, 5);

@@ -348,7 +348,8 @@ TEST_F(ring, sq_bad_entry_rq_flushes)
 
 /*
  * A garbage receive entry met by an incoming SEND: QP to ERR. The SQ goes
- * on flushing: a SEND posted after that completes as flushed.
+ * on flushing: a SEND posted after that completes as flushed. A receive
+ * posted then is refused with EINVAL.
  */
 TEST_F(ring, rq_bad_entry)
 {
@@ -380,6 +381,9 @@ TEST_F(ring, rq_bad_entry)
 	ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
 	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
 	EXPECT_SEND_WC(wc, 8, IBV_WC_WR_FLUSH_ERR, 0, 0, self->qp);
+	/* The RQ takes nothing more: a receive now is refused, not lost. */
+	EXPECT_EQ(EINVAL, srdma_test_post_recv(self->qp, self->mr, self->buf,
+					       16, 9));
 	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
 }
 

@@ -319,6 +319,60 @@ test_link_delete_while_open() {
 	rmmod srdma || fail "rmmod after the holder exited"
 }
 
+# A NIC of the VM (no rtnl_link_ops: a deleted namespace gives it back to
+# init_net): the netdev's name, or nothing.
+spare_nic() {
+	local d
+	for d in /sys/class/net/*; do
+		[ "$(basename "$(readlink -f "$d/device/driver" 2>/dev/null)")" = virtio_net ] &&
+			{ echo "${d##*/}"; return 0; }
+	done
+	return 1
+}
+
+# A NIC in a namespace goes back to init_net when the namespace is deleted,
+# and nothing then waits for srdma's device (a veth is deleted, and its
+# deletion waits): the device's QPs may be destroyed after the namespace
+# is freed. A QP's IPv6 route is of that namespace (its dst_ops are in
+# struct net), and releasing it then reads and writes freed memory
+# (helper-87): srdma drops the routes as the namespace goes. An RC QP over
+# IPv6 is held in RTS, destroy_qp sleeps 3 s (destroy_delay_ms) when the
+# device goes, the namespace is deleted; the debug kernel's KASAN reports
+# the use after free without the fix, which the runner's kernel log
+# check fails on.
+test_netns_moved_nic() {
+	local nic mark
+	nic=$(spare_nic) || { echo "no NIC in this VM (scripts/vm/run gives one)"; return 4; }
+	modprobe srdma || fail "modprobe"
+	ip netns add nsm || fail "netns"
+	ip link set "$nic" netns nsm || fail "move $nic"
+	ip -n nsm link set "$nic" up || fail "up"
+	ip -n nsm -6 addr add fd00:4791::1/64 dev "$nic" nodad || fail "address"
+	ip -n nsm -6 neigh add fd00:4791::2 lladdr 02:00:00:00:47:92 dev "$nic" ||
+		fail "neighbour"
+	ip netns exec nsm rdma link add srdmam type srdma netdev "$nic" ||
+		fail "link add"
+	wait_for 5 sh -c "ibv_devinfo -v -d srdmam | grep -q 'fd00:4791::1'" ||
+		fail "no GID for fd00:4791::1"
+	echo 3000 > /sys/module/srdma/parameters/destroy_delay_ms
+	coproc HOLD { ip netns exec nsm env SRDMA_DEV=srdmam \
+		srdma_hold -6 fd00:4791::1,fd00:4791::2 2>&1; }
+	hold_pid=$HOLD_PID
+	read -r -t 20 line <&"${HOLD[0]}" || fail "holder did not start"
+	[ "$line" = ready ] || fail "holder: $line"
+	mark=$(dmesg | wc -l)
+	ip netns del nsm || fail "netns del"
+	wait_for 30 dev_absent srdmam || fail "srdmam survived its namespace"
+	[ -e "/sys/class/net/$nic" ] || fail "$nic is not back in init_net"
+	dmesg | tail -n +$((mark + 1)) | grep -q 'destroy sleeps 3000 ms' ||
+		fail "the QP was not destroyed after the namespace (destroy_delay_ms)"
+	echo 0 > /sys/module/srdma/parameters/destroy_delay_ms
+	echo go >&"${HOLD[1]}"
+	cat <&"${HOLD[0]}"
+	wait "$hold_pid" || fail "holder: query after removal did not fail"
+	sleep 2		# RCU callbacks: a route released late is freed there
+}
+
 # Names that rdma-core's rxe provider would claim are refused, with a reason.
 test_link_rxe_name_refused() {
 	modprobe srdma || fail "modprobe"

@@ -1743,9 +1743,9 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			   struct ibv_recv_wr **bad_wr)
 {
 	struct srdma_uring *r = &to_sqp(ibqp)->rq;
-	struct ibv_recv_wr *dummy;
+	struct ibv_recv_wr *dummy, *head = wr;
 	uint32_t prod, first;
-	int ret = 0;
+	int ret = 0, err;
 
 	/*
 	 * A QP with an SRQ has no RQ: receives go to the SRQ. Neither has
@@ -1766,10 +1766,19 @@ static int srdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		prod++;
 	}
 	if (prod != first) {
-		/* In the error state the kernel flushes only when asked. */
+		/*
+		 * In the error state the kernel flushes only when asked. It
+		 * refuses a ring that held garbage (EINVAL): then none of
+		 * these will complete, which the caller must hear.
+		 */
 		srdma_ring_publish(r, prod);
-		if (srdma_load(&r->hdr->flags) & SRDMA_RING_F_QP_ERR)
-			ibv_cmd_post_recv(ibqp, NULL, &dummy);
+		if (srdma_load(&r->hdr->flags) & SRDMA_RING_F_QP_ERR) {
+			err = ibv_cmd_post_recv(ibqp, NULL, &dummy);
+			if (err && !ret) {
+				ret = err;
+				*bad_wr = head;
+			}
+		}
 	}
 	pthread_spin_unlock(&r->lock);
 	return ret;

@@ -1460,6 +1460,7 @@ bool srdma_dev_has_gid(struct srdma_dev *sdev, const union ib_gid *gid,
 struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid,
 			       struct net_device *in);
 void srdma_qp_put(struct srdma_qp *qp);
+void srdma_qp_drop_routes(struct srdma_sockset *ss);
 void srdma_qp_error(struct srdma_qp *qp);
 void srdma_qp_error_event(struct srdma_qp *qp, enum ib_event_type type);
 void srdma_qp_flush(struct srdma_qp *qp);

@@ -79,6 +79,20 @@ static struct page *srdma_dmabuf_page(void *vaddr, unsigned long off)
 	return pg;
 }
 
+/*
+ * Does @next, the page mapped after @prev, follow it as it must where both
+ * are of one huge page? Within a folio, byte k of the buffer is byte k of
+ * the folio. Some exporters' kernel mappings repeat a huge page's first
+ * page for all of its pages (udmabuf's vmap in 6.12 before upstream
+ * a26fd92b): an MR over that would read and write the first 4 KiB of
+ * each huge page in place of the rest, so it is refused (helper-86).
+ */
+static bool srdma_dmabuf_pages_follow(struct page *prev, struct page *next)
+{
+	return page_folio(prev) != page_folio(next) ||
+	       next == nth_page(prev, 1);
+}
+
 /* Undo srdma_dmabuf_import(): page references, mapping, attachment, buffer. */
 void srdma_dmabuf_release(struct srdma_mr *mr)
 {
@@ -172,6 +186,14 @@ static int srdma_dmabuf_import(struct srdma_dev *sdev, struct srdma_mr *mr,
 		if (!mr->pages[i]) {
 			srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) maps memory that is not ordinary pages\n",
 				  dmabuf->exp_name);
+			err = -EOPNOTSUPP;
+			goto err_put_pages;
+		}
+		if (i && !srdma_dmabuf_pages_follow(mr->pages[i - 1],
+						    mr->pages[i])) {
+			srdma_dbg(sdev, "reg_dmabuf_mr: the exporter (%s) maps a huge page's pages out of order\n",
+				  dmabuf->exp_name);
+			i++;	/* this one's reference too */
 			err = -EOPNOTSUPP;
 			goto err_put_pages;
 		}

@@ -330,12 +330,17 @@ static int srdma_netdev_event(struct notifier_block *nb, unsigned long event,
 	}
 	switch (event) {
 	case NETDEV_UNREGISTER:
-		if (!sdev->ndev_gone) {
-			sdev->ndev_gone = true;
+		if (!sdev->ndev_gone)
 			ibdev_info(&sdev->ibdev, "%s is going away\n",
 				   ndev->name);
-			ib_unregister_device_queued(&sdev->ibdev);
-		}
+		sdev->ndev_gone = true;
+		/*
+		 * Each time: one that came while the core had the device
+		 * disabled (a move to another rdma namespace) queued nothing,
+		 * and the netdev, whose reference we hold, waits for it; it
+		 * says it again every second. Queued twice, it runs once.
+		 */
+		ib_unregister_device_queued(&sdev->ibdev);
 		break;
 	case NETDEV_UP:
 	case NETDEV_DOWN:

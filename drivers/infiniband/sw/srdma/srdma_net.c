@@ -180,6 +180,7 @@ static void __net_exit srdma_net_ns_exit(struct net *net)
 		if (ss->net != net)
 			continue;
 		srdma_sockset_close(ss);
+		srdma_qp_drop_routes(ss);
 		list_del(&ss->list);
 		ss->net = NULL;
 	}

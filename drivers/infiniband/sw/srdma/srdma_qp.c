@@ -16,6 +16,7 @@
  * attributes are applied and the QP moves to its new state, with one
  * helper per transition that has work of its own.
  */
+#include <linux/delay.h>
 #include <linux/log2.h>
 #include <linux/sched/isolation.h>
 #include <linux/vmalloc.h>
@@ -138,6 +139,45 @@ void srdma_qp_put(struct srdma_qp *qp)
 {
 	if (refcount_dec_and_test(&qp->ref))
 		complete(&qp->released);
+}
+
+/**
+ * srdma_qp_drop_routes() - forget the routes of the QPs of a socket set
+ * @ss: the socket set of a namespace that is going away, closed
+ *
+ * An IPv6 route belongs to its namespace (its dst_ops are in struct net),
+ * which can be freed before a QP that holds one is destroyed: when the
+ * netdev is moved out of the namespace rather than deleted (a NIC, unlike
+ * a veth), nothing waits for srdma's device to go, and a ULP's QPs may be
+ * destroyed long after (helper-87). Each QP of a device of @ss drops its
+ * route now. With the IPv6 socket gone none is looked up again (and
+ * srdma_qp_apply_av() installs none); an IPv4 route is looked up again in
+ * the netdev's new namespace.
+ *
+ * Context: process context (the namespace's exit); takes each QP's
+ * dst_lock.
+ */
+void srdma_qp_drop_routes(struct srdma_sockset *ss)
+{
+	struct srdma_qp *qp;
+	unsigned long i;
+
+	rcu_read_lock();	/* a QP is freed a grace period after unpublishing */
+	xa_for_each(&srdma_qp_xa, i, qp) {
+		if (!refcount_inc_not_zero(&qp->ref))
+			continue;
+		rcu_read_unlock();
+		if (qp->sdev->sockset == ss) {
+			spin_lock_bh(&qp->dst_lock);
+			dst_release(qp->dst);
+			qp->dst = NULL;
+			srdma_qp_note_dst(qp);
+			spin_unlock_bh(&qp->dst_lock);
+		}
+		srdma_qp_put(qp);
+		rcu_read_lock();
+	}
+	rcu_read_unlock();
 }
 
 /**
@@ -561,7 +601,14 @@ void srdma_qp_flush_sq(struct srdma_qp *qp)
 		WRITE_ONCE(qp->usq.hdr->flags, SRDMA_RING_F_QP_ERR);
 		WRITE_ONCE(qp->usq.hdr->no_doorbell, 0);
 		smp_mb();	/* flags before reading prod */
-		srdma_sq_pull(qp);
+		/*
+		 * Garbage found in SQE is what it is in RTS: the QP to ERR
+		 * (whose flush comes back here and flushes the rest).
+		 */
+		if (srdma_sq_pull(qp) && qp->state == IB_QPS_SQE) {
+			srdma_qp_error(qp);
+			return;
+		}
 	}
 	/* Signed distance: a bad index can never make this loop run long. */
 	while ((s32)(qp->sq.prod - qp->sq.cons) > 0) {
@@ -1031,6 +1078,12 @@ static void srdma_qp_apply_av(struct srdma_qp *qp, struct ib_qp_attr *attr,
 	qp->attr.ah_attr.grh.sgid_attr = NULL;
 	/* Addresses and route together: no packet sees half of it. */
 	spin_lock(&qp->dst_lock);
+	if (m->dst && m->av.ipv6 &&
+	    !rcu_access_pointer(qp->sdev->sockset->sk6)) {
+		/* Its namespace is going away: srdma_qp_drop_routes(). */
+		dst_release(m->dst);
+		m->dst = NULL;
+	}
 	qp->av = m->av;
 	swap(qp->dst, m->dst);
 	qp->dst_cookie = m->cookie;
@@ -1213,6 +1266,15 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
+/*
+ * A test aid: milliseconds destroy_qp sleeps first, for a user QP (at most
+ * 5000; 0, the default, none), so that a QP outlives what its teardown
+ * races with (tests/link.sh, netns_moved_nic: its namespace).
+ */
+static unsigned int destroy_delay_ms;
+module_param(destroy_delay_ms, uint, 0644);
+MODULE_PARM_DESC(destroy_delay_ms, "test aid: ms destroy_qp of a user QP sleeps first (max 5000, default 0)");
+
 /**
  * srdma_destroy_qp() - ib_device_ops.destroy_qp: tear a QP down.
  * @ibqp: the QP
@@ -1228,7 +1290,13 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct srdma_qp *qp = to_sqp(ibqp);
+	unsigned int delay = min(READ_ONCE(destroy_delay_ms), 5000U);
 
+	if (unlikely(delay) && qp->is_user) {
+		ibdev_info(&qp->sdev->ibdev, "qp %u: destroy sleeps %u ms (destroy_delay_ms)\n",
+			   qp->ibqp.qp_num, delay);
+		msleep(delay);
+	}
 	srdma_qp_free_qpn(qp, true);
 	srdma_mcast_qp_destroy(qp);
 	synchronize_rcu();		/* no lookup finds it from here on */
