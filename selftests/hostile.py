@@ -1515,7 +1515,10 @@ def t_rnr_wait(t, w):
     """An RNR NAK is waited out for its timer, no less and not rounded up
     to jiffies (8 ms a NAK before the fix): the resend after a 2.56 ms
     timer never comes sooner, and one after a 0.01 ms timer comes within
-    2 ms, half a jiffy here (HZ 250).
+    2 ms (half a jiffy here, HZ 250), or, on a kernel whose own round trip
+    is longer (the debug kernel: 2.8 ms), at least 1.5 ms sooner than the
+    soonest after a 2.56 ms timer: a driver that waits a jiffy or more
+    waits as long for both.
     rnr_retry 7: every NAK is retried; the SEND then completes."""
     c0 = hw_counter("rnr_nak_received")
     p, n = first_send(t, w), 15
@@ -1525,21 +1528,23 @@ def t_rnr_wait(t, w):
         fail("resent %.2f ms after a 2.56 ms RNR NAK" % (long_[0] * 1e3))
     # Each gap is taken from before the NAK is sent to after the resend
     # is read, so noise only ever lengthens it: the shortest is the
-    # measure, and a driver that waits a jiffy or more has none under
-    # 2 ms. A busy host (make check's packaging guest and builds run
+    # measure. A busy host (make check's packaging guest and builds run
     # beside this one) delays most wakeups by a host time slice, 4 ms
     # or more: one CI run had 1 gap in 45 under 2 ms. Up to 8 sets of
-    # 15, stopping at the first set with one.
+    # 15, stopping at the first set with one short enough.
+    def soon(gaps):
+        return gaps and (gaps[0] < 2e-3 or gaps[0] <= long_[0] - 1.5e-3)
     sets, short = 0, []
-    while sets < 8 and (not short or short[0] >= 2e-3):
+    while sets < 8 and not soon(short):
         more = rnr_gaps(t, w, p, 1, n)      # 0.01 ms
         sets += 1
         print("# ms after a 0.01 ms RNR NAK, set %d: %s"
               % (sets, ["%.2f" % (x * 1e3) for x in more]))
         short = sorted(short + more)
-    if short[0] >= 2e-3:
+    if not soon(short):
         fail("shortest of %d waits after a 0.01 ms RNR NAK %.2f ms: want "
-             "under 2 ms" % (len(short), short[0] * 1e3))
+             "under 2 ms, or 1.5 ms under the shortest after 2.56 ms (%.2f)"
+             % (len(short), short[0] * 1e3, long_[0] * 1e3))
     w.send(OP["ACK"], p, b"\x1f\x00\x00\x01")
     expect_send_wcs(t, 1)
     if w.drain(0.2):
