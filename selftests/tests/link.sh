@@ -342,7 +342,7 @@ spare_nic() {
 # is freed. A QP's IPv6 route is of that namespace (its dst_ops are in
 # struct net), and releasing it then reads and writes freed memory
 # (helper-87): srdma drops the routes as the namespace goes. An RC QP over
-# IPv6 is held in RTS, destroy_qp sleeps 3 s (destroy_delay_ms) when the
+# IPv6 is held in RTS, destroy_qp sleeps 8 s (destroy_delay_ms) when the
 # device goes, the namespace is deleted; the debug kernel's KASAN reports
 # the use after free without the fix, which the runner's kernel log
 # check fails on.
@@ -360,7 +360,7 @@ test_netns_moved_nic() {
 		fail "link add"
 	wait_for 5 sh -c "ibv_devinfo -v -d srdmam | grep -q 'fd00:4791::1'" ||
 		fail "no GID for fd00:4791::1"
-	echo 3000 > /sys/module/srdma/parameters/destroy_delay_ms
+	echo 8000 > /sys/module/srdma/parameters/destroy_delay_ms
 	# Held from init_net: a process in nsm would keep the namespace alive.
 	coproc HOLD { SRDMA_DEV=srdmam srdma_hold -6 fd00:4791::1,fd00:4791::2 2>&1; }
 	hold_pid=$HOLD_PID
@@ -370,7 +370,7 @@ test_netns_moved_nic() {
 	ip netns del nsm || fail "netns del"
 	wait_for 30 dev_absent srdmam || fail "srdmam survived its namespace"
 	[ -e "/sys/class/net/$nic" ] || fail "$nic is not back in init_net"
-	dmesg | tail -n +$((mark + 1)) | grep -q 'destroy sleeps 3000 ms' ||
+	dmesg | tail -n +$((mark + 1)) | grep -q 'destroy sleeps 8000 ms' ||
 		fail "the QP was not destroyed after the namespace (destroy_delay_ms)"
 	echo 0 > /sys/module/srdma/parameters/destroy_delay_ms
 	echo go >&"${HOLD[1]}"

@@ -1268,12 +1268,12 @@ int srdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 /*
  * A test aid: milliseconds destroy_qp sleeps first, for a user QP (at most
- * 5000; 0, the default, none), so that a QP outlives what its teardown
+ * 10000; 0, the default, none), so that a QP outlives what its teardown
  * races with (tests/link.sh, netns_moved_nic: its namespace).
  */
 static unsigned int destroy_delay_ms;
 module_param(destroy_delay_ms, uint, 0644);
-MODULE_PARM_DESC(destroy_delay_ms, "test aid: ms destroy_qp of a user QP sleeps first (max 5000, default 0)");
+MODULE_PARM_DESC(destroy_delay_ms, "test aid: ms destroy_qp of a user QP sleeps first (max 10000, default 0)");
 
 /**
  * srdma_destroy_qp() - ib_device_ops.destroy_qp: tear a QP down.
@@ -1290,7 +1290,7 @@ MODULE_PARM_DESC(destroy_delay_ms, "test aid: ms destroy_qp of a user QP sleeps 
 int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct srdma_qp *qp = to_sqp(ibqp);
-	unsigned int delay = min(READ_ONCE(destroy_delay_ms), 5000U);
+	unsigned int delay = min(READ_ONCE(destroy_delay_ms), 10000U);
 
 	if (unlikely(delay) && qp->is_user) {
 		ibdev_info(&qp->sdev->ibdev, "qp %u: destroy sleeps %u ms (destroy_delay_ms)\n",
