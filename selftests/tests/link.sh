@@ -372,6 +372,12 @@ test_netns_moved_nic() {
 	[ -e "/sys/class/net/$nic" ] || fail "$nic is not back in init_net"
 	dmesg | tail -n +$((mark + 1)) | grep -q 'destroy sleeps 8000 ms' ||
 		fail "the QP was not destroyed after the namespace (destroy_delay_ms)"
+	# Traced (function tracer, 2026-12-05): without the drop, the QP
+	# released its route 4 s after net_free() of its namespace, and
+	# dst_destroy() ran on it then.
+	dmesg | tail -n +$((mark + 1)) |
+		grep -q 'srdmam: qp [0-9]*: route dropped, its namespace is going away' ||
+		fail "the QP's route was not dropped with its namespace"
 	echo 0 > /sys/module/srdma/parameters/destroy_delay_ms
 	echo go >&"${HOLD[1]}"
 	cat <&"${HOLD[0]}"

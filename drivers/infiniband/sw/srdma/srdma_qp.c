@@ -169,6 +169,10 @@ void srdma_qp_drop_routes(struct srdma_sockset *ss)
 		rcu_read_unlock();
 		if (qp->sdev->sockset == ss) {
 			spin_lock_bh(&qp->dst_lock);
+			if (qp->dst)
+				ibdev_info_ratelimited(&qp->sdev->ibdev,
+						       "qp %u: route dropped, its namespace is going away\n",
+						       qp->ibqp.qp_num);
 			dst_release(qp->dst);
 			qp->dst = NULL;
 			srdma_qp_note_dst(qp);
