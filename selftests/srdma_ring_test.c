@@ -101,19 +101,29 @@ static int post_recv64(FIXTURE_DATA(ring) *self)
 	return srdma_test_post_recv(self->qp, self->mr, self->buf, 64, 0);
 }
 
-/* The ring works as such: data arrives, one completion, indices move. */
-TEST_F(ring, write_through_ring)
+/*
+ * A WRITE of 3000 bytes filled with (i * @mul + @add) from buf to buf + 32
+ * KiB through the rings: its completion, every field, and the bytes.
+ */
+static void write_3000_checked(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(ring) *self, int mul, int add)
 {
 	struct ibv_wc wc;
 	int i;
 
 	for (i = 0; i < 3000; i++)
-		self->buf[i] = (char)(i * 13 + 1);
+		self->buf[i] = (char)(i * mul + add);
 	ASSERT_EQ(0, post_write(self, 3000));
 	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
 	/* srdma_test_post_rdma() posts wr_id 0; no length for a WRITE. */
 	EXPECT_SEND_WC(wc, 0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, self->qp);
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 3000));
+}
+
+/* The ring works as such: data arrives, one completion, indices move. */
+TEST_F(ring, write_through_ring)
+{
+	write_3000_checked(_metadata, self, 13, 1);
 	EXPECT_EQ(1, self->sqh->prod);
 	EXPECT_EQ(1, self->sqh->cons);
 	EXPECT_EQ(1, self->cqh->prod);
@@ -283,7 +293,6 @@ TEST_F(ring, msg_len_at_clamped_mtu)
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp_attr a;
 	struct ibv_wc wc;
-	int i;
 
 	ASSERT_EQ(0, system("ip link set " RING_NDEV " mtu 1000"));
 	self->mtu_changed = true;
@@ -296,12 +305,7 @@ TEST_F(ring, msg_len_at_clamped_mtu)
 	EXPECT_EQ(&wr, bad);
 	EXPECT_EQ(0, self->sqh->prod);
 	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
-	for (i = 0; i < 3000; i++)
-		self->buf[i] = (char)(i * 7 + 3);
-	ASSERT_EQ(0, post_write(self, 3000));
-	ASSERT_EQ(1, srdma_test_wait_wc(self->cq, &wc));
-	EXPECT_SEND_WC(wc, 0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, self->qp);
-	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 3000));
+	write_3000_checked(_metadata, self, 7, 3);
 	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, &wc));
 }
 

@@ -229,6 +229,32 @@ TEST_F(ud, send_and_imm)
 }
 
 /*
+ * A datagram of @len bytes from buf + @off, sent by @from (wr_id @send_id)
+ * to @to, which has a receive (wr_id @recv_id) posted: both completions,
+ * every field of each.
+ */
+static void ud_send_checked(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(ud) *self, struct ibv_qp *from,
+			    struct ibv_qp *to, size_t off, uint32_t len,
+			    uint64_t send_id, uint64_t recv_id, int imm)
+{
+	struct ibv_wc wc[2];
+	int i, n;
+
+	ASSERT_EQ(0, ud_post_send(from, self->mr, self->buf + off, len,
+				  send_id, self->ah, to->qp_num, UD_QKEY, imm));
+	n = srdma_test_poll_n(self->cq, wc, 2, 2000);
+	ASSERT_EQ(2, n);
+	for (i = 0; i < n; i++) {
+		if (wc[i].qp_num == from->qp_num)
+			ud_check_send_wc(_metadata, &wc[i], from, send_id);
+		else
+			ud_check_recv_wc(_metadata, &wc[i], to, recv_id, len,
+					 from->qp_num, imm);
+	}
+}
+
+/*
  * A send that fails (a bad lkey: local protection error) moves a UD QP to
  * SQE, not ERR (IBTA 10.3.1): a send posted then completes as flushed,
  * while its RQ goes on receiving; SQE to RTS (as the MAD layer does for
@@ -248,7 +274,7 @@ TEST_F(ud, send_error_sqe)
 		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
 	struct ibv_wc wc[2];
-	int i, n;
+	int i;
 
 	for (i = 0; i < 512; i++)
 		self->buf[i] = (char)(i * 5 + 1);
@@ -274,17 +300,7 @@ TEST_F(ud, send_error_sqe)
 	EXPECT_EQ(self->qp->qp_num, wc[0].qp_num);
 
 	/* Its RQ still takes datagrams. */
-	ASSERT_EQ(0, ud_post_send(self->b, self->mr, self->buf + 100, 200, 3,
-				  self->ah, self->qp->qp_num, UD_QKEY, 1));
-	n = srdma_test_poll_n(self->cq, wc, 2, 2000);
-	ASSERT_EQ(2, n);
-	for (i = 0; i < n; i++) {
-		if (wc[i].qp_num == self->b->qp_num)
-			ud_check_send_wc(_metadata, &wc[i], self->b, 3);
-		else
-			ud_check_recv_wc(_metadata, &wc[i], self->qp, 31, 200,
-					 self->b->qp_num, 1);
-	}
+	ud_send_checked(_metadata, self, self->b, self->qp, 100, 200, 3, 31, 1);
 	EXPECT_EQ(0, memcmp(rb + GRH, self->buf + 100, 200));
 	EXPECT_EQ((char)0xee, rb[GRH + 200]);
 	EXPECT_EQ(IBV_QPS_SQE, srdma_test_qp_state(self->qp));
@@ -295,17 +311,7 @@ TEST_F(ud, send_error_sqe)
 	ASSERT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
 	ASSERT_EQ(0, srdma_test_post_recv(self->b, self->mr, rb + 2048, 2048,
 					  41));
-	ASSERT_EQ(0, ud_post_send(self->qp, self->mr, self->buf + 300, 150, 4,
-				  self->ah, self->b->qp_num, UD_QKEY, 0));
-	n = srdma_test_poll_n(self->cq, wc, 2, 2000);
-	ASSERT_EQ(2, n);
-	for (i = 0; i < n; i++) {
-		if (wc[i].qp_num == self->qp->qp_num)
-			ud_check_send_wc(_metadata, &wc[i], self->qp, 4);
-		else
-			ud_check_recv_wc(_metadata, &wc[i], self->b, 41, 150,
-					 self->qp->qp_num, 0);
-	}
+	ud_send_checked(_metadata, self, self->qp, self->b, 300, 150, 4, 41, 0);
 	EXPECT_EQ(0, memcmp(rb + 2048 + GRH, self->buf + 300, 150));
 	EXPECT_EQ(0, ibv_poll_cq(self->cq, 1, wc));
 }

@@ -108,7 +108,7 @@ static int srdma_post_recv_user(struct srdma_qp *qp,
 		srdma_dbg_qp(qp, "post_recv: a user QP posts through its ring\n");
 		*bad_wr = wr;
 		err = -EINVAL;
-	} else if (qp->urq.map && qp->urq.bad) {
+	} else if (qp->urq.bad) {
 		/* Nothing is taken from it until a reset: not lost unsaid. */
 		srdma_dbg_qp(qp, "post_recv: the receive ring held garbage\n");
 		err = -EINVAL;
