@@ -187,8 +187,18 @@ ucx_rxe_setup() {
 	wait_for 5 ping -c 1 -W 1 10.0.0.2
 }
 
+# Not on the debug kernel: there rdma_rxe's own requester trips KASAN
+# (slab-out-of-bounds in rxe_mr_copy(), under rxe_post_send() from
+# ib_uverbs_post_send(): the copy of a local send's SGEs into rxe's packet,
+# which no srdma packet reaches), and the report would fail this test and
+# the final dmesg check. Seen at 6ecc38f on 6.1.192 with KASAN.
 test_ucx_perftest_rxe() {
 	local tls t rxe_env="UCX_UD_VERBS_ETH_DGID_CHECK=n"
+	case $(uname -r) in
+	*-srdma-debug)
+		echo "# not on the debug kernel: rdma_rxe's rxe_mr_copy() KASAN report"
+		return 4 ;;
+	esac
 	ucx_rxe_setup || exit $?
 	for tls in rc_verbs,ud_verbs:aux ud_verbs; do
 		for t in "tag_lat 8 200 lat" "tag_bw 65536 50 bw"; do

@@ -213,6 +213,7 @@ enum srdma_counter {
 	SRDMA_CNT_CWND_HOLDS,		/* ACKs that did not grow the window */
 	SRDMA_CNT_TX_TRAINS,		/* packet trains sent as one GSO skb */
 	SRDMA_CNT_READ_RESTS,		/* read work rested after its slice */
+	SRDMA_CNT_ACKS_BATCHED,		/* ACKs a later held ACK covered */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -864,6 +865,18 @@ struct srdma_qp {
 	bool ack_deferred;
 	u32 ack_deferred_psn;
 	u32 ack_deferred_msn;
+	/*
+	 * An ACK held to the end of the softirq run that received the
+	 * request from a wire (ack_batch, srdma_resp.c): for the newest PSN
+	 * that asked, with its MSN then. Under the QP lock. While
+	 * ack_listed, ack_node is on one CPU's batch list, which holds a QP
+	 * reference; only that CPU's tasklet takes it off.
+	 */
+	bool ack_held;
+	bool ack_listed;
+	u32 ack_held_psn;
+	u32 ack_held_msn;
+	struct list_head ack_node;
 	struct work_struct read_work;
 	/*
 	 * The CPU that runs the QP's send_work, and whose transmit queue
@@ -1256,6 +1269,9 @@ int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		       struct dst_entry **dstp, u32 *cookie);
 void srdma_loop_init(void);
 void srdma_loop_exit(void);
+void srdma_ack_batch_init(void);
+void srdma_ack_batch_exit(void);
+void srdma_ack_batch_rx(bool on);
 bool srdma_batch_begin(struct srdma_qp *qp);
 int srdma_batch_end(struct srdma_qp *qp, bool outer);
 int srdma_batch_flush(struct srdma_qp *qp);

@@ -362,6 +362,7 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	hrtimer_init(&qp->pace_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	qp->pace_timer.function = srdma_pace_timer;
 	INIT_WORK(&qp->read_work, srdma_read_work);
+	INIT_LIST_HEAD(&qp->ack_node);
 	INIT_WORK(&qp->send_work, srdma_send_work);
 	INIT_WORK(&qp->odp_work, srdma_odp_qp_work);
 	INIT_LIST_HEAD(&qp->mcast_list);
@@ -679,6 +680,7 @@ void srdma_qp_flush(struct srdma_qp *qp)
 	qp->rd_outstanding = 0;
 	qp->write_left = 0;
 	srdma_rd_queue_reset(qp);
+	qp->ack_held = false;
 }
 
 /*
@@ -796,6 +798,7 @@ static void srdma_qp_to_reset(struct srdma_qp *qp)
 	qp->rd_outstanding = 0;
 	qp->rd_reqs = 0;
 	srdma_rd_queue_reset(qp);
+	qp->ack_held = false;
 	if (qp->rd_hist)	/* READs of an earlier life are never repeated */
 		memset(qp->rd_hist, 0,
 		       (qp->rd_hist_mask + 1) * sizeof(*qp->rd_hist));

@@ -191,6 +191,177 @@ out_unlock:
 	return err;
 }
 
+/*
+ * ACK batching. Towards another host every ACK is a frame, and under
+ * emulation each frame costs the guests more than the bytes in it. A
+ * responder that takes a request asking for an ACK from a wire (the UDP
+ * socket's encap_rcv) holds the ACK to the end of the softirq run: the
+ * CPU's batch tasklet runs after the network receive softirq has taken
+ * what the device had for it, and sends one ACK per QP, for the newest
+ * PSN that asked (IBTA 9.7.5.1: an ACK covers every PSN before its own).
+ * A deep queue (NVMe-oF at queue depth 32) thus gets one ACK for several
+ * commands, a ping-pong its ACK as soon as before. Anything else the
+ * responder sends (a NAK, a READ response, an atomic's answer, another
+ * ACK) sends the held ACK first, so the wire sees the order it would
+ * have seen without holding. Local delivery has its own batching and
+ * sends its ACKs at once.
+ */
+static unsigned int ack_batch = 1;
+module_param(ack_batch, uint, 0644);
+MODULE_PARM_DESC(ack_batch, "hold ACKs towards another host to the end of the receive softirq run (default 1; 0: send each at once)");
+
+struct srdma_ack_batch {
+	/*
+	 * QPs with ack_listed set; no lock: only this CPU adds to it (from
+	 * softirq, in srdma_udp_encap_recv()) and takes it (its tasklet),
+	 * and softirqs do not nest.
+	 */
+	struct list_head qps;
+	struct tasklet_struct tasklet;
+	bool rx;		/* in srdma_udp_encap_recv() on this CPU */
+};
+
+static DEFINE_PER_CPU(struct srdma_ack_batch, srdma_ack_batches);
+
+static void srdma_send_ack_msn(struct srdma_qp *qp, u8 syndrome, u32 psn,
+			       u32 msn);
+static u8 srdma_ack_syndrome(struct srdma_qp *qp);
+static u32 srdma_rd_queued(struct srdma_qp *qp);
+
+/**
+ * srdma_ack_batch_rx() - mark the start or end of a wire packet's receive
+ * @on: true as srdma_udp_encap_recv() begins, false as it ends
+ *
+ * Context: softirq.
+ */
+void srdma_ack_batch_rx(bool on)
+{
+	this_cpu_write(srdma_ack_batches.rx, on);
+}
+
+/*
+ * Hold the positive ACK for @psn, if the packet came from a wire and
+ * ack_batch is on. True if held. QP lock held.
+ */
+static bool srdma_ack_hold(struct srdma_qp *qp, u32 psn)
+{
+	struct srdma_ack_batch *b;
+
+	lockdep_assert_held(&qp->lock);
+	if (!READ_ONCE(ack_batch) || !in_serving_softirq())
+		return false;
+	b = this_cpu_ptr(&srdma_ack_batches);
+	if (!b->rx)
+		return false;
+	if (qp->ack_held) {
+		/* A duplicate's ACK may name an older PSN: the held one covers it. */
+		srdma_count(qp->sdev, SRDMA_CNT_ACKS_BATCHED);
+		if (srdma_psn_diff(psn, qp->ack_held_psn) < 0)
+			return true;
+	}
+	qp->ack_held = true;
+	qp->ack_held_psn = psn;
+	qp->ack_held_msn = qp->msn;
+	if (!qp->ack_listed) {
+		/* The packet being handled holds one: the QP is alive. */
+		refcount_inc(&qp->ref);
+		qp->ack_listed = true;
+		list_add_tail(&qp->ack_node, &b->qps);
+		tasklet_schedule(&b->tasklet);
+	}
+	return true;
+}
+
+/*
+ * Send the ACK held for @qp, if any: before anything else the responder
+ * sends, and from the batch tasklet. READs accepted after it come later
+ * in PSN order and may be answered after it; should a READ asked again,
+ * of an earlier PSN, be queued by now, the ACK waits for its responses
+ * (srdma_send_ack_ok()). QP lock held.
+ */
+static void srdma_ack_flush(struct srdma_qp *qp)
+{
+	const struct srdma_read_job *oldest;
+
+	lockdep_assert_held(&qp->lock);
+	if (!qp->ack_held)
+		return;
+	qp->ack_held = false;
+	if (!srdma_qp_rq_running(qp))
+		return;
+	if (srdma_rd_queued(qp)) {
+		oldest = &qp->rd_jobs[qp->rd_cons & qp->rd_mask];
+		if (srdma_psn_diff(oldest->psn, qp->ack_held_psn) < 0) {
+			if (!qp->ack_deferred ||
+			    srdma_psn_diff(qp->ack_held_psn,
+					   qp->ack_deferred_psn) > 0) {
+				qp->ack_deferred = true;
+				qp->ack_deferred_psn = qp->ack_held_psn;
+				qp->ack_deferred_msn = qp->ack_held_msn;
+			}
+			return;
+		}
+	}
+	srdma_send_ack_msn(qp, srdma_ack_syndrome(qp), qp->ack_held_psn,
+			   qp->ack_held_msn);
+}
+
+/* The batch tasklet: the held ACKs of this CPU's softirq run go out. */
+static void srdma_ack_batch_run(struct tasklet_struct *t)
+{
+	struct srdma_ack_batch *b = from_tasklet(b, t, tasklet);
+	struct srdma_qp *qp, *next;
+	LIST_HEAD(qps);
+
+	list_splice_init(&b->qps, &qps);
+	list_for_each_entry_safe(qp, next, &qps, ack_node) {
+		spin_lock_bh(&qp->lock);
+		list_del_init(&qp->ack_node);
+		qp->ack_listed = false;
+		srdma_ack_flush(qp);
+		spin_unlock_bh(&qp->lock);
+		srdma_qp_put(qp);
+	}
+}
+
+/**
+ * srdma_ack_batch_init() - set up each CPU's ACK batch
+ *
+ * Context: module load.
+ */
+void srdma_ack_batch_init(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct srdma_ack_batch *b = per_cpu_ptr(&srdma_ack_batches, cpu);
+
+		INIT_LIST_HEAD(&b->qps);
+		tasklet_setup(&b->tasklet, srdma_ack_batch_run);
+		b->rx = false;
+	}
+}
+
+/**
+ * srdma_ack_batch_exit() - stop each CPU's ACK batch
+ *
+ * Every QP is gone: destroy_qp waited for the references the lists held,
+ * so each tasklet has run, and none is scheduled again.
+ *
+ * Context: module unload.
+ */
+void srdma_ack_batch_exit(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct srdma_ack_batch *b = per_cpu_ptr(&srdma_ack_batches, cpu);
+
+		tasklet_kill(&b->tasklet);
+		WARN_ON_ONCE(!list_empty(&b->qps));
+	}
+}
+
 /* An ACK or NAK for @psn with MSN @msn (see srdma_send_ack()). */
 static void srdma_send_ack_msn(struct srdma_qp *qp, u8 syndrome, u32 psn,
 			       u32 msn)
@@ -207,6 +378,7 @@ static void srdma_send_ack_msn(struct srdma_qp *qp, u8 syndrome, u32 psn,
 	u8 *payload;
 
 	lockdep_assert_held(&qp->lock);
+	srdma_ack_flush(qp);		/* goes first, as it would have */
 	skb = srdma_alloc_pkt(qp, &pkt, &payload);
 	if (skb)
 		srdma_xmit(qp, skb);
@@ -227,8 +399,6 @@ void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn)
 {
 	srdma_send_ack_msn(qp, syndrome, psn, qp->msn);
 }
-
-static u32 srdma_rd_queued(struct srdma_qp *qp);
 
 /*
  * The AETH syndrome of a positive ACK: with the credit count (IBTA
@@ -273,6 +443,8 @@ static void srdma_send_ack_ok(struct srdma_qp *qp, u32 psn)
 		qp->ack_deferred_msn = qp->msn;
 		return;
 	}
+	if (srdma_ack_hold(qp, psn))
+		return;
 	srdma_send_ack(qp, srdma_ack_syndrome(qp), psn);
 }
 
@@ -747,6 +919,7 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 	int err;
 
 	lockdep_assert_held(&qp->lock);
+	srdma_ack_flush(qp);		/* for requests before this READ */
 	if (srdma_qp_is_xrc_tgt(qp))
 		qp->xrc_pd = job->pd;	/* its XRC SRQ's, when accepted */
 	if (pkt.paylen) {
@@ -1116,6 +1289,7 @@ static void srdma_send_atomic_ack(struct srdma_qp *qp,
 	u8 *payload;
 
 	lockdep_assert_held(&qp->lock);
+	srdma_ack_flush(qp);		/* for requests before this atomic */
 	/* Lost for want of memory: the requester asks again. */
 	skb = srdma_alloc_pkt(qp, &pkt, &payload);
 	if (skb)
