@@ -85,19 +85,22 @@ test_loss_reorder() {
 # one completed (the packets counted), must draw no more than a handful.
 test_veth_in_order() {
 	local g0 g1 t naks ooo tx to spid i drops
+	# 128 MB a tool: on the debug kernel (SRDMA_TEST_SLOW) ib_read_bw took
+	# close to 120 s, and once more.
+	local tmo=$((120 * (1 + ${SRDMA_TEST_SLOW:-0})))
 	pair_setup || fail "setup"
 	g0=$(roce2_ipv4_gid srdma0) && g1=$(roce2_ipv4_gid srdma1) ||
 		fail "no GID"
 	drops=$(softnet_drops)
 	for t in ib_write_bw ib_send_bw ib_read_bw; do
-		ip netns exec ns1 timeout 120 $t -d srdma1 -x "$g1" -F \
+		ip netns exec ns1 timeout $tmo $t -d srdma1 -x "$g1" -F \
 			-u 18 -s 65536 -n 2000 > /tmp/server.log 2>&1 &
 		spid=$!
 		for ((i = 0; i < 100; i++)); do
 			ip netns exec ns1 ss -Hltn | grep -q ':18515 ' && break
 			sleep 0.1
 		done
-		timeout 120 $t -d srdma0 -x "$g0" -F -u 18 -s 65536 \
+		timeout $tmo $t -d srdma0 -x "$g0" -F -u 18 -s 65536 \
 			-n 2000 10.0.0.2 > /tmp/client.log 2>&1 ||
 			{ kill $spid; fail "$t"; }
 		wait $spid || fail "$t server"
@@ -130,16 +133,16 @@ test_veth_in_order() {
 
 # wbw_stream: 500 WRITEs of 64 KiB from srdma0 to srdma1 (ib_write_bw).
 wbw_stream() {
-	local g0 g1 spid i
+	local g0 g1 spid i tmo=$((120 * (1 + ${SRDMA_TEST_SLOW:-0})))
 	g0=$(roce2_ipv4_gid srdma0) && g1=$(roce2_ipv4_gid srdma1) || return 1
-	ip netns exec ns1 timeout 120 ib_write_bw -d srdma1 -x "$g1" -F \
+	ip netns exec ns1 timeout $tmo ib_write_bw -d srdma1 -x "$g1" -F \
 		-s 65536 -n 500 > /tmp/server.log 2>&1 &
 	spid=$!
 	for ((i = 0; i < 100; i++)); do
 		ip netns exec ns1 ss -Hltn | grep -q ':18515 ' && break
 		sleep 0.1
 	done
-	timeout 120 ib_write_bw -d srdma0 -x "$g0" -F -s 65536 -n 500 \
+	timeout $tmo ib_write_bw -d srdma0 -x "$g0" -F -s 65536 -n 500 \
 		10.0.0.2 > /tmp/client.log 2>&1 || { kill $spid; return 1; }
 	wait $spid || return 1
 	grep -qE '^ *65536 +500 +[0-9.]+' /tmp/client.log
@@ -160,7 +163,8 @@ test_ack_batch() {
 	xfer_pair "$TESTS" 262144 || fail "transfers"
 	n0=$(( $(counter acks_batched) +
 	       $(ns_counter ns1 acks_batched srdma1) ))
-	echo "# srdma_xfer: $n0 ACKs batched"
+	echo "# srdma_xfer: $n0 ACKs batched, $(counter acks_held_late)" \
+		"and $(ns_counter ns1 acks_held_late srdma1) sent 1 ms late"
 	[ "$n0" -gt 0 ] || fail "no ACK batched in srdma_xfer's transfers"
 	for b in 1 0; do
 		echo $b > $p

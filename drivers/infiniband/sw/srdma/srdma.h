@@ -214,6 +214,7 @@ enum srdma_counter {
 	SRDMA_CNT_TX_TRAINS,		/* packet trains sent as one GSO skb */
 	SRDMA_CNT_READ_RESTS,		/* read work rested after its slice */
 	SRDMA_CNT_ACKS_BATCHED,		/* ACKs a later held ACK covered */
+	SRDMA_CNT_ACKS_HELD_LATE,	/* held ACKs sent 1 ms or more late */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -868,15 +869,17 @@ struct srdma_qp {
 	/*
 	 * An ACK held to the end of the softirq run that received the
 	 * request from a wire (ack_batch, srdma_resp.c): for the newest PSN
-	 * that asked, with its MSN then. Under the QP lock. While
-	 * ack_listed, ack_node is on one CPU's batch list, which holds a QP
-	 * reference; only that CPU's tasklet takes it off.
+	 * that asked, with its MSN then, held since ack_held_at (the first
+	 * of them). Under the QP lock. While ack_listed, ack_node is on one
+	 * CPU's batch list, which holds a QP reference; the batch that takes
+	 * the list clears ack_listed.
 	 */
 	bool ack_held;
 	bool ack_listed;
 	u32 ack_held_psn;
 	u32 ack_held_msn;
-	struct list_head ack_node;
+	u64 ack_held_at;
+	struct llist_node ack_node;
 	struct work_struct read_work;
 	/*
 	 * The CPU that runs the QP's send_work, and whose transmit queue

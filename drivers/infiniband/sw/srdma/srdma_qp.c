@@ -362,7 +362,6 @@ static void srdma_qp_init(struct srdma_qp *qp, struct srdma_dev *sdev,
 	hrtimer_init(&qp->pace_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	qp->pace_timer.function = srdma_pace_timer;
 	INIT_WORK(&qp->read_work, srdma_read_work);
-	INIT_LIST_HEAD(&qp->ack_node);
 	INIT_WORK(&qp->send_work, srdma_send_work);
 	INIT_WORK(&qp->odp_work, srdma_odp_qp_work);
 	INIT_LIST_HEAD(&qp->mcast_list);

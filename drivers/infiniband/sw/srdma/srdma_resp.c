@@ -212,11 +212,11 @@ MODULE_PARM_DESC(ack_batch, "hold ACKs towards another host to the end of the re
 
 struct srdma_ack_batch {
 	/*
-	 * QPs with ack_listed set; no lock: only this CPU adds to it (from
-	 * softirq, in srdma_udp_encap_recv()) and takes it (its tasklet),
-	 * and softirqs do not nest.
+	 * QPs with ack_listed set. A lock-free list: this CPU adds to it in
+	 * softirq, and its tasklet takes it whole, which after a CPU went
+	 * offline may run on another CPU (takeover_tasklets()).
 	 */
-	struct list_head qps;
+	struct llist_head qps;
 	struct tasklet_struct tasklet;
 	bool rx;		/* in srdma_udp_encap_recv() on this CPU */
 };
@@ -227,16 +227,26 @@ static void srdma_send_ack_msn(struct srdma_qp *qp, u8 syndrome, u32 psn,
 			       u32 msn);
 static u8 srdma_ack_syndrome(struct srdma_qp *qp);
 static u32 srdma_rd_queued(struct srdma_qp *qp);
+static void srdma_ack_batch_send(struct srdma_ack_batch *b);
 
 /**
  * srdma_ack_batch_rx() - mark the start or end of a wire packet's receive
  * @on: true as srdma_udp_encap_recv() begins, false as it ends
  *
- * Context: softirq.
+ * The batch tasklet runs when the softirq run restarts for it, unless a
+ * task waits for this CPU (need_resched(), such as one the packet's
+ * completion woke): then ksoftirqd would run it, possibly a scheduler
+ * slice later, and the held ACKs go now.
+ *
+ * Context: BHs off (softirq, or a threaded NAPI poll).
  */
 void srdma_ack_batch_rx(bool on)
 {
-	this_cpu_write(srdma_ack_batches.rx, on);
+	struct srdma_ack_batch *b = this_cpu_ptr(&srdma_ack_batches);
+
+	b->rx = on;
+	if (!on && need_resched() && !llist_empty(&b->qps))
+		srdma_ack_batch_send(b);
 }
 
 /*
@@ -248,7 +258,7 @@ static bool srdma_ack_hold(struct srdma_qp *qp, u32 psn)
 	struct srdma_ack_batch *b;
 
 	lockdep_assert_held(&qp->lock);
-	if (!READ_ONCE(ack_batch) || !in_serving_softirq())
+	if (!READ_ONCE(ack_batch) || !in_softirq())
 		return false;
 	b = this_cpu_ptr(&srdma_ack_batches);
 	if (!b->rx)
@@ -258,6 +268,8 @@ static bool srdma_ack_hold(struct srdma_qp *qp, u32 psn)
 		srdma_count(qp->sdev, SRDMA_CNT_ACKS_BATCHED);
 		if (srdma_psn_diff(psn, qp->ack_held_psn) < 0)
 			return true;
+	} else {
+		qp->ack_held_at = local_clock();
 	}
 	qp->ack_held = true;
 	qp->ack_held_psn = psn;
@@ -266,7 +278,7 @@ static bool srdma_ack_hold(struct srdma_qp *qp, u32 psn)
 		/* The packet being handled holds one: the QP is alive. */
 		refcount_inc(&qp->ref);
 		qp->ack_listed = true;
-		list_add_tail(&qp->ack_node, &b->qps);
+		llist_add(&qp->ack_node, &b->qps);
 		tasklet_schedule(&b->tasklet);
 	}
 	return true;
@@ -274,9 +286,9 @@ static bool srdma_ack_hold(struct srdma_qp *qp, u32 psn)
 
 /*
  * Send the ACK held for @qp, if any: before anything else the responder
- * sends, and from the batch tasklet. READs accepted after it come later
- * in PSN order and may be answered after it; should a READ asked again,
- * of an earlier PSN, be queued by now, the ACK waits for its responses
+ * sends, and from the batch. READs accepted after it come later in PSN
+ * order and may be answered after it; should a READ asked again, of an
+ * earlier PSN, be queued by now, the ACK waits for its responses
  * (srdma_send_ack_ok()). QP lock held.
  */
 static void srdma_ack_flush(struct srdma_qp *qp)
@@ -289,6 +301,8 @@ static void srdma_ack_flush(struct srdma_qp *qp)
 	qp->ack_held = false;
 	if (!srdma_qp_rq_running(qp))
 		return;
+	if (local_clock() - qp->ack_held_at >= NSEC_PER_MSEC)
+		srdma_count(qp->sdev, SRDMA_CNT_ACKS_HELD_LATE);
 	if (srdma_rd_queued(qp)) {
 		oldest = &qp->rd_jobs[qp->rd_cons & qp->rd_mask];
 		if (srdma_psn_diff(oldest->psn, qp->ack_held_psn) < 0) {
@@ -306,22 +320,27 @@ static void srdma_ack_flush(struct srdma_qp *qp)
 			   qp->ack_held_msn);
 }
 
-/* The batch tasklet: the held ACKs of this CPU's softirq run go out. */
-static void srdma_ack_batch_run(struct tasklet_struct *t)
+/* Send the held ACKs of the QPs on batch list @b. BHs off. */
+static void srdma_ack_batch_send(struct srdma_ack_batch *b)
 {
-	struct srdma_ack_batch *b = from_tasklet(b, t, tasklet);
+	struct llist_node *list = llist_del_all(&b->qps);
 	struct srdma_qp *qp, *next;
-	LIST_HEAD(qps);
 
-	list_splice_init(&b->qps, &qps);
-	list_for_each_entry_safe(qp, next, &qps, ack_node) {
+	llist_for_each_entry_safe(qp, next, list, ack_node) {
 		spin_lock_bh(&qp->lock);
-		list_del_init(&qp->ack_node);
-		qp->ack_listed = false;
+		qp->ack_listed = false;	/* ack_node free for another list */
 		srdma_ack_flush(qp);
 		spin_unlock_bh(&qp->lock);
 		srdma_qp_put(qp);
 	}
+}
+
+/* The batch tasklet: the held ACKs of this CPU's softirq run go out. */
+static void srdma_ack_batch_run(struct tasklet_struct *t)
+{
+	struct srdma_ack_batch *b = from_tasklet(b, t, tasklet);
+
+	srdma_ack_batch_send(b);
 }
 
 /**
@@ -336,7 +355,7 @@ void srdma_ack_batch_init(void)
 	for_each_possible_cpu(cpu) {
 		struct srdma_ack_batch *b = per_cpu_ptr(&srdma_ack_batches, cpu);
 
-		INIT_LIST_HEAD(&b->qps);
+		init_llist_head(&b->qps);
 		tasklet_setup(&b->tasklet, srdma_ack_batch_run);
 		b->rx = false;
 	}
@@ -346,7 +365,7 @@ void srdma_ack_batch_init(void)
  * srdma_ack_batch_exit() - stop each CPU's ACK batch
  *
  * Every QP is gone: destroy_qp waited for the references the lists held,
- * so each tasklet has run, and none is scheduled again.
+ * so each list has been taken, and no tasklet is scheduled again.
  *
  * Context: module unload.
  */
@@ -358,7 +377,7 @@ void srdma_ack_batch_exit(void)
 		struct srdma_ack_batch *b = per_cpu_ptr(&srdma_ack_batches, cpu);
 
 		tasklet_kill(&b->tasklet);
-		WARN_ON_ONCE(!list_empty(&b->qps));
+		WARN_ON_ONCE(!llist_empty(&b->qps));
 	}
 }
 
