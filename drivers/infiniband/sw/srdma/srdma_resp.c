@@ -192,23 +192,25 @@ out_unlock:
 }
 
 /*
- * ACK batching. Towards another host every ACK is a frame, and under
- * emulation each frame costs the guests more than the bytes in it. A
- * responder that takes a request asking for an ACK from a wire (the UDP
- * socket's encap_rcv) holds the ACK to the end of the softirq run: the
- * CPU's batch tasklet runs after the network receive softirq has taken
- * what the device had for it, and sends one ACK per QP, for the newest
- * PSN that asked (IBTA 9.7.5.1: an ACK covers every PSN before its own).
- * A deep queue (NVMe-oF at queue depth 32) thus gets one ACK for several
- * commands, a ping-pong its ACK as soon as before. Anything else the
- * responder sends (a NAK, a READ response, an atomic's answer, another
- * ACK) sends the held ACK first, so the wire sees the order it would
- * have seen without holding. Local delivery has its own batching and
- * sends its ACKs at once.
+ * ACK batching (off by default). Towards another host every ACK is a
+ * frame, and under emulation each frame costs the guests more than the
+ * bytes in it. With ack_batch, a responder that takes requests asking
+ * for an ACK from a wire (the UDP socket's encap_rcv) sends the QP's
+ * first ACK of the softirq run at once and holds the rest to the end of
+ * the run: the CPU's batch tasklet runs after the network receive
+ * softirq has taken what the device had for it, and sends one ACK per
+ * QP, for the newest PSN that asked (IBTA 9.7.5.1: an ACK covers every
+ * PSN before its own). A deep queue (NVMe-oF at queue depth 32) thus
+ * gets fewer ACKs. Anything else the responder sends (a NAK, a READ
+ * response, an atomic's answer, another ACK) sends the held ACK first,
+ * so the wire sees the order it would have seen without holding. Local
+ * delivery has its own batching and sends its ACKs at once. Off by
+ * default: across two one-CPU guests it made 2-byte round trips a
+ * quarter longer, even when it held none (performance.rst).
  */
-static unsigned int ack_batch = 1;
+static unsigned int ack_batch;
 module_param(ack_batch, uint, 0644);
-MODULE_PARM_DESC(ack_batch, "hold ACKs towards another host to the end of the receive softirq run (default 1; 0: send each at once)");
+MODULE_PARM_DESC(ack_batch, "1: hold ACKs towards another host to the end of the receive softirq run (default 0: send each at once)");
 
 struct srdma_ack_batch {
 	/*
@@ -218,8 +220,20 @@ struct srdma_ack_batch {
 	 */
 	struct llist_head qps;
 	struct tasklet_struct tasklet;
+	/*
+	 * Armed as the list gets its first QP. A softirq run that ran out
+	 * of its time (a jiffy under emulation) or met a task waiting for
+	 * the CPU leaves the tasklet to ksoftirqd, which a process polling
+	 * its CQ on a one-CPU guest keeps waiting for a scheduler slice.
+	 * The timer's interrupt runs pending tasklets on its way out
+	 * (tasklets are among the softirqs that never wait for ksoftirqd).
+	 */
+	struct hrtimer kick;
 	bool rx;		/* in srdma_udp_encap_recv() on this CPU */
 };
+
+/* How long held ACKs wait at most for the batch tasklet. */
+#define SRDMA_ACK_KICK_NS	(20 * NSEC_PER_USEC)
 
 static DEFINE_PER_CPU(struct srdma_ack_batch, srdma_ack_batches);
 
@@ -250,6 +264,28 @@ void srdma_ack_batch_rx(bool on)
 }
 
 /*
+ * May an ACK be held here: in a softirq run at an interrupt's exit, on
+ * a process or the idle task? Not in ksoftirqd (nor in a threaded NAPI
+ * poll, nor over a kernel thread), which leaves what it raised to its
+ * own next turn as soon as a task waits for the CPU.
+ */
+static bool srdma_ack_may_hold(void)
+{
+	return in_serving_softirq() && !need_resched() &&
+	       (!(current->flags & PF_KTHREAD) || is_idle_task(current));
+}
+
+/* The batch's timer: its interrupt's exit runs the tasklet. Hard IRQ. */
+static enum hrtimer_restart srdma_ack_kick(struct hrtimer *t)
+{
+	struct srdma_ack_batch *b = container_of(t, struct srdma_ack_batch,
+						 kick);
+
+	tasklet_schedule(&b->tasklet);
+	return HRTIMER_NORESTART;
+}
+
+/*
  * Hold the positive ACK for @psn, if the packet came from a wire and
  * ack_batch is on. True if held. QP lock held.
  */
@@ -258,11 +294,26 @@ static bool srdma_ack_hold(struct srdma_qp *qp, u32 psn)
 	struct srdma_ack_batch *b;
 
 	lockdep_assert_held(&qp->lock);
-	if (!READ_ONCE(ack_batch) || !in_softirq())
+	if (!READ_ONCE(ack_batch) || !srdma_ack_may_hold())
 		return false;
 	b = this_cpu_ptr(&srdma_ack_batches);
 	if (!b->rx)
 		return false;
+	if (!qp->ack_listed) {
+		/*
+		 * The QP's first ACK in this run goes at once (a ping-pong
+		 * sees no change); the list marks the QP for the rest of
+		 * the run. The packet being handled holds a reference: the
+		 * QP is alive.
+		 */
+		refcount_inc(&qp->ref);
+		qp->ack_listed = true;
+		if (llist_add(&qp->ack_node, &b->qps))
+			hrtimer_start(&b->kick, ns_to_ktime(SRDMA_ACK_KICK_NS),
+				      HRTIMER_MODE_REL_PINNED_HARD);
+		tasklet_schedule(&b->tasklet);
+		return false;
+	}
 	if (qp->ack_held) {
 		/* A duplicate's ACK may name an older PSN: the held one covers it. */
 		srdma_count(qp->sdev, SRDMA_CNT_ACKS_BATCHED);
@@ -274,13 +325,6 @@ static bool srdma_ack_hold(struct srdma_qp *qp, u32 psn)
 	qp->ack_held = true;
 	qp->ack_held_psn = psn;
 	qp->ack_held_msn = qp->msn;
-	if (!qp->ack_listed) {
-		/* The packet being handled holds one: the QP is alive. */
-		refcount_inc(&qp->ref);
-		qp->ack_listed = true;
-		llist_add(&qp->ack_node, &b->qps);
-		tasklet_schedule(&b->tasklet);
-	}
 	return true;
 }
 
@@ -340,6 +384,7 @@ static void srdma_ack_batch_run(struct tasklet_struct *t)
 {
 	struct srdma_ack_batch *b = from_tasklet(b, t, tasklet);
 
+	hrtimer_try_to_cancel(&b->kick);
 	srdma_ack_batch_send(b);
 }
 
@@ -357,6 +402,9 @@ void srdma_ack_batch_init(void)
 
 		init_llist_head(&b->qps);
 		tasklet_setup(&b->tasklet, srdma_ack_batch_run);
+		hrtimer_init(&b->kick, CLOCK_MONOTONIC,
+			     HRTIMER_MODE_REL_PINNED_HARD);
+		b->kick.function = srdma_ack_kick;
 		b->rx = false;
 	}
 }
@@ -376,6 +424,7 @@ void srdma_ack_batch_exit(void)
 	for_each_possible_cpu(cpu) {
 		struct srdma_ack_batch *b = per_cpu_ptr(&srdma_ack_batches, cpu);
 
+		hrtimer_cancel(&b->kick);	/* it schedules the tasklet */
 		tasklet_kill(&b->tasklet);
 		WARN_ON_ONCE(!llist_empty(&b->qps));
 	}
