@@ -213,8 +213,6 @@ enum srdma_counter {
 	SRDMA_CNT_CWND_HOLDS,		/* ACKs that did not grow the window */
 	SRDMA_CNT_TX_TRAINS,		/* packet trains sent as one GSO skb */
 	SRDMA_CNT_READ_RESTS,		/* read work rested after its slice */
-	SRDMA_CNT_ACKS_BATCHED,		/* ACKs a later held ACK covered */
-	SRDMA_CNT_ACKS_HELD_LATE,	/* held ACKs sent 1 ms or more late */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -866,20 +864,6 @@ struct srdma_qp {
 	bool ack_deferred;
 	u32 ack_deferred_psn;
 	u32 ack_deferred_msn;
-	/*
-	 * An ACK held to the end of the softirq run that received the
-	 * request from a wire (ack_batch, srdma_resp.c): for the newest PSN
-	 * that asked, with its MSN then, held since ack_held_at (the first
-	 * of them). Under the QP lock. While ack_listed, ack_node is on one
-	 * CPU's batch list, which holds a QP reference; the batch that takes
-	 * the list clears ack_listed.
-	 */
-	bool ack_held;
-	bool ack_listed;
-	u32 ack_held_psn;
-	u32 ack_held_msn;
-	u64 ack_held_at;
-	struct llist_node ack_node;
 	struct work_struct read_work;
 	/*
 	 * The CPU that runs the QP's send_work, and whose transmit queue
@@ -1272,9 +1256,6 @@ int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		       struct dst_entry **dstp, u32 *cookie);
 void srdma_loop_init(void);
 void srdma_loop_exit(void);
-void srdma_ack_batch_init(void);
-void srdma_ack_batch_exit(void);
-void srdma_ack_batch_rx(bool on);
 bool srdma_batch_begin(struct srdma_qp *qp);
 int srdma_batch_end(struct srdma_qp *qp, bool outer);
 int srdma_batch_flush(struct srdma_qp *qp);

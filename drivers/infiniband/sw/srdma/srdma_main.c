@@ -401,7 +401,6 @@ static int __init srdma_init(void)
 		goto err_destroy_tx_wq;
 	}
 	srdma_loop_init();
-	srdma_ack_batch_init();
 	srdma_icrc_init();
 	srdma_mcast_init();
 
@@ -433,7 +432,6 @@ static void __exit srdma_exit(void)
 	unregister_netdevice_notifier(&srdma_netdev_nb);
 	srdma_net_exit();
 	srdma_loop_exit();
-	srdma_ack_batch_exit();
 	srdma_icrc_exit();
 	destroy_workqueue(srdma_wq);
 	destroy_workqueue(srdma_tx_wq);

@@ -679,7 +679,6 @@ void srdma_qp_flush(struct srdma_qp *qp)
 	qp->rd_outstanding = 0;
 	qp->write_left = 0;
 	srdma_rd_queue_reset(qp);
-	qp->ack_held = false;
 }
 
 /*
@@ -797,7 +796,6 @@ static void srdma_qp_to_reset(struct srdma_qp *qp)
 	qp->rd_outstanding = 0;
 	qp->rd_reqs = 0;
 	srdma_rd_queue_reset(qp);
-	qp->ack_held = false;
 	if (qp->rd_hist)	/* READs of an earlier life are never repeated */
 		memset(qp->rd_hist, 0,
 		       (qp->rd_hist_mask + 1) * sizeof(*qp->rd_hist));

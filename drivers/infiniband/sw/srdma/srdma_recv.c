@@ -324,12 +324,8 @@ drop:
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
 	struct srdma_sockset *ss = rcu_dereference_sk_user_data(sk);
-	enum srdma_rcv_result res;
 
-	srdma_ack_batch_rx(true);
-	res = srdma_rcv(skb, sock_net(sk)->net_cookie, false);
-	srdma_ack_batch_rx(false);
-	switch (res) {
+	switch (srdma_rcv(skb, sock_net(sk)->net_cookie, false)) {
 	case SRDMA_RCV_NO_QP:
 		if (ss)
 			atomic64_inc(&ss->rx_dropped);

@@ -191,245 +191,6 @@ out_unlock:
 	return err;
 }
 
-/*
- * ACK batching (off by default). Towards another host every ACK is a
- * frame, and under emulation each frame costs the guests more than the
- * bytes in it. With ack_batch, a responder that takes requests asking
- * for an ACK from a wire (the UDP socket's encap_rcv) sends the QP's
- * first ACK of the softirq run at once and holds the rest to the end of
- * the run: the CPU's batch tasklet runs after the network receive
- * softirq has taken what the device had for it, and sends one ACK per
- * QP, for the newest PSN that asked (IBTA 9.7.5.1: an ACK covers every
- * PSN before its own). A deep queue (NVMe-oF at queue depth 32) thus
- * gets fewer ACKs. Anything else the responder sends (a NAK, a READ
- * response, an atomic's answer, another ACK) sends the held ACK first,
- * so the wire sees the order it would have seen without holding. Local
- * delivery has its own batching and sends its ACKs at once. Off by
- * default: across two one-CPU guests it made 2-byte round trips a
- * quarter longer, even when it held none (performance.rst).
- */
-static unsigned int ack_batch;
-module_param(ack_batch, uint, 0644);
-MODULE_PARM_DESC(ack_batch, "1: hold ACKs towards another host to the end of the receive softirq run (default 0: send each at once)");
-
-struct srdma_ack_batch {
-	/*
-	 * QPs with ack_listed set. A lock-free list: this CPU adds to it in
-	 * softirq, and its tasklet takes it whole, which after a CPU went
-	 * offline may run on another CPU (takeover_tasklets()).
-	 */
-	struct llist_head qps;
-	struct tasklet_struct tasklet;
-	/*
-	 * Armed as the list gets its first QP. A softirq run that ran out
-	 * of its time (a jiffy under emulation) or met a task waiting for
-	 * the CPU leaves the tasklet to ksoftirqd, which a process polling
-	 * its CQ on a one-CPU guest keeps waiting for a scheduler slice.
-	 * The timer's interrupt runs pending tasklets on its way out
-	 * (tasklets are among the softirqs that never wait for ksoftirqd).
-	 */
-	struct hrtimer kick;
-	bool rx;		/* in srdma_udp_encap_recv() on this CPU */
-};
-
-/* How long held ACKs wait at most for the batch tasklet. */
-#define SRDMA_ACK_KICK_NS	(20 * NSEC_PER_USEC)
-
-static DEFINE_PER_CPU(struct srdma_ack_batch, srdma_ack_batches);
-
-static void srdma_send_ack_msn(struct srdma_qp *qp, u8 syndrome, u32 psn,
-			       u32 msn);
-static u8 srdma_ack_syndrome(struct srdma_qp *qp);
-static u32 srdma_rd_queued(struct srdma_qp *qp);
-static void srdma_ack_batch_send(struct srdma_ack_batch *b);
-
-/**
- * srdma_ack_batch_rx() - mark the start or end of a wire packet's receive
- * @on: true as srdma_udp_encap_recv() begins, false as it ends
- *
- * The batch tasklet runs when the softirq run restarts for it, unless a
- * task waits for this CPU (need_resched(), such as one the packet's
- * completion woke): then ksoftirqd would run it, possibly a scheduler
- * slice later, and the held ACKs go now.
- *
- * Context: BHs off (softirq, or a threaded NAPI poll).
- */
-void srdma_ack_batch_rx(bool on)
-{
-	struct srdma_ack_batch *b = this_cpu_ptr(&srdma_ack_batches);
-
-	b->rx = on;
-	if (!on && need_resched() && !llist_empty(&b->qps))
-		srdma_ack_batch_send(b);
-}
-
-/*
- * May an ACK be held here: in a softirq run at an interrupt's exit, on
- * a process or the idle task? Not in ksoftirqd (nor in a threaded NAPI
- * poll, nor over a kernel thread), which leaves what it raised to its
- * own next turn as soon as a task waits for the CPU.
- */
-static bool srdma_ack_may_hold(void)
-{
-	return in_serving_softirq() && !need_resched() &&
-	       (!(current->flags & PF_KTHREAD) || is_idle_task(current));
-}
-
-/* The batch's timer: its interrupt's exit runs the tasklet. Hard IRQ. */
-static enum hrtimer_restart srdma_ack_kick(struct hrtimer *t)
-{
-	struct srdma_ack_batch *b = container_of(t, struct srdma_ack_batch,
-						 kick);
-
-	tasklet_schedule(&b->tasklet);
-	return HRTIMER_NORESTART;
-}
-
-/*
- * Hold the positive ACK for @psn, if the packet came from a wire and
- * ack_batch is on. True if held. QP lock held.
- */
-static bool srdma_ack_hold(struct srdma_qp *qp, u32 psn)
-{
-	struct srdma_ack_batch *b;
-
-	lockdep_assert_held(&qp->lock);
-	if (!READ_ONCE(ack_batch) || !srdma_ack_may_hold())
-		return false;
-	b = this_cpu_ptr(&srdma_ack_batches);
-	if (!b->rx)
-		return false;
-	if (!qp->ack_listed) {
-		/*
-		 * The QP's first ACK in this run goes at once (a ping-pong
-		 * sees no change); the list marks the QP for the rest of
-		 * the run. The packet being handled holds a reference: the
-		 * QP is alive.
-		 */
-		refcount_inc(&qp->ref);
-		qp->ack_listed = true;
-		if (llist_add(&qp->ack_node, &b->qps))
-			hrtimer_start(&b->kick, ns_to_ktime(SRDMA_ACK_KICK_NS),
-				      HRTIMER_MODE_REL_PINNED_HARD);
-		tasklet_schedule(&b->tasklet);
-		return false;
-	}
-	if (qp->ack_held) {
-		/* A duplicate's ACK may name an older PSN: the held one covers it. */
-		srdma_count(qp->sdev, SRDMA_CNT_ACKS_BATCHED);
-		if (srdma_psn_diff(psn, qp->ack_held_psn) < 0)
-			return true;
-	} else {
-		qp->ack_held_at = local_clock();
-	}
-	qp->ack_held = true;
-	qp->ack_held_psn = psn;
-	qp->ack_held_msn = qp->msn;
-	return true;
-}
-
-/*
- * Send the ACK held for @qp, if any: before anything else the responder
- * sends, and from the batch. READs accepted after it come later in PSN
- * order and may be answered after it; should a READ asked again, of an
- * earlier PSN, be queued by now, the ACK waits for its responses
- * (srdma_send_ack_ok()). QP lock held.
- */
-static void srdma_ack_flush(struct srdma_qp *qp)
-{
-	const struct srdma_read_job *oldest;
-
-	lockdep_assert_held(&qp->lock);
-	if (!qp->ack_held)
-		return;
-	qp->ack_held = false;
-	if (!srdma_qp_rq_running(qp))
-		return;
-	if (local_clock() - qp->ack_held_at >= NSEC_PER_MSEC)
-		srdma_count(qp->sdev, SRDMA_CNT_ACKS_HELD_LATE);
-	if (srdma_rd_queued(qp)) {
-		oldest = &qp->rd_jobs[qp->rd_cons & qp->rd_mask];
-		if (srdma_psn_diff(oldest->psn, qp->ack_held_psn) < 0) {
-			if (!qp->ack_deferred ||
-			    srdma_psn_diff(qp->ack_held_psn,
-					   qp->ack_deferred_psn) > 0) {
-				qp->ack_deferred = true;
-				qp->ack_deferred_psn = qp->ack_held_psn;
-				qp->ack_deferred_msn = qp->ack_held_msn;
-			}
-			return;
-		}
-	}
-	srdma_send_ack_msn(qp, srdma_ack_syndrome(qp), qp->ack_held_psn,
-			   qp->ack_held_msn);
-}
-
-/* Send the held ACKs of the QPs on batch list @b. BHs off. */
-static void srdma_ack_batch_send(struct srdma_ack_batch *b)
-{
-	struct llist_node *list = llist_del_all(&b->qps);
-	struct srdma_qp *qp, *next;
-
-	llist_for_each_entry_safe(qp, next, list, ack_node) {
-		spin_lock_bh(&qp->lock);
-		qp->ack_listed = false;	/* ack_node free for another list */
-		srdma_ack_flush(qp);
-		spin_unlock_bh(&qp->lock);
-		srdma_qp_put(qp);
-	}
-}
-
-/* The batch tasklet: the held ACKs of this CPU's softirq run go out. */
-static void srdma_ack_batch_run(struct tasklet_struct *t)
-{
-	struct srdma_ack_batch *b = from_tasklet(b, t, tasklet);
-
-	hrtimer_try_to_cancel(&b->kick);
-	srdma_ack_batch_send(b);
-}
-
-/**
- * srdma_ack_batch_init() - set up each CPU's ACK batch
- *
- * Context: module load.
- */
-void srdma_ack_batch_init(void)
-{
-	int cpu;
-
-	for_each_possible_cpu(cpu) {
-		struct srdma_ack_batch *b = per_cpu_ptr(&srdma_ack_batches, cpu);
-
-		init_llist_head(&b->qps);
-		tasklet_setup(&b->tasklet, srdma_ack_batch_run);
-		hrtimer_init(&b->kick, CLOCK_MONOTONIC,
-			     HRTIMER_MODE_REL_PINNED_HARD);
-		b->kick.function = srdma_ack_kick;
-		b->rx = false;
-	}
-}
-
-/**
- * srdma_ack_batch_exit() - stop each CPU's ACK batch
- *
- * Every QP is gone: destroy_qp waited for the references the lists held,
- * so each list has been taken, and no tasklet is scheduled again.
- *
- * Context: module unload.
- */
-void srdma_ack_batch_exit(void)
-{
-	int cpu;
-
-	for_each_possible_cpu(cpu) {
-		struct srdma_ack_batch *b = per_cpu_ptr(&srdma_ack_batches, cpu);
-
-		hrtimer_cancel(&b->kick);	/* it schedules the tasklet */
-		tasklet_kill(&b->tasklet);
-		WARN_ON_ONCE(!llist_empty(&b->qps));
-	}
-}
-
 /* An ACK or NAK for @psn with MSN @msn (see srdma_send_ack()). */
 static void srdma_send_ack_msn(struct srdma_qp *qp, u8 syndrome, u32 psn,
 			       u32 msn)
@@ -446,7 +207,6 @@ static void srdma_send_ack_msn(struct srdma_qp *qp, u8 syndrome, u32 psn,
 	u8 *payload;
 
 	lockdep_assert_held(&qp->lock);
-	srdma_ack_flush(qp);		/* goes first, as it would have */
 	skb = srdma_alloc_pkt(qp, &pkt, &payload);
 	if (skb)
 		srdma_xmit(qp, skb);
@@ -467,6 +227,8 @@ void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn)
 {
 	srdma_send_ack_msn(qp, syndrome, psn, qp->msn);
 }
+
+static u32 srdma_rd_queued(struct srdma_qp *qp);
 
 /*
  * The AETH syndrome of a positive ACK: with the credit count (IBTA
@@ -511,8 +273,6 @@ static void srdma_send_ack_ok(struct srdma_qp *qp, u32 psn)
 		qp->ack_deferred_msn = qp->msn;
 		return;
 	}
-	if (srdma_ack_hold(qp, psn))
-		return;
 	srdma_send_ack(qp, srdma_ack_syndrome(qp), psn);
 }
 
@@ -987,7 +747,6 @@ static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 	int err;
 
 	lockdep_assert_held(&qp->lock);
-	srdma_ack_flush(qp);		/* for requests before this READ */
 	if (srdma_qp_is_xrc_tgt(qp))
 		qp->xrc_pd = job->pd;	/* its XRC SRQ's, when accepted */
 	if (pkt.paylen) {
@@ -1357,7 +1116,6 @@ static void srdma_send_atomic_ack(struct srdma_qp *qp,
 	u8 *payload;
 
 	lockdep_assert_held(&qp->lock);
-	srdma_ack_flush(qp);		/* for requests before this atomic */
 	/* Lost for want of memory: the requester asks again. */
 	skb = srdma_alloc_pkt(qp, &pkt, &payload);
 	if (skb)
