@@ -115,6 +115,40 @@ test_cm_rping_netns() {
 	[ "$(counter rx_bad_header)" = 0 ] || fail "bad headers"
 }
 
+# rdma_cm over a VLAN: 802.1Q uppers of both ends of the veth pair (v0.10,
+# and v1.10 in ns1), whose addresses the core gives each device as GIDs.
+# QP1 takes the CM's MADs that come in through the upper, and their
+# completions carry its VLAN ID, from which the MAD layer finds the GID to
+# answer from: rping connects and verifies its data both ways, over the
+# VLAN (its counters), and nothing is left.
+test_cm_rping_vlan() {
+	local rx0
+	cm_netns_setup || fail "setup"
+	ip link add link v0 name v0.10 type vlan id 10 &&
+		ip addr add 10.0.10.1/24 dev v0.10 && ip link set v0.10 up &&
+		ip -n ns1 link add link v1 name v1.10 type vlan id 10 &&
+		ip -n ns1 addr add 10.0.10.2/24 dev v1.10 &&
+		ip -n ns1 link set v1.10 up || fail "VLAN uppers"
+	roce2_gid_of srdma0 '*:ffff:0a00:0a01' > /dev/null ||
+		fail "no GID for v0.10's address"
+	wait_for 5 ping -c 1 -W 1 10.0.10.2 || fail "no ping over the VLAN"
+	rx0=$(cat /sys/class/net/v0.10/statistics/rx_packets)
+	client_server "ip netns exec ns1 rping -s -a 10.0.10.2 -C 10 -V" \
+		"rping -c -a 10.0.10.2 -C 10 -V -v" 120 || fail "rping to ns1"
+	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
+		fail "10 pings verified to ns1"
+	client_server "rping -s -a 10.0.10.1 -C 10 -V" \
+		"ip netns exec ns1 rping -c -a 10.0.10.1 -C 10 -V -v" 120 ||
+		fail "rping from ns1"
+	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
+		fail "10 pings verified from ns1"
+	# CM MADs, requests and replies of 40 pings came in through v0.10.
+	(( $(cat /sys/class/net/v0.10/statistics/rx_packets) - rx0 >= 40 )) ||
+		fail "too few packets in through v0.10"
+	[ "$(counter rx_bad_header)" = 0 ] || fail "bad headers"
+	wait_for 10 cm_nothing_left || fail "resources left"
+}
+
 test_cm_rping_ipv6() {
 	cm_setup || fail "setup"
 	ip -6 addr add fd00::1/64 dev v0 nodad || fail "address"

@@ -475,6 +475,8 @@ struct srdma_av {
 		__be32 v4;
 		struct in6_addr v6;
 	} saddr, daddr;
+	/* The source GID's netdev: the device's own, or a VLAN upper of it. */
+	int ifindex;
 	u8 tos;
 	u8 ttl;
 };

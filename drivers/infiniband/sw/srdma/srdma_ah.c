@@ -13,6 +13,7 @@
  * erases the number under the same lock, and the AH can go at once, even
  * with work requests that named it still queued.
  */
+#include <linux/if_vlan.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
@@ -34,6 +35,7 @@ int srdma_av_from_attr(struct srdma_dev *sdev,
 {
 	const struct ib_global_route *grh;
 	const struct ib_gid_attr *sgid;
+	struct net_device *ndev;
 	union {
 		struct sockaddr_in in;
 		struct sockaddr_in6 in6;
@@ -67,6 +69,15 @@ int srdma_av_from_attr(struct srdma_dev *sdev,
 	}
 	av->tos = grh->traffic_class;
 	av->ttl = grh->hop_limit ? grh->hop_limit : SRDMA_DEFAULT_TTL;
+	/*
+	 * Packets leave by the source GID's netdev: a GID of a VLAN upper
+	 * must be sent tagged, through the upper (0: the device's netdev).
+	 */
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(sgid);
+	if (!IS_ERR(ndev) && ndev != sdev->ndev && is_vlan_dev(ndev))
+		av->ifindex = ndev->ifindex;
+	rcu_read_unlock();
 	return 0;
 }
 

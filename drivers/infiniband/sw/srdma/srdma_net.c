@@ -215,7 +215,8 @@ void srdma_net_exit(void)
 
 /**
  * srdma_route_lookup() - look up the route of an address vector
- * @sdev: the device, whose netdev the route must leave by
+ * @sdev: the device, whose netdev (or the VLAN upper of the source
+ *	  GID, av->ifindex) the route must leave by
  * @av: source and destination addresses, TOS
  * @dstp: on success, a counted dst
  * @cookie: on success, the dst's IPv6 validity cookie (0 for IPv4)
@@ -234,7 +235,7 @@ int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 
 	if (!av->ipv6) {
 		struct flowi4 fl = {
-			.flowi4_oif = ndev->ifindex,
+			.flowi4_oif = av->ifindex ?: ndev->ifindex,
 			.flowi4_proto = IPPROTO_UDP,
 			.flowi4_tos = RT_TOS(av->tos),
 			.daddr = av->daddr.v4,
@@ -249,7 +250,7 @@ int srdma_route_lookup(struct srdma_dev *sdev, const struct srdma_av *av,
 		return 0;
 	}
 
-	fl6.flowi6_oif = ndev->ifindex;
+	fl6.flowi6_oif = av->ifindex ?: ndev->ifindex;
 	fl6.flowi6_proto = IPPROTO_UDP;
 	fl6.daddr = av->daddr.v6;
 	fl6.saddr = av->saddr.v6;

@@ -17,6 +17,7 @@
  * helper per transition that has work of its own.
  */
 #include <linux/delay.h>
+#include <linux/if_vlan.h>
 #include <linux/log2.h>
 #include <linux/sched/isolation.h>
 #include <linux/vmalloc.h>
@@ -95,8 +96,12 @@ bool srdma_dev_has_gid(struct srdma_dev *sdev, const union ib_gid *gid,
  * That is the GSI QP of the device in that namespace whose GID table holds
  * @dgid (the MAD layer builds its reply from that GID, and could not
  * without it) and, for a packet from a wire, whose netdev it came in
- * through: Linux takes a packet to any of its addresses on any interface,
- * and two netdevs may share an address (helper-78).
+ * through, directly or by a VLAN upper of it: Linux takes a packet to any
+ * of its addresses on any interface, and two netdevs may share an address
+ * (helper-78). A GID of a VLAN upper is taken from a wire only, through
+ * that upper: the completion then carries its VLAN ID
+ * (srdma_ud_recv_done()), without which the MAD layer finds no GID to
+ * answer from; srdma's local delivery has none to give.
  *
  * Context: Any context.
  * Return: the QP with a reference, to be released with srdma_qp_put(), or
@@ -105,18 +110,19 @@ bool srdma_dev_has_gid(struct srdma_dev *sdev, const union ib_gid *gid,
 struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid,
 			       struct net_device *in)
 {
+	struct net_device *real = in;
 	struct srdma_qp *qp;
 
+	/* Through a VLAN upper (stacked ones too): the netdev under it. */
+	while (real && is_vlan_dev(real))
+		real = vlan_dev_real_dev(real);
 	rcu_read_lock();
 	list_for_each_entry_rcu(qp, &srdma_gsi_list, gsi_node) {
 		if (dev_net(qp->sdev->ndev)->net_cookie != net_cookie ||
-		    (in && in != qp->sdev->ndev))
+		    (in && real != qp->sdev->ndev))
 			continue;
-		/*
-		 * Of the device's own netdev: the GIDs of its VLAN uppers
-		 * need a VLAN ID in the completion, which srdma never has.
-		 */
-		if (!srdma_dev_has_gid(qp->sdev, dgid, qp->sdev->ndev))
+		/* A GID of the netdev it came in through (see above). */
+		if (!srdma_dev_has_gid(qp->sdev, dgid, in ?: qp->sdev->ndev))
 			continue;
 		if (!refcount_inc_not_zero(&qp->ref))
 			break;		/* being destroyed */

@@ -7,6 +7,7 @@
  * packets. Atomics are carried out at once; their ACKs wait behind the
  * READ responses queued before them.
  */
+#include <linux/if_vlan.h>
 #include <linux/sched/clock.h>
 #include <linux/sizes.h>
 #include <linux/skbuff.h>
@@ -1860,7 +1861,7 @@ static void srdma_ud_grh(struct sk_buff *skb, bool ipv6, u8 *grh)
  */
 static void srdma_ud_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			       enum ib_wc_status status, u32 byte_len,
-			       bool ipv6)
+			       bool ipv6, const struct net_device *in)
 {
 	struct srdma_recv_wqe *wqe = srdma_ring_slot(&qp->rq, qp->rq.cons);
 	struct ib_wc wc = {
@@ -1880,6 +1881,15 @@ static void srdma_ud_recv_done(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	if (pkt->flags & SRDMA_F_IMM) {
 		wc.wc_flags |= IB_WC_WITH_IMM;
 		wc.ex.imm_data = (__force __be32)pkt->imm;
+	}
+	/*
+	 * In through a VLAN upper of the device's netdev: its VLAN ID, with
+	 * which ib_init_ah_attr_from_wc() finds the GID it was sent to (the
+	 * MAD layer's replies, and rdma_cm over a VLAN).
+	 */
+	if (in && is_vlan_dev(in)) {
+		wc.wc_flags |= IB_WC_WITH_VLAN;
+		wc.vlan_id = vlan_dev_vlan_id(in);
 	}
 	if (status != IB_WC_SUCCESS) {
 		wc.byte_len = 0;
@@ -2005,5 +2015,5 @@ void srdma_ud_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	if (err == -EAGAIN)
 		return;		/* unreliable: as if the wire lost it */
 	srdma_ud_recv_done(qp, pkt, err ? IB_WC_LOC_PROT_ERR : IB_WC_SUCCESS,
-			   pkt->paylen + SRDMA_GRH_LEN, ipv6);
+			   pkt->paylen + SRDMA_GRH_LEN, ipv6, skb->dev);
 }
