@@ -7,6 +7,7 @@
 #ifndef SRDMA_H
 #define SRDMA_H
 
+#include <linux/if_vlan.h>
 #include <linux/iosys-map.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -1071,6 +1072,23 @@ static inline void srdma_qp_unlock_post(struct srdma_qp *qp, bool irqs_off)
 		spin_unlock(&qp->lock);
 	else
 		spin_unlock_bh(&qp->lock);
+}
+
+/*
+ * Is @dev @ndev, or a VLAN upper of it (stacked ones too, one level at a
+ * time, so that a device bound to a VLAN takes its own uppers)?
+ */
+static inline bool srdma_ndev_or_vlan_over(const struct net_device *dev,
+					   const struct net_device *ndev)
+{
+	while (dev) {
+		if (dev == ndev)
+			return true;
+		if (!is_vlan_dev(dev))
+			return false;
+		dev = vlan_dev_priv(dev)->real_dev;
+	}
+	return false;
 }
 
 static inline bool srdma_qp_is_uc(const struct srdma_qp *qp)

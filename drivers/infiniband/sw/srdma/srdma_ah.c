@@ -71,11 +71,17 @@ int srdma_av_from_attr(struct srdma_dev *sdev,
 	av->ttl = grh->hop_limit ? grh->hop_limit : SRDMA_DEFAULT_TTL;
 	/*
 	 * Packets leave by the source GID's netdev: a GID of a VLAN upper
-	 * must be sent tagged, through the upper (0: the device's netdev).
+	 * must be sent tagged, through the upper. Only of one over the
+	 * device's netdev, in its namespace, where the route is looked up
+	 * (the core also gives the device the GIDs of its netdev's VLANs in
+	 * other namespaces, whose ifindex means another device here;
+	 * helper-89). Else 0: the device's netdev.
 	 */
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(sgid);
-	if (!IS_ERR(ndev) && ndev != sdev->ndev && is_vlan_dev(ndev))
+	if (!IS_ERR(ndev) && ndev != sdev->ndev && is_vlan_dev(ndev) &&
+	    net_eq(dev_net(ndev), dev_net(sdev->ndev)) &&
+	    srdma_ndev_or_vlan_over(ndev, sdev->ndev))
 		av->ifindex = ndev->ifindex;
 	rcu_read_unlock();
 	return 0;

@@ -110,16 +110,12 @@ bool srdma_dev_has_gid(struct srdma_dev *sdev, const union ib_gid *gid,
 struct srdma_qp *srdma_gsi_get(u64 net_cookie, const union ib_gid *dgid,
 			       struct net_device *in)
 {
-	struct net_device *real = in;
 	struct srdma_qp *qp;
 
-	/* Through a VLAN upper (stacked ones too): the netdev under it. */
-	while (real && is_vlan_dev(real))
-		real = vlan_dev_real_dev(real);
 	rcu_read_lock();
 	list_for_each_entry_rcu(qp, &srdma_gsi_list, gsi_node) {
 		if (dev_net(qp->sdev->ndev)->net_cookie != net_cookie ||
-		    (in && real != qp->sdev->ndev))
+		    (in && !srdma_ndev_or_vlan_over(in, qp->sdev->ndev)))
 			continue;
 		/* A GID of the netdev it came in through (see above). */
 		if (!srdma_dev_has_gid(qp->sdev, dgid, in ?: qp->sdev->ndev))
