@@ -100,17 +100,23 @@ cm_netns_setup() {
 		ip netns exec ns1 rdma link add srdma1 type srdma netdev v1
 }
 
-test_cm_rping_netns() {
-	cm_netns_setup || fail "setup"
-	client_server "ip netns exec ns1 rping -s -a 10.0.0.2 -C 10 -V" \
-		"rping -c -a 10.0.0.2 -C 10 -V -v" 120 || fail "rping to ns1"
+# rping_netns_both ADDR0 ADDR1: 10 verified pings from this namespace to
+# ns1's ADDR1, then from ns1 to this namespace's ADDR0.
+rping_netns_both() {
+	client_server "ip netns exec ns1 rping -s -a $2 -C 10 -V" \
+		"rping -c -a $2 -C 10 -V -v" 120 || fail "rping to ns1"
 	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
-		fail "10 pings verified"
-	client_server "rping -s -a 10.0.0.1 -C 10 -V" \
-		"ip netns exec ns1 rping -c -a 10.0.0.1 -C 10 -V -v" 120 ||
+		fail "10 pings verified to ns1"
+	client_server "rping -s -a $1 -C 10 -V" \
+		"ip netns exec ns1 rping -c -a $1 -C 10 -V -v" 120 ||
 		fail "rping from ns1"
 	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
-		fail "10 pings verified"
+		fail "10 pings verified from ns1"
+}
+
+test_cm_rping_netns() {
+	cm_netns_setup || fail "setup"
+	rping_netns_both 10.0.0.1 10.0.0.2
 	# The CM MADs went to each namespace's own QP1, none elsewhere.
 	[ "$(counter rx_bad_header)" = 0 ] || fail "bad headers"
 }
@@ -133,15 +139,7 @@ test_cm_rping_vlan() {
 		fail "no GID for v0.10's address"
 	wait_for 5 ping -c 1 -W 1 10.0.10.2 || fail "no ping over the VLAN"
 	rx0=$(cat /sys/class/net/v0.10/statistics/rx_packets)
-	client_server "ip netns exec ns1 rping -s -a 10.0.10.2 -C 10 -V" \
-		"rping -c -a 10.0.10.2 -C 10 -V -v" 120 || fail "rping to ns1"
-	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
-		fail "10 pings verified to ns1"
-	client_server "rping -s -a 10.0.10.1 -C 10 -V" \
-		"ip netns exec ns1 rping -c -a 10.0.10.1 -C 10 -V -v" 120 ||
-		fail "rping from ns1"
-	[ "$(grep -c 'ping data: rdma-ping-' /tmp/client.log)" = 10 ] ||
-		fail "10 pings verified from ns1"
+	rping_netns_both 10.0.10.1 10.0.10.2
 	# CM MADs, requests and replies of 40 pings came in through v0.10.
 	(( $(cat /sys/class/net/v0.10/statistics/rx_packets) - rx0 >= 40 )) ||
 		fail "too few packets in through v0.10"

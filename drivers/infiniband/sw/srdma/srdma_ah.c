@@ -13,7 +13,6 @@
  * erases the number under the same lock, and the AH can go at once, even
  * with work requests that named it still queued.
  */
-#include <linux/if_vlan.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
@@ -79,7 +78,7 @@ int srdma_av_from_attr(struct srdma_dev *sdev,
 	 */
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(sgid);
-	if (!IS_ERR(ndev) && ndev != sdev->ndev && is_vlan_dev(ndev) &&
+	if (!IS_ERR(ndev) && ndev != sdev->ndev &&
 	    net_eq(dev_net(ndev), dev_net(sdev->ndev)) &&
 	    srdma_ndev_or_vlan_over(ndev, sdev->ndev))
 		av->ifindex = ndev->ifindex;

@@ -17,7 +17,6 @@
  * helper per transition that has work of its own.
  */
 #include <linux/delay.h>
-#include <linux/if_vlan.h>
 #include <linux/log2.h>
 #include <linux/sched/isolation.h>
 #include <linux/vmalloc.h>

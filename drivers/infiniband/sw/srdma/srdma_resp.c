@@ -7,7 +7,6 @@
  * packets. Atomics are carried out at once; their ACKs wait behind the
  * READ responses queued before them.
  */
-#include <linux/if_vlan.h>
 #include <linux/sched/clock.h>
 #include <linux/sizes.h>
 #include <linux/skbuff.h>
