@@ -446,7 +446,11 @@ def t_send_stall(t, w):
         fail("post_send 2")
     time.sleep(0.3)
     subprocess.check_call(root + ["ip", "link", "set", "v0", "up"])
-    # ACK the first resend at once: its retries are 67 ms apart.
+    # ACK the first resend at once. Retries are 268 ms apart (main()):
+    # eight of them outlast the 0.3 s down with seconds to spare, so the
+    # SEND is resent after the link is up, and then completes. With 67 ms
+    # one CI run's guest brought the link up so late that the resend the
+    # test saw was the last, and its ACK came after the final timeout.
     got, end = [], time.time() + 4
     while not got and time.time() < end:
         p = w.recv(0.2)
@@ -1626,11 +1630,14 @@ def main():
     # timeout_*: an ACK timeout of 537 ms, so that the adaptive timeout
     # comes first whatever the RTT sample (this script's reaction time);
     # rnr_hang: so that no ACK timeout comes between its NAKs;
-    # ack_unsent: none while it holds the ACKs back.
+    # ack_unsent: none while it holds the ACKs back;
+    # send_stall: 268 ms, so that its retries outlast the link's 0.3 s
+    # down and the host's delay in bringing it up again.
     t = Target(gidx, uc=test.startswith("uc_"),
                xrc=test.startswith("xrc_") and test != "xrc_to_rc",
                timeout=17 if test.startswith("timeout_") or
-               test in ("rnr_hang", "ack_unsent") else None,
+               test in ("rnr_hang", "ack_unsent") else
+               16 if test == "send_stall" else None,
                odp=test.startswith("odp_"))
     enter_netns(ns)
     w = Wire(t.qpn)
