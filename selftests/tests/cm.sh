@@ -128,13 +128,25 @@ test_cm_rping_netns() {
 # answer from: rping connects and verifies its data both ways, over the
 # VLAN (its counters), and nothing is left.
 test_cm_rping_vlan() {
-	local rx0
 	cm_netns_setup || fail "setup"
+	vlan_uppers || fail "VLAN uppers"
+	rping_over_vlan
+}
+
+# VLAN 10 over both ends of the veth pair: v0.10 (10.0.10.1) here, v1.10
+# (10.0.10.2) in ns1.
+vlan_uppers() {
 	ip link add link v0 name v0.10 type vlan id 10 &&
 		ip addr add 10.0.10.1/24 dev v0.10 && ip link set v0.10 up &&
 		ip -n ns1 link add link v1 name v1.10 type vlan id 10 &&
 		ip -n ns1 addr add 10.0.10.2/24 dev v1.10 &&
-		ip -n ns1 link set v1.10 up || fail "VLAN uppers"
+		ip -n ns1 link set v1.10 up
+}
+
+# rping both ways over VLAN 10; 40 packets or more in through v0.10, no bad
+# header, nothing left.
+rping_over_vlan() {
+	local rx0
 	roce2_gid_of srdma0 '*:ffff:0a00:0a01' > /dev/null ||
 		fail "no GID for v0.10's address"
 	wait_for 5 ping -c 1 -W 1 10.0.10.2 || fail "no ping over the VLAN"
@@ -145,6 +157,25 @@ test_cm_rping_vlan() {
 		fail "too few packets in through v0.10"
 	[ "$(counter rx_bad_header)" = 0 ] || fail "bad headers"
 	wait_for 10 cm_nothing_left || fail "resources left"
+}
+
+# A device is not bound to a VLAN device: the core would give it none of
+# the VLAN's addresses as GIDs (it looks at the real device's), so rdma_cm
+# could not use it. The refusal names the real device to bind instead, and
+# a device bound to that one runs rping over the VLAN (cm_rping_vlan).
+test_cm_bound_vlan_refused() {
+	modprobe rdma_ucm && modprobe srdma && veth_netns_pair ||
+		fail "setup"
+	vlan_uppers || fail "VLAN uppers"
+	expect_err "Invalid argument" \
+		rdma link add srdma0 type srdma netdev v0.10 || return 1
+	dmesg | tail -3 | grep -q 'srdma0: v0.10 is a VLAN device; bind v0,' ||
+		fail "no message naming v0"
+	dev_absent srdma0 || fail "device created on a VLAN"
+	rdma link add srdma0 type srdma netdev v0 &&
+		ip netns exec ns1 rdma link add srdma1 type srdma netdev v1 ||
+		fail "rdma link add on the real devices"
+	rping_over_vlan
 }
 
 test_cm_rping_ipv6() {

@@ -41,10 +41,12 @@ report() {
 	else
 		echo "not ok $n $2"
 		echo "# exit status $1 after $((SECONDS - last_report)) s"
+		sed 's/^/# retry: /' /tmp/retry.log 2>/dev/null
 		grep -iE 'error|fail|status|timeout|exceed|couldn' \
 			"${3:-/tmp/client.log}" | head -5 | sed 's/^/# > /'
 		sed 's/^/# /' "${3:-/tmp/client.log}" | tail -12
 	fi
+	rm -f /tmp/retry.log
 	last_report=$SECONDS
 }
 
@@ -236,10 +238,21 @@ paced_stream_client() {	# paced_stream_client TAG
 ATOMIC_PERF="ib_atomic_bw:-A:CMP_AND_SWAP ib_atomic_bw:-A:FETCH_AND_ADD
 	ib_atomic_lat:-A:CMP_AND_SWAP ib_atomic_lat:-A:FETCH_AND_ADD"
 
-# WRITE bandwidth over 4 QPs, then perftest's atomics, on ports 19021 on.
+# WRITE bandwidth over 4 QPs: 50 WRITEs of 64 KiB on each, 20 from an
+# rdma_rxe requester under loss. That one goes back N on every loss, up to
+# 128 packets on each QP, of which the srdma responder drops all but the
+# missing one (three of every four packets it took in 5% loss); it moved
+# 0.65-0.77 MB/s, about 18 s for 50 on each, and did not end in 120 s in
+# one CI run. q4_iters REQUESTER_KIND
+q4_iters() {
+	if [ -n "$loss" ] && [ "$1" = rxe ]; then echo 20; else echo 50; fi
+}
+
+# The 4-QP WRITE test, then perftest's atomics, on ports 19021 on.
 perf_atomic_server_side() {
 	local t p=19021
-	timeout 120 ib_write_bw $PF -p $p -q 4 -s 65536 -n 50 > /dev/null 2>&1
+	timeout 120 ib_write_bw $PF -p $p -q 4 -s 65536 \
+		-n "$(q4_iters "$peer_kind")" > /dev/null 2>&1
 	for t in $ATOMIC_PERF; do
 		p=$((p + 1))
 		timeout 120 ${t//:/ } $PF -p $p -n 200 > /dev/null 2>&1
@@ -254,12 +267,13 @@ perf_result() {	# perf_result SIZE ITERS
 }
 
 perf_atomic_client_side() {
-	local t p=19021 rc
+	local t p=19021 rc iters
+	iters=$(q4_iters "$kind")
 	# shellcheck disable=SC2086
-	retry timeout 120 ib_write_bw $PF -p $p -q 4 -s 65536 -n 50 "$peer"
+	retry timeout 120 ib_write_bw $PF -p $p -q 4 -s 65536 -n "$iters" "$peer"
 	rc=$?
-	# Its iterations column sums the 4 QPs' iterations: 4 x 50.
-	[ $rc = 0 ] && { perf_result 65536 200 || rc=1; }
+	# Its iterations column sums the 4 QPs' iterations.
+	[ $rc = 0 ] && { perf_result 65536 $((4 * iters)) || rc=1; }
 	report $rc "$tag.ib_write_bw_q4"
 	grep -E '^ *65536 ' /tmp/client.log | sed "s/^/# ib_write_bw -q 4: /"
 	for t in $ATOMIC_PERF; do
@@ -521,10 +535,16 @@ cm_client_side() {
 # to 150 s: the server of the test before may wait out its own 120 s
 # timeout after its client failed, and a shorter wait made each test
 # after one failure fail too.
+# Each attempt's start, exit status and length go to /tmp/retry.log, which
+# report() shows for a test that failed (one CI run's WRITE test failed
+# after 326 s, longer than one attempt and the 150 s of retries together).
 retry() {
-	local end=$((SECONDS + 150))
+	local end=$((SECONDS + 150)) t0 rc start=$SECONDS
 	while [ $SECONDS -lt $end ]; do
+		t0=$SECONDS
 		stdbuf -oL -eL "$@" > /tmp/client.log 2>&1 && return 0
+		rc=$?
+		echo "attempt at +$((t0 - start)) s: exit $rc after $((SECONDS - t0)) s" >> /tmp/retry.log
 		grep -q "Couldn't connect\|Connection refused\|Unable to init\|Failed to connect\|REJECTED\|UNREACHABLE\|rdma_client" /tmp/client.log || return 1
 		sleep 0.5
 	done

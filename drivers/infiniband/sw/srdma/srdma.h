@@ -1075,8 +1075,8 @@ static inline void srdma_qp_unlock_post(struct srdma_qp *qp, bool irqs_off)
 }
 
 /*
- * Is @dev @ndev, or a VLAN upper of it (stacked ones too, one level at a
- * time, so that a device bound to a VLAN takes its own uppers)?
+ * Is @dev @ndev, or a VLAN upper of it (stacked ones too: 802.1ad over
+ * 802.1Q)? @ndev is never a VLAN itself (srdma_link_check()).
  */
 static inline bool srdma_ndev_or_vlan_over(const struct net_device *dev,
 					   const struct net_device *ndev)

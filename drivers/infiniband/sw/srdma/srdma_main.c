@@ -158,6 +158,18 @@ static int srdma_link_check(const char *ibdev_name, struct net_device *ndev)
 		return -EINVAL;
 	}
 	/*
+	 * The core gives a RoCE device the addresses of its netdev and of
+	 * that netdev's VLAN uppers as GIDs, but none of a VLAN device's own
+	 * (it takes the VLAN's real device for the port's): bound to a VLAN,
+	 * the device would have no IP GID and rdma_cm could not use it.
+	 * Bound to the real device, it has the VLANs' addresses too.
+	 */
+	if (is_vlan_dev(ndev)) {
+		pr_err("%s: %s is a VLAN device; bind %s, whose VLANs' addresses are GIDs too\n",
+		       ibdev_name, ndev->name, vlan_dev_real_dev(ndev)->name);
+		return -EINVAL;
+	}
+	/*
 	 * rdma-core's rxe provider claims every device named rxe*, and the
 	 * provider that loads first wins: such a name would work or not by
 	 * chance. Any other name works with the stock tools.
