@@ -991,4 +991,111 @@ TEST_F(qp, av_change_atomic)
 	write_checked(_metadata, self, 2, 16384, 24576, 4000);
 }
 
+/*
+ * A larger max_dest_rd_atomic in SQD -> SQD while READs are queued at the
+ * responder: they are still answered. QP A reads 4 MiB from QP B in four
+ * READs; B goes to SQD (its SQ is empty: drained at once) and is given a
+ * limit of 16 while they are answered, then goes back to RTS. Every READ
+ * completes (every field) with the bytes of B's buffer. Before the fix
+ * the new queue started empty: the queued READs were dropped, and their
+ * resends matched nothing in the (new, empty) history, so A's READs
+ * failed with IBV_WC_RETRY_EXC_ERR (helper-88 F4).
+ */
+#define RD_GROW_N	4
+#define RD_GROW_LEN	(1u << 20)
+
+TEST_F(qp, sqd_rd_limit_grows)
+{
+	size_t size = 2 * RD_GROW_N * (size_t)RD_GROW_LEN;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_qp_init_attr ia;
+	struct ibv_wc wc[RD_GROW_N];
+	struct ibv_qp_attr a;
+	struct ibv_qp *b;
+	struct ibv_mr *mr;
+	struct ibv_sge sge;
+	unsigned char *buf;
+	int i, done = 0, before, n;
+	union ibv_gid gid;
+
+	self->gidx = srdma_test_ipv4_gid(self->ctx, &gid);
+	ASSERT_GE(self->gidx, 0);
+	buf = malloc(size);
+	ASSERT_NE(NULL, buf);
+	srdma_test_fill(buf, size / 2, 0x5a);
+	memset(buf + size / 2, 0, size / 2);
+	mr = ibv_reg_mr(self->pd, buf, size, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_READ);
+	ASSERT_NE(NULL, mr);
+	b = srdma_test_rc_qp(self->pd, self->cq, 4, 4, 1);
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, srdma_test_connect_to(self->qp, b->qp_num, self->gidx,
+					   &gid, IBV_ACCESS_REMOTE_READ));
+	ASSERT_EQ(0, srdma_test_connect_to(b, self->qp->qp_num, self->gidx,
+					   &gid, IBV_ACCESS_REMOTE_READ));
+
+	for (i = 0; i < RD_GROW_N; i++) {
+		sge.addr = (uintptr_t)buf + size / 2 + i * (size_t)RD_GROW_LEN;
+		sge.length = RD_GROW_LEN;
+		sge.lkey = mr->lkey;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 0x700 + i;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = (uintptr_t)buf + i * (size_t)RD_GROW_LEN;
+		wr.wr.rdma.rkey = mr->rkey;
+		ASSERT_EQ(0, ibv_post_send(self->qp, &wr, &bad));
+	}
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_SQD;
+	ASSERT_EQ(0, ibv_modify_qp(b, &a, IBV_QP_STATE));
+	for (i = 0; i < 200; i++) {
+		ASSERT_EQ(0, ibv_query_qp(b, &a, IBV_QP_STATE, &ia));
+		if (a.qp_state == IBV_QPS_SQD && !a.sq_draining)
+			break;
+		usleep(1000);
+	}
+	ASSERT_EQ(IBV_QPS_SQD, a.qp_state);
+	n = ibv_poll_cq(self->cq, RD_GROW_N, wc);
+	ASSERT_GE(n, 0);
+	done = before = n;
+	/* Otherwise the change met no READ, and the test proves nothing. */
+	ASSERT_LT(before, RD_GROW_N) TH_LOG("all READs done before SQD");
+	memset(&a, 0, sizeof(a));
+	a.max_dest_rd_atomic = 16;
+	ASSERT_EQ(0, ibv_modify_qp(b, &a, IBV_QP_MAX_DEST_RD_ATOMIC));
+	ASSERT_EQ(0, ibv_query_qp(b, &a, IBV_QP_MAX_DEST_RD_ATOMIC, &ia));
+	EXPECT_EQ(16, a.max_dest_rd_atomic);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	ASSERT_EQ(0, ibv_modify_qp(b, &a, IBV_QP_STATE));
+
+	while (done < RD_GROW_N) {
+		srdma_test_wait_wc_for(self->cq, &wc[done], 50000);
+		ASSERT_NE(-1, (int)wc[done].status)
+			TH_LOG("READ %d of %d: no completion in 5 s", done + 1,
+			       RD_GROW_N);
+		done++;
+	}
+	for (i = 0; i < RD_GROW_N; i++) {
+		EXPECT_EQ(0x700u + i, wc[i].wr_id);
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status)
+			TH_LOG("READ %d: %s", i, ibv_wc_status_str(wc[i].status));
+		EXPECT_EQ(IBV_WC_RDMA_READ, wc[i].opcode);
+		EXPECT_EQ(RD_GROW_LEN, wc[i].byte_len);
+		EXPECT_EQ(0, wc[i].wc_flags);
+		EXPECT_EQ(self->qp->qp_num, wc[i].qp_num);
+	}
+	EXPECT_TRUE(srdma_test_filled(buf + size / 2, size / 2, 0x5a));
+	TH_LOG("READs done before the change: %d of %d", before, RD_GROW_N);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(b));
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
+	ASSERT_EQ(0, ibv_destroy_qp(b));
+	ASSERT_EQ(0, ibv_dereg_mr(mr));
+	free(buf);
+}
+
 TEST_HARNESS_MAIN

@@ -1058,19 +1058,62 @@ static int srdma_qp_recheck_state(struct srdma_qp *qp, int mask,
 	return 0;
 }
 
-/* Swap in the READ job queue of @m; @m keeps the old one to free. */
+/*
+ * A new limit of READs and atomics the responder takes. The queue of @m
+ * replaces a smaller one (@m keeps the old one to free); a queue as large
+ * or larger stays, as admission goes by the limit (srdma_rd_queue_max(),
+ * twice the limit).
+ * What was accepted and not yet answered, and the history that duplicates
+ * are answered from, move over at the same positions: an SQD -> SQD change
+ * while READs are queued must not drop them (the requester's resend would
+ * then match nothing and be dropped until its retries ran out). The read
+ * work copies the job it sends, and goes on with it as long as rd_gen,
+ * left alone here, says the queue was not reset.
+ */
 static void srdma_qp_apply_rd_jobs(struct srdma_qp *qp,
 				   struct ib_qp_attr *attr,
 				   struct srdma_qp_mod *m)
 {
+	s32 queued = (s32)(qp->rd_prod - qp->rd_cons);
+	struct srdma_read_job *hist;
+	u32 i, j, n;
+
 	lockdep_assert_held(&qp->lock);
 	qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (qp->rd_jobs && m->njobs <= qp->rd_mask + 1) {
+		/*
+		 * More queued than the lower limit admits: admission would
+		 * then fail or evict one at a time, and an atomic be carried
+		 * out with no room for its answer (helper-90). Drop the
+		 * queue; the history stays, so the requester's resends are
+		 * answered again from it (READs) or replayed (atomics).
+		 */
+		if (queued > (s32)(2 * max_t(u32, attr->max_dest_rd_atomic, 1)))
+			srdma_rd_queue_reset(qp);
+		return;
+	}
+	hist = m->jobs + m->njobs;
+	if (qp->rd_jobs) {
+		/* At most the old size is queued, which the new one holds. */
+		n = queued > 0 ? min_t(u32, queued, qp->rd_mask + 1) : 0;
+		for (i = 0; i < n; i++) {
+			j = qp->rd_cons + i;
+			m->jobs[j & (m->njobs - 1)] = qp->rd_jobs[j & qp->rd_mask];
+		}
+		/* Oldest first; the new history is twice as large or more. */
+		n = qp->rd_hist_mask + 1;
+		for (i = 0; i < n; i++)
+			hist[i] = qp->rd_hist[(qp->rd_hist_next + i) &
+					      qp->rd_hist_mask];
+		qp->rd_hist_next = n;
+	} else {
+		qp->rd_hist_next = 0;
+		srdma_rd_queue_reset(qp);
+	}
 	swap(qp->rd_jobs, m->jobs);
 	qp->rd_mask = m->njobs - 1;
-	qp->rd_hist = qp->rd_jobs + m->njobs;
+	qp->rd_hist = hist;
 	qp->rd_hist_mask = 2 * m->njobs - 1;
-	qp->rd_hist_next = 0;
-	srdma_rd_queue_reset(qp);
 }
 
 /* Swap in the path of @m; @m keeps the old route to release. */

@@ -1730,8 +1730,8 @@ static u32 srdma_read_resume(struct srdma_qp *qp,
  * run: then it queues itself again, to go on where it stopped (rd_next_off)
  * after the other work of its CPU. On-demand pages not
  * present stop it until their fault is done (srdma_read_fault()).
- * Stops as soon as the queue is reset (flush, RESET, a new
- * max_dest_rd_atomic, a READ asked again) or the QP leaves the states that
+ * Stops as soon as the queue is reset (flush, RESET, a READ asked again, a
+ * lower max_dest_rd_atomic than what is queued) or the QP leaves the states that
  * answer requests, so nothing of an old READ is ever sent after that, nor
  * to a new peer.
  *
