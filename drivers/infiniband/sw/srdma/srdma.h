@@ -1078,17 +1078,10 @@ static inline void srdma_qp_unlock_post(struct srdma_qp *qp, bool irqs_off)
  * Is @dev @ndev, or a VLAN upper of it (stacked ones too: 802.1ad over
  * 802.1Q)? @ndev is never a VLAN itself (srdma_link_check()).
  */
-static inline bool srdma_ndev_or_vlan_over(const struct net_device *dev,
+static inline bool srdma_ndev_or_vlan_over(struct net_device *dev,
 					   const struct net_device *ndev)
 {
-	while (dev) {
-		if (dev == ndev)
-			return true;
-		if (!is_vlan_dev(dev))
-			return false;
-		dev = vlan_dev_priv(dev)->real_dev;
-	}
-	return false;
+	return dev == ndev || (is_vlan_dev(dev) && vlan_dev_real_dev(dev) == ndev);
 }
 
 static inline bool srdma_qp_is_uc(const struct srdma_qp *qp)
@@ -1521,6 +1514,8 @@ int srdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff);
 void srdma_rd_queue_reset(struct srdma_qp *qp);
+u32 srdma_rd_queued(struct srdma_qp *qp);
+u32 srdma_rd_queue_max(struct srdma_qp *qp);
 void srdma_read_work(struct work_struct *work);
 void srdma_read_kick(struct srdma_qp *qp);
 int srdma_rq_pull(struct srdma_qp *qp);

@@ -1074,7 +1074,6 @@ static void srdma_qp_apply_rd_jobs(struct srdma_qp *qp,
 				   struct ib_qp_attr *attr,
 				   struct srdma_qp_mod *m)
 {
-	s32 queued = (s32)(qp->rd_prod - qp->rd_cons);
 	struct srdma_read_job *hist;
 	u32 i, j, n;
 
@@ -1088,14 +1087,14 @@ static void srdma_qp_apply_rd_jobs(struct srdma_qp *qp,
 		 * queue; the history stays, so the requester's resends are
 		 * answered again from it (READs) or replayed (atomics).
 		 */
-		if (queued > (s32)(2 * max_t(u32, attr->max_dest_rd_atomic, 1)))
+		if (srdma_rd_queued(qp) > srdma_rd_queue_max(qp))
 			srdma_rd_queue_reset(qp);
 		return;
 	}
 	hist = m->jobs + m->njobs;
 	if (qp->rd_jobs) {
 		/* At most the old size is queued, which the new one holds. */
-		n = queued > 0 ? min_t(u32, queued, qp->rd_mask + 1) : 0;
+		n = min_t(u32, srdma_rd_queued(qp), qp->rd_mask + 1);
 		for (i = 0; i < n; i++) {
 			j = qp->rd_cons + i;
 			m->jobs[j & (m->njobs - 1)] = qp->rd_jobs[j & qp->rd_mask];

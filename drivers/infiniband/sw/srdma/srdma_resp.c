@@ -228,8 +228,6 @@ void srdma_send_ack(struct srdma_qp *qp, u8 syndrome, u32 psn)
 	srdma_send_ack_msn(qp, syndrome, psn, qp->msn);
 }
 
-static u32 srdma_rd_queued(struct srdma_qp *qp);
-
 /*
  * The AETH syndrome of a positive ACK: with the credit count (IBTA
  * 9.7.7.2) of an RC QP with its own RQ, the receives it holds from rq.cons
@@ -821,7 +819,7 @@ void srdma_rd_queue_reset(struct srdma_qp *qp)
 }
 
 /* READ jobs queued and not yet answered; never negative. */
-static u32 srdma_rd_queued(struct srdma_qp *qp)
+u32 srdma_rd_queued(struct srdma_qp *qp)
 {
 	s32 n = (s32)(qp->rd_prod - qp->rd_cons);
 
@@ -836,7 +834,7 @@ static u32 srdma_rd_queued(struct srdma_qp *qp)
  * only a queue full of requests that came new is a peer ignoring the
  * limit.
  */
-static u32 srdma_rd_queue_max(struct srdma_qp *qp)
+u32 srdma_rd_queue_max(struct srdma_qp *qp)
 {
 	return 2 * max_t(u32, qp->attr.max_dest_rd_atomic, 1);
 }
