@@ -19,6 +19,31 @@ MODROOT=${SRDMA_MODROOT:-$B/modroot}
 export RDMAV_DRIVERS=$B/provider/libsrdma
 export PATH=$B/selftests:$PATH
 
+# The kernel log from the first test script of this boot on: the line
+# SRDMA_LOG_MARK goes into it when a script first sources this file,
+# before anything loads srdma. A check of the whole log (test_log |
+# dmesg_bad) leaves out the kernel's own boot, where no test code has run
+# yet (the debug kernel once drew a KASAN report there, from an interrupt
+# taken in identify_cpu() at 3 s); boot_reports shows what it left out,
+# as notes. Should the mark have left the log's ring, the whole log is
+# checked.
+SRDMA_LOG_MARK="srdma selftests: log mark"
+if [ -w /dev/kmsg ] && ! dmesg | grep -qF "$SRDMA_LOG_MARK"; then
+	echo "$SRDMA_LOG_MARK" > /dev/kmsg
+fi
+test_log() {
+	dmesg | awk -v m="$SRDMA_LOG_MARK" '
+		f { print; next }
+		index($0, m) { f = 1; next }
+		{ pre[++n] = $0 }
+		END { if (!f) for (i = 1; i <= n; i++) print pre[i] }'
+}
+boot_reports() {
+	dmesg | awk -v m="$SRDMA_LOG_MARK" 'index($0, m) { exit } { print }' |
+		dmesg_bad | head -3 |
+		sed 's/^/# kernel report at boot, before any test ran: /'
+}
+
 # Kernel log lines that fail any test.
 DMESG_BAD='WARNING:|BUG:|Oops|general protection|KASAN|UBSAN|possible circular locking|possible recursive locking|INFO: task .* blocked|Call Trace|unreferenced object|refcount_t:|list_add corruption|list_del corruption|ib_query_port failed'
 

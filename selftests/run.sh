@@ -193,7 +193,8 @@ fi
 
 # After everything: the module unloads and the whole log is clean.
 final_out=$(env_reset 2>&1; lsmod | grep '^srdma ' && echo "srdma still loaded";
-	    dmesg | dmesg_bad)
+	    test_log | dmesg_bad)
+boot_reports
 if [ -z "$final_out" ]; then
 	report pass final_unload_and_dmesg
 else

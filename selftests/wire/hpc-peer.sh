@@ -262,7 +262,8 @@ final() {
 	else
 		modprobe -r rdma_rxe || fail "rmmod rdma_rxe"
 	fi
-	bad=$(dmesg | dmesg_bad)
+	boot_reports
+	bad=$(test_log | dmesg_bad)
 	[ -z "$bad" ] || fail "kernel log: $bad"
 }
 

@@ -668,7 +668,8 @@ fi
 # noted, and fails nothing (each was run again, and must have passed).
 [ ! -s $PERFTEST_RACES ] ||
 	dmesg | grep -E "$PERFTEST_RACE_TRAP" | sed 's/^/# perftest race: /'
-bad=$(dmesg | dmesg_bad)
+boot_reports
+bad=$(test_log | dmesg_bad)
 if [ -n "$bad" ]; then
 	n=$((n + 1)); echo "not ok $n $me.dmesg"; echo "$bad" | sed 's/^/# /'
 fi

@@ -218,7 +218,8 @@ unload_check() {
 	else
 		timeout 60 modprobe -r rdma_rxe || fail "rmmod rdma_rxe"
 	fi
-	bad=$(dmesg | dmesg_bad)
+	boot_reports
+	bad=$(test_log | dmesg_bad)
 	[ -z "$bad" ] || fail "kernel log: $bad"
 	dev_up || fail "rdma link add after the delete"
 }

@@ -446,7 +446,8 @@ final() {
 		modprobe -r rdma_rxe || fail "rmmod rdma_rxe"
 	fi
 	[ -z "$(rdma resource show)" ] || fail "resources: $(rdma resource show)"
-	bad=$(dmesg | dmesg_bad)
+	boot_reports
+	bad=$(test_log | dmesg_bad)
 	[ -z "$bad" ] || fail "kernel log: $bad"
 }
 [ -n "$(rdma statistic show 2>/dev/null)" ] &&
