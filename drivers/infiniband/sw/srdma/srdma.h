@@ -820,7 +820,7 @@ struct srdma_qp {
 	u32 xrc_rq_srqn;
 	u64 xrc_rq_serial;		/* the SRQ's serial, with xrc_rq_srqn */
 	struct ib_pd *xrc_pd;
-	struct srdma_read_job *rd_jobs;	/* ring of max_dest_rd_atomic + 1 */
+	struct srdma_read_job *rd_jobs;	/* ring: 2 * max_dest_rd_atomic + 1, pow2 */
 	u32 rd_mask;
 	/*
 	 * The READs accepted lately (twice the queue), kept after they are

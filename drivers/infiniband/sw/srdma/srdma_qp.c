@@ -1025,9 +1025,12 @@ static int srdma_qp_prepare(struct srdma_qp *qp, struct ib_qp_attr *attr,
 		/* Room for twice the limit, see srdma_resp_read(). */
 		m->njobs = 2 * max_t(u32, attr->max_dest_rd_atomic, 1) + 1;
 		m->njobs = roundup_pow_of_two(m->njobs);
-		/* The queue, then the history of twice its size. */
-		m->jobs = kcalloc(3 * m->njobs, sizeof(*m->jobs),
-				  GFP_KERNEL_ACCOUNT);
+		/*
+		 * The queue, then the history of twice its size: up to
+		 * 86 KB at the largest limit, so not necessarily contiguous.
+		 */
+		m->jobs = kvcalloc(3 * m->njobs, sizeof(*m->jobs),
+				   GFP_KERNEL_ACCOUNT);
 		if (!m->jobs) {
 			if (m->dst)
 				dst_release(m->dst);
@@ -1260,7 +1263,7 @@ int srdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 	spin_unlock_bh(&qp->lock);
 	/* What was replaced, or on failure what was prepared. */
-	kfree(m.jobs);
+	kvfree(m.jobs);
 	if (m.dst)
 		dst_release(m.dst);
 	return err;
@@ -1369,7 +1372,7 @@ int srdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	if (qp->dst)
 		dst_release(qp->dst);
-	kfree(qp->rd_jobs);
+	kvfree(qp->rd_jobs);
 	srdma_uring_destroy(&qp->urq);
 	srdma_uring_destroy(&qp->usq);
 	vfree(qp->rq.buf);

@@ -723,7 +723,8 @@ static u8 srdma_read_resp_opcode(u32 idx, u32 npkts)
 /*
  * Build and send one READ response packet. QP lock held: the read work
  * holds it for every packet it sends (SRDMA_READ_BURST at a time), so
- * that a reset or a new peer can never see the rest of an old READ.
+ * that neither a reset nor the peer of a reconnection through RESET can
+ * see the rest of an old READ.
  */
 static int srdma_read_resp_pkt(struct srdma_qp *qp, struct srdma_read_job *job,
 			       u32 off, u32 npkts, u32 msn)
@@ -818,11 +819,13 @@ void srdma_rd_queue_reset(struct srdma_qp *qp)
 	qp->ack_deferred = false;
 }
 
-/* READ jobs queued and not yet answered; never negative. */
+/* READ jobs queued and not yet answered; never negative. QP lock held. */
 u32 srdma_rd_queued(struct srdma_qp *qp)
 {
-	s32 n = (s32)(qp->rd_prod - qp->rd_cons);
+	s32 n;
 
+	lockdep_assert_held(&qp->lock);
+	n = (s32)(qp->rd_prod - qp->rd_cons);
 	return n > 0 ? n : 0;
 }
 
@@ -836,6 +839,7 @@ u32 srdma_rd_queued(struct srdma_qp *qp)
  */
 u32 srdma_rd_queue_max(struct srdma_qp *qp)
 {
+	lockdep_assert_held(&qp->lock);
 	return 2 * max_t(u32, qp->attr.max_dest_rd_atomic, 1);
 }
 
@@ -984,6 +988,7 @@ static void srdma_rd_drop_stale(struct srdma_qp *qp, struct srdma_pkt *pkt)
 	struct srdma_read_job *job;
 	u32 last;
 
+	lockdep_assert_held(&qp->lock);
 	while (srdma_rd_queued(qp)) {
 		job = &qp->rd_jobs[(qp->rd_prod - 1) & qp->rd_mask];
 		last = srdma_psn_add(job->psn,
@@ -998,13 +1003,17 @@ static void srdma_rd_drop_stale(struct srdma_qp *qp, struct srdma_pkt *pkt)
 		     qp->epsn);
 }
 
-/* Answer READ @job, a new one (not asked again), at once, in softirq. */
+/*
+ * Answer READ @job, a new one (not asked again), at once, in softirq. QP
+ * lock held.
+ */
 static int srdma_resp_read_now(struct srdma_qp *qp, struct srdma_read_job *job)
 {
 	u32 npkts = srdma_npkts(job->len, job->mtu), msn, off, i;
 	bool outer;
 	int err;
 
+	lockdep_assert_held(&qp->lock);
 	/* The MSN counts this READ, never one asked again here, as done. */
 	msn = srdma_resp_msn_next(qp);
 	outer = srdma_batch_begin(qp);
@@ -1710,6 +1719,7 @@ static void srdma_read_yield(struct srdma_qp *qp)
 static u32 srdma_read_resume(struct srdma_qp *qp,
 			     const struct srdma_read_job *job)
 {
+	lockdep_assert_held(&qp->lock);
 	if (qp->rd_fault_at && qp->rd_fault_off < job->len &&
 	    !(qp->rd_fault_off % job->mtu))
 		return qp->rd_fault_off;
@@ -1731,7 +1741,8 @@ static u32 srdma_read_resume(struct srdma_qp *qp,
  * Stops as soon as the queue is reset (flush, RESET, a READ asked again, a
  * lower max_dest_rd_atomic than what is queued) or the QP leaves the states that
  * answer requests, so nothing of an old READ is ever sent after that, nor
- * to a new peer.
+ * to the peer of a reconnection through RESET (an address change SQD ->
+ * SQD keeps the connection, and its READs go to the new address).
  *
  * Context: process context (srdma_tx_wq, on qp->tx_cpu); takes the QP
  * lock.
