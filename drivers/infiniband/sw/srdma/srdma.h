@@ -9,6 +9,7 @@
 
 #include <linux/if_vlan.h>
 #include <linux/iosys-map.h>
+#include <linux/jump_label.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
@@ -1425,6 +1426,25 @@ int srdma_fr_check_wr(struct srdma_qp *qp, const struct ib_reg_wr *wr);
 int srdma_fr_register(struct srdma_qp *qp, struct srdma_mr *mr, u32 key,
 		      int access, u64 iova, u64 length);
 int srdma_fr_invalidate(struct srdma_qp *qp, u32 key, bool remote);
+
+/* srdma_copy.c */
+DECLARE_STATIC_KEY_FALSE(srdma_copy_use_words);
+void srdma_copy_init(void);
+void srdma_copy_exit(void);
+void srdma_copy_words(void *dst, const void *src, size_t len);
+int srdma_skb_copy(const struct sk_buff *skb, u32 off, void *to, u32 len);
+
+/*
+ * memcpy() for payload bytes, or the 8-byte word loop where that is
+ * faster (srdma_copy.c). Not for overlapping buffers.
+ */
+static inline void srdma_memcpy(void *dst, const void *src, size_t len)
+{
+	if (static_branch_unlikely(&srdma_copy_use_words))
+		srdma_copy_words(dst, src, len);
+	else
+		memcpy(dst, src, len);
+}
 
 /* srdma_icrc.c */
 void srdma_icrc_init(void);

@@ -414,6 +414,7 @@ static int __init srdma_init(void)
 	}
 	srdma_loop_init();
 	srdma_icrc_init();
+	srdma_copy_init();
 	srdma_mcast_init();
 
 	err = srdma_net_init();
@@ -430,6 +431,7 @@ static int __init srdma_init(void)
 err_net_exit:
 	srdma_net_exit();
 err_icrc_exit:
+	srdma_copy_exit();
 	srdma_icrc_exit();
 	destroy_workqueue(srdma_wq);
 err_destroy_tx_wq:
@@ -444,6 +446,7 @@ static void __exit srdma_exit(void)
 	unregister_netdevice_notifier(&srdma_netdev_nb);
 	srdma_net_exit();
 	srdma_loop_exit();
+	srdma_copy_exit();
 	srdma_icrc_exit();
 	destroy_workqueue(srdma_wq);
 	destroy_workqueue(srdma_tx_wq);

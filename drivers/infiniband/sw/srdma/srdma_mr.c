@@ -790,7 +790,7 @@ static u32 srdma_fr_chunk(struct srdma_mr *mr, u64 off, u32 left, void **va)
  * under its lock, only while it is VALID with registration @serial, the
  * one srdma_mr_check() checked, so nothing moves once an invalidation has
  * returned, and nothing reaches a later registration. Its pages are
- * kernel memory: memcpy().
+ * kernel memory: srdma_memcpy().
  */
 static int srdma_fr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 			 const struct sk_buff *skb, int skb_off, u32 len,
@@ -813,11 +813,11 @@ static int srdma_fr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 		if (!n)
 			err = -EFAULT;
 		else if (skb)
-			err = skb_copy_bits(skb, skb_off + done, va, n);
+			err = srdma_skb_copy(skb, skb_off + done, va, n);
 		else if (to_mr)
-			memcpy(va, buf + done, n);
+			srdma_memcpy(va, buf + done, n);
 		else
-			memcpy(buf + done, va, n);
+			srdma_memcpy(buf + done, va, n);
 	}
 	spin_unlock_bh(&mr->lock);
 	return err;
@@ -858,9 +858,9 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 	}
 	if (mr->type == SRDMA_MR_DMA) {
 		if (to_mr)
-			memcpy((void *)(uintptr_t)iova, buf, len);
+			srdma_memcpy((void *)(uintptr_t)iova, buf, len);
 		else
-			memcpy(buf, (void *)(uintptr_t)iova, len);
+			srdma_memcpy(buf, (void *)(uintptr_t)iova, len);
 		return 0;
 	}
 	if (mr->type == SRDMA_MR_FAST)
@@ -875,9 +875,9 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
 			break;
 		va = kmap_local_page(pg);
 		if (to_mr)
-			memcpy(va + pgoff, buf + done, n);
+			srdma_memcpy(va + pgoff, buf + done, n);
 		else
-			memcpy(buf + done, va + pgoff, n);
+			srdma_memcpy(buf + done, va + pgoff, n);
 		kunmap_local(va);
 	}
 	srdma_odp_unlock(mr);
@@ -898,7 +898,7 @@ int srdma_mr_copy(struct srdma_mr *mr, u64 serial, u64 iova, void *buf,
  *
  * Context: Any context.
  * Return: 0, -EFAULT if the range leaves the MR or the registration is no
- * longer @serial, -EAGAIN as srdma_mr_copy(), or skb_copy_bits()'s error
+ * longer @serial, -EAGAIN as srdma_mr_copy(), or srdma_skb_copy()'s error
  * if @skb is too short.
  */
 int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
@@ -918,7 +918,7 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 		return err;
 	}
 	if (mr->type == SRDMA_MR_DMA)
-		return skb_copy_bits(skb, off, (void *)(uintptr_t)iova, len);
+		return srdma_skb_copy(skb, off, (void *)(uintptr_t)iova, len);
 	if (mr->type == SRDMA_MR_FAST)
 		return srdma_fr_copy(mr, serial, iova, NULL, skb, off, len,
 				     true);
@@ -931,7 +931,7 @@ int srdma_mr_copy_skb(struct srdma_mr *mr, u64 serial, u64 iova,
 		if (err)
 			break;
 		va = kmap_local_page(pg);
-		err = skb_copy_bits(skb, off + done, va + pgoff, n);
+		err = srdma_skb_copy(skb, off + done, va + pgoff, n);
 		kunmap_local(va);
 	}
 	srdma_odp_unlock(mr);

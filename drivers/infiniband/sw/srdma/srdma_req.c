@@ -727,7 +727,7 @@ static int srdma_payload_fill(struct srdma_qp *qp,
 	if (src->inline_data) {	/* always copied: @buf */
 		if (!buf)
 			return -EOPNOTSUPP;	/* the caller copies */
-		memcpy(buf, src->inline_data + src->off, len);
+		srdma_memcpy(buf, src->inline_data + src->off, len);
 		return 0;
 	}
 	if (!src->mr)
@@ -2358,7 +2358,8 @@ static int srdma_wr_inline(struct srdma_qp *qp, struct srdma_send_wqe *wqe,
 				     qp->max_inline);
 			return -EINVAL;
 		}
-		memcpy(data + *len, (void *)(uintptr_t)wr->sg_list[i].addr, n);
+		srdma_memcpy(data + *len, (void *)(uintptr_t)wr->sg_list[i].addr,
+			     n);
 		*len += n;
 	}
 	return 0;
