@@ -1432,7 +1432,20 @@ DECLARE_STATIC_KEY_FALSE(srdma_copy_use_words);
 void srdma_copy_init(void);
 void srdma_copy_exit(void);
 void srdma_copy_words(void *dst, const void *src, size_t len);
-int srdma_skb_copy(const struct sk_buff *skb, u32 off, void *to, u32 len);
+int __srdma_skb_copy_words(const struct sk_buff *skb, u32 off, void *to,
+			   u32 len);
+
+/*
+ * skb_copy_bits() with the copy engine in use: @len bytes of @skb from
+ * @off into @to, wherever they live. 0, or -EFAULT if @skb is too short.
+ */
+static inline int srdma_skb_copy(const struct sk_buff *skb, u32 off,
+				 void *to, u32 len)
+{
+	if (static_branch_unlikely(&srdma_copy_use_words))
+		return __srdma_skb_copy_words(skb, off, to, len);
+	return skb_copy_bits(skb, off, to, len);
+}
 
 /*
  * memcpy() for payload bytes, or the 8-byte word loop where that is

@@ -82,4 +82,11 @@ static inline struct ib_udata *srdma_create_cq_udata(struct ib_udata *udata)
 #define srdma_dma_buf_vunmap	dma_buf_vunmap
 #endif
 
+/* get_unaligned()/put_unaligned(): <linux/unaligned.h> since 6.12. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
+
 #endif /* SRDMA_COMPAT_H */
