@@ -215,6 +215,7 @@ enum srdma_counter {
 	SRDMA_CNT_CWND_HOLDS,		/* ACKs that did not grow the window */
 	SRDMA_CNT_TX_TRAINS,		/* packet trains sent as one GSO skb */
 	SRDMA_CNT_READ_RESTS,		/* read work rested after its slice */
+	SRDMA_CNT_TX_DIRECT,		/* placed locally without a packet */
 	SRDMA_NUM_COUNTERS
 };
 
@@ -648,6 +649,14 @@ static inline bool srdma_wr_is_rd_atomic(u32 opcode)
 	return opcode == IB_WR_RDMA_READ || srdma_wr_is_one_req(opcode);
 }
 
+/* An ACK or NAK a responder gave a request placed directly. */
+struct srdma_direct_ack {
+	bool valid;
+	u8 syndrome;
+	u32 psn;
+	u32 msn;
+};
+
 struct srdma_qp {
 	struct ib_qp ibqp;
 	struct srdma_dev *sdev;
@@ -727,6 +736,13 @@ struct srdma_qp {
 	bool sqd_told;
 	u32 next_psn;			/* PSN of the next new packet */
 	u32 una_psn;			/* oldest unacknowledged PSN */
+	/*
+	 * Direct local placement (srdma_recv.c): allowed during this run
+	 * (a doorbell's), and the answer of the request so placed, as the
+	 * responder would have sent it, for the completer after the run.
+	 */
+	bool direct_run;
+	struct srdma_direct_ack direct_ack;
 	u32 resend_psn;			/* next PSN to resend, while rewound */
 	u32 rd_outstanding;		/* READs sent and not complete */
 	u32 rd_reqs;			/* READ requests (chunks) unanswered */
@@ -792,6 +808,12 @@ struct srdma_qp {
 
 	/* Responder */
 	u32 epsn;			/* expected PSN */
+	/*
+	 * While a request is placed directly, where the responder's ACK or
+	 * NAK goes instead of the wire: the requester's direct_ack. Set and
+	 * cleared under this QP's lock, by the requester holding its own.
+	 */
+	struct srdma_direct_ack *direct_sink;
 	u32 msn;
 	bool nak_sent;			/* seq NAK sent for the current gap */
 	u32 nak_hi_psn;			/* highest PSN seen beyond the gap */
@@ -1319,6 +1341,11 @@ static inline void srdma_queue_read_work(struct srdma_qp *qp)
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
 void srdma_rcv_local(struct sk_buff *skb);
+int srdma_direct_init(void);
+void srdma_direct_exit(void);
+int srdma_rcv_direct(struct srdma_qp *qp, struct srdma_pkt *pkt,
+		     const struct srdma_payload_src *src);
+void srdma_rcv_direct_ack(struct srdma_qp *qp);
 
 /* A request arrived for @qp: see srdma_qp.rx_req_at. */
 static inline void srdma_qp_note_rx_req(struct srdma_qp *qp)
@@ -1537,6 +1564,9 @@ struct sk_buff *srdma_data_pkt(struct srdma_qp *qp, struct srdma_pkt *pkt,
 			       const struct srdma_payload_src *src);
 int srdma_data_xmit(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    const struct srdma_payload_src *src, bool alone);
+int srdma_payload_fill(struct srdma_qp *qp,
+		       const struct srdma_payload_src *src,
+		       struct sk_buff *skb, u8 *buf, u32 len);
 void srdma_req_init_window(struct srdma_qp *qp, u32 psn);
 void srdma_req_forget_min_rtt(struct srdma_qp *qp);
 int srdma_sq_pull(struct srdma_qp *qp);

@@ -416,10 +416,13 @@ static int __init srdma_init(void)
 	srdma_icrc_init();
 	srdma_copy_init();
 	srdma_mcast_init();
+	err = srdma_direct_init();
+	if (err)
+		goto err_icrc_exit;
 
 	err = srdma_net_init();
 	if (err)
-		goto err_icrc_exit;
+		goto err_direct_exit;
 
 	err = register_netdevice_notifier(&srdma_netdev_nb);
 	if (err)
@@ -430,6 +433,8 @@ static int __init srdma_init(void)
 
 err_net_exit:
 	srdma_net_exit();
+err_direct_exit:
+	srdma_direct_exit();
 err_icrc_exit:
 	srdma_copy_exit();
 	srdma_icrc_exit();
@@ -446,6 +451,7 @@ static void __exit srdma_exit(void)
 	unregister_netdevice_notifier(&srdma_netdev_nb);
 	srdma_net_exit();
 	srdma_loop_exit();
+	srdma_direct_exit();
 	srdma_copy_exit();
 	srdma_icrc_exit();
 	destroy_workqueue(srdma_wq);

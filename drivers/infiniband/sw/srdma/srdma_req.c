@@ -716,9 +716,9 @@ static bool srdma_more_follows(struct srdma_qp *qp)
 }
 
 /* Fill @len bytes of payload from @src: into @skb's fragments, or @buf. */
-static int srdma_payload_fill(struct srdma_qp *qp,
-			      const struct srdma_payload_src *src,
-			      struct sk_buff *skb, u8 *buf, u32 len)
+int srdma_payload_fill(struct srdma_qp *qp,
+		       const struct srdma_payload_src *src,
+		       struct sk_buff *skb, u8 *buf, u32 len)
 {
 	int err;
 
@@ -902,6 +902,9 @@ int srdma_data_xmit(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	int err;
 
 	lockdep_assert_held(&qp->lock);
+	err = srdma_rcv_direct(qp, pkt, src);
+	if (err != -EOPNOTSUPP)
+		return err;
 	if (qp->batching && (qp->batch || !alone)) {
 		err = srdma_batch_data(qp, pkt, src);
 		if (err != -ENOSPC)
@@ -2681,10 +2684,15 @@ static int srdma_post_send_user(struct srdma_qp *qp,
 	}
 	if (err)
 		*bad_wr = wr;
-	if (qp->state == IB_QPS_ERR)
+	if (qp->state == IB_QPS_ERR) {
 		srdma_qp_flush(qp);
-	else
+	} else {
+		/* A doorbell's run may place directly (srdma_recv.c). */
+		qp->direct_run = true;
 		srdma_req_run(qp);
+		qp->direct_run = false;
+		srdma_rcv_direct_ack(qp);
+	}
 	spin_unlock_bh(&qp->lock);
 	return err;
 }

@@ -207,6 +207,14 @@ static void srdma_send_ack_msn(struct srdma_qp *qp, u8 syndrome, u32 psn,
 	u8 *payload;
 
 	lockdep_assert_held(&qp->lock);
+	if (qp->direct_sink) {
+		/* A request placed directly (srdma_recv.c): no packet. */
+		qp->direct_sink->valid = true;
+		qp->direct_sink->syndrome = syndrome;
+		qp->direct_sink->psn = psn;
+		qp->direct_sink->msn = msn;
+		return;
+	}
 	skb = srdma_alloc_pkt(qp, &pkt, &payload);
 	if (skb)
 		srdma_xmit(qp, skb);

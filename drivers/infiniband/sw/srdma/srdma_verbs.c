@@ -369,6 +369,7 @@ static const struct rdma_stat_desc srdma_counter_desc[SRDMA_NUM_COUNTERS] = {
 	[SRDMA_CNT_CWND_HOLDS].name = "cwnd_delay_holds",
 	[SRDMA_CNT_TX_TRAINS].name = "tx_trains",
 	[SRDMA_CNT_READ_RESTS].name = "read_work_rests",
+	[SRDMA_CNT_TX_DIRECT].name = "tx_direct",
 };
 
 static struct rdma_hw_stats *srdma_alloc_hw_port_stats(struct ib_device *ibdev,
