@@ -742,7 +742,10 @@ struct srdma_qp {
 	 * responder would have sent it, for the completer after the run.
 	 */
 	bool direct_run;
+	bool direct_placed;		/* the packet just made was placed */
 	struct srdma_direct_ack direct_ack;
+	/* The queue place of this QP's last packet for local delivery. */
+	unsigned long loop_seq;
 	u32 resend_psn;			/* next PSN to resend, while rewound */
 	u32 rd_outstanding;		/* READs sent and not complete */
 	u32 rd_reqs;			/* READ requests (chunks) unanswered */
@@ -1311,6 +1314,7 @@ struct srdma_batch_ent {
 /* What a local delivery queue entry carries in its skb's cb. */
 struct srdma_loop_cb {
 	u64 net_cookie;			/* the sender's network namespace */
+	unsigned long seq;		/* its place in the queue, from 1 */
 	u16 nsub;			/* a batch of this many packets, or 0 */
 	u16 used;			/* bytes of the batch's entries */
 };
@@ -1341,6 +1345,8 @@ static inline void srdma_queue_read_work(struct srdma_qp *qp)
 /* srdma_recv.c */
 int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
 void srdma_rcv_local(struct sk_buff *skb);
+bool srdma_loop_delivered(const struct srdma_qp *qp);
+bool srdma_route_local(struct srdma_qp *qp);
 int srdma_direct_init(void);
 void srdma_direct_exit(void);
 int srdma_rcv_direct(struct srdma_qp *qp, struct srdma_pkt *pkt,

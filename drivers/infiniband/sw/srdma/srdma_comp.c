@@ -366,7 +366,9 @@ static void srdma_comp_atomic_ack(struct srdma_qp *qp, struct srdma_pkt *pkt)
  * and RNR NAKs to the requester, places READ payloads and atomic results,
  * then runs the requester. Anything outside what was sent is counted and dropped.
  *
- * Context: softirq, QP lock held (srdma_rcv() takes it).
+ * Context: softirq, QP lock held (srdma_rcv() takes it); or a doorbell
+ * with BHs off, for the answer to a direct placement
+ * (srdma_rcv_direct_ack()).
  */
 void srdma_comp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff)

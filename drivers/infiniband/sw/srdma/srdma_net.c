@@ -580,6 +580,12 @@ static struct {
 	/* A tasklet run is scheduled or under way and will look at q. */
 	bool running;
 	u32 qlen;		/* npkts' limit, set at load */
+	/*
+	 * Places in the queue: the last one given (under lock) and the last
+	 * one delivered (by the tasklet, whose runs never overlap).
+	 */
+	unsigned long enq_seq;
+	unsigned long done_seq;
 	struct tasklet_struct tasklet;
 	/*
 	 * Schedules the tasklet on the CPU it is sent to (hard IRQ). Sent
@@ -598,6 +604,7 @@ static u32 srdma_loop_pkts(struct sk_buff *skb)
 
 static void srdma_loop_run(struct tasklet_struct *t)
 {
+	unsigned long seq;
 	struct sk_buff *skb;
 	int budget;
 	u32 n = 0;
@@ -614,7 +621,10 @@ static void srdma_loop_run(struct tasklet_struct *t)
 		spin_unlock(&srdma_loop.lock);
 		if (!skb)
 			return;
+		seq = srdma_loop_cb(skb)->seq;
 		srdma_rcv_local(skb);
+		/* After all it did: srdma_loop_delivered() then sees it done. */
+		smp_store_release(&srdma_loop.done_seq, seq);
 	}
 	/* Budget spent, running still set: let other softirq work go first. */
 	tasklet_schedule(&srdma_loop.tasklet);
@@ -693,6 +703,8 @@ static int srdma_loop_xmit(struct srdma_qp *qp, struct net *net,
 	 * of retries (debug kernel, 2026-12-05).
 	 */
 	if (srdma_loop.npkts < srdma_loop.qlen) {
+		srdma_loop_cb(skb)->seq = ++srdma_loop.enq_seq;
+		qp->loop_seq = srdma_loop.enq_seq;
 		__skb_queue_tail(&srdma_loop.q, skb);
 		srdma_loop.npkts += n;
 		kick = !srdma_loop.running;
@@ -706,6 +718,41 @@ static int srdma_loop_xmit(struct srdma_qp *qp, struct net *net,
 	else if (kick)
 		srdma_loop_kick(srdma_loop_spread(qp));
 	return err;
+}
+
+/**
+ * srdma_route_local() - does @qp's route end on this host now?
+ * @qp: a connected QP
+ *
+ * Looked up as for a packet (srdma_get_dst() checks the cached route):
+ * a device taken down or an address removed ends it.
+ *
+ * Context: QP lock held.
+ * Return: true if its packets would go to local delivery.
+ */
+bool srdma_route_local(struct srdma_qp *qp)
+{
+	struct dst_entry *dst = srdma_get_dst(qp);
+	bool local = dst && (dst->dev->flags & IFF_LOOPBACK);
+
+	dst_release(dst);
+	return local;
+}
+
+/**
+ * srdma_loop_delivered() - has local delivery handed on all that @qp queued?
+ * @qp: the QP
+ *
+ * Context: QP lock held (loop_seq changes under it).
+ * Return: true if the last packet @qp queued for local delivery, if any,
+ * has been received (srdma_rcv_local() returned for it).
+ */
+bool srdma_loop_delivered(const struct srdma_qp *qp)
+{
+	lockdep_assert_held(&qp->lock);
+	/* Pairs with srdma_loop_run()'s release of each place delivered. */
+	return (long)(smp_load_acquire(&srdma_loop.done_seq) -
+		      qp->loop_seq) >= 0;
 }
 
 /**

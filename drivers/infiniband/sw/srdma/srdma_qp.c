@@ -794,6 +794,8 @@ static void srdma_qp_to_reset(struct srdma_qp *qp)
 	srdma_uring_consumed(&qp->urq, qp->rq.cons);
 	qp->sq_next = qp->sq.prod;
 	qp->sq_next_off = 0;
+	qp->direct_ack.valid = false;	/* never left set, but never kept */
+	qp->direct_placed = false;
 	qp->rd_outstanding = 0;
 	qp->rd_reqs = 0;
 	srdma_rd_queue_reset(qp);

@@ -439,11 +439,14 @@ void srdma_rcv_local(struct sk_buff *skb)
  * returns with its WRITE placed and completed. perftest's 2-byte
  * latency in one guest fell from 20-21 us to under 12 (performance.rst).
  *
- * Order: nothing of the requesting QP is in flight (its PSN is the oldest
- * unacknowledged), so no packet of it can be overtaken; anything the
- * peer sends back (older ACKs still queued) is cumulative. The peer's
- * lock is only tried, with the requester's held: if it is taken, or
- * anything else does not hold, the request goes as a packet.
+ * Order: nothing the requesting QP sent is still on its way, so no packet
+ * of it can be overtaken: no request unacknowledged (its PSN is the
+ * oldest), everything it queued for local delivery (its responder's
+ * ACKs and READ responses too) received, no READ response or deferred
+ * ACK waiting to go. Anything the peer sends back (older ACKs still
+ * queued) is cumulative. The peer's lock is only tried, with the
+ * requester's held: if it is taken, or anything else does not hold, the
+ * request goes as a packet.
  */
 #define SRDMA_DIRECT_MAX	(SRDMA_ZCOPY_MIN - 1)
 
@@ -477,7 +480,8 @@ int srdma_direct_init(void)
 
 	for_each_possible_cpu(cpu) {
 		b = per_cpu_ptr(&srdma_direct_bufs, cpu);
-		b->skb = alloc_skb(SRDMA_DIRECT_MAX, GFP_KERNEL);
+		b->skb = __alloc_skb(SRDMA_DIRECT_MAX, GFP_KERNEL, 0,
+				     cpu_to_node(cpu));
 		if (!b->skb) {
 			srdma_direct_exit();
 			return -ENOMEM;
@@ -499,7 +503,7 @@ void srdma_direct_exit(void)
 
 	for_each_possible_cpu(cpu) {
 		b = per_cpu_ptr(&srdma_direct_bufs, cpu);
-		kfree_skb(b->skb);
+		consume_skb(b->skb);
 		b->skb = NULL;
 	}
 }
@@ -508,7 +512,8 @@ void srdma_direct_exit(void)
  * May @peer, found by @qp's destination QP number, take @qp's request
  * directly? An RC QP of the same device, not @qp itself, connected to
  * @qp (its QP number and the addresses both ways, as srdma_addr_ok()
- * checks a packet's), in a state that takes packets. @peer's lock held.
+ * checks a packet's), past INIT (in ERR its responder drops the
+ * request, as a packet's). @peer's lock held.
  */
 static bool srdma_direct_peer_ok(struct srdma_qp *qp, struct srdma_qp *peer)
 {
@@ -553,7 +558,9 @@ int srdma_rcv_direct(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	    !(srdma_op_flags(pkt->opcode) & SRDMA_F_REQ) ||
 	    pkt->paylen > SRDMA_DIRECT_MAX ||
 	    pkt->psn != qp->una_psn || qp->batch || qp->train ||
-	    !b->skb || b->busy)
+	    !srdma_loop_delivered(qp) || qp->ack_deferred ||
+	    srdma_rd_queued(qp) || !b->skb || b->busy ||
+	    !srdma_route_local(qp))
 		return -EOPNOTSUPP;
 	peer = srdma_qp_get(qp->attr.dest_qp_num);
 	if (!peer)
@@ -586,6 +593,7 @@ int srdma_rcv_direct(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	srdma_count(qp->sdev, SRDMA_CNT_TX_PKTS);
 	srdma_count(qp->sdev, SRDMA_CNT_TX_DIRECT);
 	srdma_count(peer->sdev, SRDMA_CNT_RX_PKTS);
+	qp->direct_placed = true;
 	peer->direct_sink = &qp->direct_ack;
 	srdma_resp_rcv(peer, pkt, b->skb, 0);
 	peer->direct_sink = NULL;

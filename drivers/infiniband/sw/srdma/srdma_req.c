@@ -485,7 +485,7 @@ static void srdma_req_rewind(struct srdma_qp *qp, u32 psn)
  * covers. On any progress, the retry counts start over and the retransmit
  * timer restarts, or stops if nothing is left in flight.
  *
- * Context: softirq, QP lock held.
+ * Context: softirq, or a doorbell with BHs off; QP lock held.
  */
 void srdma_req_acked(struct srdma_qp *qp, u32 una, bool retired)
 {
@@ -533,7 +533,7 @@ void srdma_req_acked(struct srdma_qp *qp, u32 una, bool retired)
  * and goes back to send again from @psn (go-back-N). The requester sends
  * when it runs next.
  *
- * Context: softirq, QP lock held.
+ * Context: softirq, or a doorbell with BHs off; QP lock held.
  */
 void srdma_req_loss(struct srdma_qp *qp, u32 psn)
 {
@@ -552,7 +552,7 @@ void srdma_req_loss(struct srdma_qp *qp, u32 psn)
  * Uses up an RNR retry (none if rnr_retry is 7, infinite), goes back to
  * @psn and waits out @timer before sending again.
  *
- * Context: softirq, QP lock held.
+ * Context: softirq, or a doorbell with BHs off; QP lock held.
  * Return: true, or false with nothing done if no RNR retry is left.
  */
 bool srdma_req_rnr(struct srdma_qp *qp, u32 psn, u8 timer)
@@ -672,7 +672,7 @@ static bool srdma_req_credit_ok(struct srdma_qp *qp,
  * moves back while counts come: they are rounded down, and an ACK may
  * carry an older MSN (one deferred behind READ responses, or reordered).
  *
- * Context: softirq, QP lock held.
+ * Context: softirq, or a doorbell with BHs off; QP lock held.
  */
 void srdma_req_credits(struct srdma_qp *qp, u32 msn, u8 code)
 {
@@ -1133,7 +1133,7 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 				     qp->sq_next_off / qp->mtu),
 		.xrc_srqn = wqe->xrc_srqn,	/* XRC initiators only */
 	};
-
+	bool placed;
 	int err;
 
 	lockdep_assert_held(&qp->lock);
@@ -1145,13 +1145,16 @@ static int srdma_req_packet(struct srdma_qp *qp, struct srdma_send_wqe *wqe)
 		err = srdma_req_data_packet(qp, wqe, &pkt);
 	/*
 	 * Made: it counts as sent (a drop on this host is a loss like the
-	 * wire's), and is timed only if all went well (helper-81).
+	 * wire's), and is timed only if all went well (helper-81) and it
+	 * went as a packet (a placement is answered before this).
 	 */
+	placed = qp->direct_placed;
+	qp->direct_placed = false;
 	if (srdma_req_pkt_made(err))
 		srdma_rtt_start(qp, pkt.psn,
 				wqe->opcode == IB_WR_RDMA_READ ?
 				srdma_npkts(pkt.dmalen, qp->mtu) : 1,
-				pkt.ackreq, !err);
+				pkt.ackreq, !err && !placed);
 	return err;
 }
 
@@ -2688,6 +2691,8 @@ static int srdma_post_send_user(struct srdma_qp *qp,
 		srdma_qp_flush(qp);
 	} else {
 		/* A doorbell's run may place directly (srdma_recv.c). */
+		WARN_ON_ONCE(qp->direct_ack.valid);	/* used up in its hold */
+		qp->direct_ack.valid = false;
 		qp->direct_run = true;
 		srdma_req_run(qp);
 		qp->direct_run = false;

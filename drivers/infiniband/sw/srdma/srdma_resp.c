@@ -1530,7 +1530,8 @@ static void srdma_resp_rc(struct srdma_qp *qp, struct srdma_pkt *pkt,
  *
  * An XRC target QP's request also names the XRC SRQ it is for.
  *
- * Context: softirq, QP lock held (srdma_rcv() takes it).
+ * Context: softirq, QP lock held (srdma_rcv() takes it); or, for a direct
+ * placement (srdma_rcv_direct()), a doorbell with BHs off.
  */
 void srdma_resp_rcv(struct srdma_qp *qp, struct srdma_pkt *pkt,
 		    struct sk_buff *skb, int payoff)
