@@ -1347,6 +1347,7 @@ int srdma_udp_encap_recv(struct sock *sk, struct sk_buff *skb);
 void srdma_rcv_local(struct sk_buff *skb);
 bool srdma_loop_delivered(const struct srdma_qp *qp);
 bool srdma_route_local(struct srdma_qp *qp);
+bool srdma_loop_pingpong(const struct srdma_qp *qp);
 int srdma_direct_init(void);
 void srdma_direct_exit(void);
 int srdma_rcv_direct(struct srdma_qp *qp, struct srdma_pkt *pkt,

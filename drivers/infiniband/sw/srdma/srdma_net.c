@@ -721,6 +721,21 @@ static int srdma_loop_xmit(struct srdma_qp *qp, struct net *net,
 }
 
 /**
+ * srdma_loop_pingpong() - is @qp in a ping-pong?
+ * @qp: the QP
+ *
+ * Context: Any.
+ * Return: true if it had a request within SRDMA_LOOP_PINGPONG_JIFFIES:
+ * not a one-way stream, whose packets local delivery takes on another
+ * CPU (loop_spread) while the process posts ahead of them.
+ */
+bool srdma_loop_pingpong(const struct srdma_qp *qp)
+{
+	return !time_after(jiffies, READ_ONCE(qp->rx_req_at) +
+			   SRDMA_LOOP_PINGPONG_JIFFIES);
+}
+
+/**
  * srdma_route_local() - does @qp's route end on this host now?
  * @qp: a connected QP
  *

@@ -447,6 +447,12 @@ void srdma_rcv_local(struct sk_buff *skb)
  * queued) is cumulative. The peer's lock is only tried, with the
  * requester's held: if it is taken, or anything else does not hold, the
  * request goes as a packet.
+ *
+ * Only in a ping-pong (the QP had a request lately, srdma_loop_pingpong()):
+ * a one-way stream of small messages placed one by one made every post a
+ * system call that returned with its message done, and 64-byte WRITE
+ * rates fell to a quarter; as packets, the stream's delivery runs on
+ * another CPU while the process posts ahead without doorbells.
  */
 #define SRDMA_DIRECT_MAX	(SRDMA_ZCOPY_MIN - 1)
 
@@ -559,7 +565,8 @@ int srdma_rcv_direct(struct srdma_qp *qp, struct srdma_pkt *pkt,
 	    pkt->paylen > SRDMA_DIRECT_MAX ||
 	    pkt->psn != qp->una_psn || qp->batch || qp->train ||
 	    !srdma_loop_delivered(qp) || qp->ack_deferred ||
-	    srdma_rd_queued(qp) || !b->skb || b->busy ||
+	    srdma_rd_queued(qp) || !srdma_loop_pingpong(qp) ||
+	    !b->skb || b->busy ||
 	    !srdma_route_local(qp))
 		return -EOPNOTSUPP;
 	peer = srdma_qp_get(qp->attr.dest_qp_num);
