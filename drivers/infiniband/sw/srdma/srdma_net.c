@@ -562,8 +562,7 @@ static bool srdma_loop_spread(struct srdma_qp *qp)
 	case 0:
 		return false;
 	case 1:
-		return time_after(jiffies, READ_ONCE(qp->rx_req_at) +
-				  SRDMA_LOOP_PINGPONG_JIFFIES);
+		return !srdma_loop_pingpong(qp);
 	default:
 		return true;
 	}
