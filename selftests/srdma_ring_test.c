@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <grp.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -596,6 +597,31 @@ TEST_F(ring, local_wr_storm)
 	EXPECT_SEND_WC(wc, 0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, self->qp);
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 1000));
 	ASSERT_EQ(0, ibv_dealloc_mw(mw));
+}
+
+/*
+ * The provider rings the send doorbell with write() on the command file
+ * (srdma_sq_doorbell()). The kernel refuses that from a process whose
+ * credentials changed since it opened the device (EACCES); the provider
+ * then rings through ioctl, and posting goes on: every completion field
+ * and the bytes, before and after, and twice after (the fallback kept).
+ */
+TEST_F(ring, doorbell_after_cred_change)
+{
+	gid_t groups[64];
+	int n;
+
+	write_3000_checked(_metadata, self, 3, 1);
+	EXPECT_EQ(0, raw_doorbell(self->qp));
+	/* New credentials, same values: a new struct cred all the same. */
+	n = getgroups(64, groups);
+	ASSERT_LE(0, n);
+	ASSERT_EQ(0, setgroups(n, groups));
+	EXPECT_EQ(EACCES, raw_doorbell(self->qp));
+	write_3000_checked(_metadata, self, 5, 2);
+	write_3000_checked(_metadata, self, 7, 3);
+	EXPECT_EQ(3, self->sqh->cons);
+	EXPECT_EQ(IBV_QPS_RTS, srdma_test_qp_state(self->qp));
 }
 
 TEST_HARNESS_MAIN
