@@ -37,7 +37,14 @@ struct srdma_context {
 	struct verbs_context vctx;
 	uint64_t caps;			/* enum srdma_ucontext_caps */
 	bool db_ioctl;			/* doorbells through ioctl (atomic) */
+	unsigned int fork_gen;		/* srdma_fork_gen when made */
 };
+
+/*
+ * Forks this process is a child of, counted by srdma_atfork_child(): a
+ * context made before one is the parent's (srdma_sq_doorbell()).
+ */
+static unsigned int srdma_fork_gen;
 
 /*
  * A PD, or a parent domain (ibv_alloc_parent_domain()): an ibv_pd of its
@@ -1607,10 +1614,12 @@ static int srdma_rq_put(struct srdma_uring *r, uint32_t prod,
  * the same command through ioctl (UVERBS_METHOD_INVOKE_WRITE), whose
  * attribute parsing cost 2-2.5 us more per doorbell in the test guest
  * (2-byte ib_write_lat 14.5-14.9 against 12.0-12.4 us; performance.rst).
- * The kernel refuses write() from a process whose credentials changed
- * since it opened the device (EACCES, ib_safe_file_access()), and a
- * kernel may be built without the write interface: then this context
- * rings through ioctl from there on. 0 or an errno.
+ * The kernel refuses write() (EACCES, ib_safe_file_access(), with a line
+ * in its log once per boot) from a process whose credentials are not
+ * those that opened the file: after setuid() or setgroups(), in a forked
+ * child (a copy of the credentials), for an imported context. Such a
+ * context rings through ioctl from then on; a child's and an imported
+ * context do from the start. 0 or an errno.
  */
 static int srdma_sq_doorbell(struct ibv_qp *ibqp)
 {
@@ -1622,7 +1631,9 @@ static int srdma_sq_doorbell(struct ibv_qp *ibqp)
 	struct ib_uverbs_post_send_resp resp;
 	struct ibv_send_wr *dummy;
 
-	if (!__atomic_load_n(&ctx->db_ioctl, __ATOMIC_RELAXED)) {
+	if (!__atomic_load_n(&ctx->db_ioctl, __ATOMIC_RELAXED) &&
+	    ctx->fork_gen == __atomic_load_n(&srdma_fork_gen,
+					     __ATOMIC_RELAXED)) {
 		memset(&db, 0, sizeof(db));
 		db.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
 		db.hdr.in_words = sizeof(db) / 4;
@@ -1633,7 +1644,7 @@ static int srdma_sq_doorbell(struct ibv_qp *ibqp)
 		if (write(ibqp->context->cmd_fd, &db, sizeof(db)) ==
 		    sizeof(db))
 			return 0;
-		if (errno != EACCES && errno != ENOSYS && errno != EOPNOTSUPP)
+		if (errno != EACCES)
 			return errno;
 		__atomic_store_n(&ctx->db_ioctl, true, __ATOMIC_RELAXED);
 	}
@@ -2784,6 +2795,7 @@ static struct verbs_context *srdma_alloc_context(struct ibv_device *ibdev,
 		goto err_uninit_context;
 	if (srdma_context_setup(ctx, resp.drv.abi_version, resp.drv.caps))
 		goto err_uninit_context;
+	ctx->fork_gen = __atomic_load_n(&srdma_fork_gen, __ATOMIC_RELAXED);
 	return &ctx->vctx;
 
 err_uninit_context:
@@ -2828,6 +2840,7 @@ static struct verbs_context *srdma_import_context(struct ibv_device *ibdev,
 	err = ibv_cmd_query_context(&ctx->vctx.context, NULL);
 	if (err)
 		goto err_uninit_context;
+	ctx->db_ioctl = true;	/* another process's file, most likely */
 	return &ctx->vctx;
 
 err_uninit_context:
@@ -2891,7 +2904,15 @@ static const struct verbs_device_ops srdma_dev_ops = {
 	.import_context = srdma_import_context,
 };
 
+/* In the child of a fork: every context so far is the parent's. */
+static void srdma_atfork_child(void)
+{
+	__atomic_add_fetch(&srdma_fork_gen, 1, __ATOMIC_RELAXED);
+}
+
 static void __attribute__((constructor)) srdma_register(void)
 {
+	/* Without it a child's first doorbell fails over (and is logged). */
+	pthread_atfork(NULL, NULL, srdma_atfork_child);
 	verbs_register_driver_34(&srdma_dev_ops);
 }
