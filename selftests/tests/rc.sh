@@ -374,20 +374,17 @@ test_loop_direct() {
 	tx=$(counter tx_packets)
 	[ "$tx" = "$(counter rx_packets)" ] ||
 		fail "tx_packets $tx, rx_packets $(counter rx_packets)"
-	local again=retransmits probes
-	# On the debug kernel (SRDMA_TEST_SLOW) an answer can come after the
-	# tail-loss probe or early timeout meant for a lost one (each resends
-	# one packet): allowed there only if nothing was lost, every resent
-	# packet a duplicate at the responder.
-	if [ "${SRDMA_TEST_SLOW:-0}" -gt 0 ]; then
-		again=
-		probes=$(($(counter tail_loss_probes) + $(counter early_timeouts)))
-		[ "$(counter retransmits)" = $probes ] &&
-		[ "$(counter rx_duplicates)" = $probes ] ||
-			fail "resent packets not all probes and duplicates: $(rdma statistic show link srdma0/1)"
-		echo "# slow kernel: $probes probes answered late"
-	fi
-	for c in tx_errors nak_sent rx_out_of_sequence $again ack_timeouts; do
+	local probes
+	# An answer can come after the tail-loss probe or early timeout
+	# meant for a lost one (each resends one packet) when a vCPU is held
+	# off for a while (host noise, and the debug kernel): allowed only if
+	# nothing was lost, every resent packet a duplicate at the responder.
+	probes=$(($(counter tail_loss_probes) + $(counter early_timeouts)))
+	[ "$(counter retransmits)" = $probes ] &&
+	[ "$(counter rx_duplicates)" = $probes ] ||
+		fail "resent packets not all probes and duplicates: $(rdma statistic show link srdma0/1)"
+	[ $probes = 0 ] || echo "# $probes probes answered late (duplicates)"
+	for c in tx_errors nak_sent rx_out_of_sequence ack_timeouts; do
 		[ "$(counter $c)" = 0 ] ||
 			fail "$c $(counter $c): $(rdma statistic show link srdma0/1)"
 	done
