@@ -36,13 +36,13 @@ struct srdma_device {
 struct srdma_context {
 	struct verbs_context vctx;
 	uint64_t caps;			/* enum srdma_ucontext_caps */
-	bool db_ioctl;			/* doorbells through ioctl (atomic) */
+	bool cmd_ioctl;			/* commands through ioctl (atomic) */
 	unsigned int fork_gen;		/* srdma_fork_gen when made */
 };
 
 /*
  * Forks this process is a child of, counted by srdma_atfork_child(): a
- * context made before one is the parent's (srdma_sq_doorbell()).
+ * context made before one is the parent's (srdma_cmd_write()).
  */
 static unsigned int srdma_fork_gen;
 
@@ -1608,47 +1608,87 @@ static int srdma_rq_put(struct srdma_uring *r, uint32_t prod,
 }
 
 /*
- * Ring @ibqp's send doorbell: uverbs' post_send command with no work
- * requests. It goes as a plain write() of the command to the command
- * file, the uverbs write interface; libibverbs' ibv_cmd_post_send() sends
- * the same command through ioctl (UVERBS_METHOD_INVOKE_WRITE), whose
- * attribute parsing cost 2-2.5 us more per doorbell in the test guest
+ * Send a uverbs command of the write interface, @cmd (header first, @len
+ * bytes), as a plain write() to @ibctx's command file. libibverbs sends
+ * the same commands through ioctl (UVERBS_METHOD_INVOKE_WRITE), whose
+ * attribute parsing cost 2-2.5 us more per command in the test guest
  * (2-byte ib_write_lat 14.5-14.9 against 12.0-12.4 us; performance.rst).
  * The kernel refuses write() (EACCES, ib_safe_file_access(), with a line
  * in its log once per boot) from a process whose credentials are not
  * those that opened the file: after setuid() or setgroups(), in a forked
  * child (a copy of the credentials), for an imported context. Such a
- * context rings through ioctl from then on; a child's and an imported
- * context do from the start. 0 or an errno.
+ * context uses ioctl from then on; a child's and an imported context do
+ * from the start. True when the command went, with *@ret its result (0 or
+ * an errno); false when the caller must send it through libibverbs.
+ */
+static bool srdma_cmd_write(struct ibv_context *ibctx, void *cmd, size_t len,
+			    int *ret)
+{
+	struct srdma_context *ctx = to_sctx(ibctx);
+
+	if (__atomic_load_n(&ctx->cmd_ioctl, __ATOMIC_RELAXED) ||
+	    ctx->fork_gen != __atomic_load_n(&srdma_fork_gen,
+					     __ATOMIC_RELAXED))
+		return false;
+	if (write(ibctx->cmd_fd, cmd, len) == (ssize_t)len) {
+		*ret = 0;
+		return true;
+	}
+	if (errno != EACCES) {
+		*ret = errno;
+		return true;
+	}
+	__atomic_store_n(&ctx->cmd_ioctl, true, __ATOMIC_RELAXED);
+	return false;
+}
+
+/*
+ * Ring @ibqp's send doorbell: uverbs' post_send command with no work
+ * requests, by srdma_cmd_write(). 0 or an errno.
  */
 static int srdma_sq_doorbell(struct ibv_qp *ibqp)
 {
-	struct srdma_context *ctx = to_sctx(ibqp->context);
 	struct {
 		struct ib_uverbs_cmd_hdr hdr;
 		struct ib_uverbs_post_send cmd;
 	} db;
 	struct ib_uverbs_post_send_resp resp;
 	struct ibv_send_wr *dummy;
+	int ret;
 
-	if (!__atomic_load_n(&ctx->db_ioctl, __ATOMIC_RELAXED) &&
-	    ctx->fork_gen == __atomic_load_n(&srdma_fork_gen,
-					     __ATOMIC_RELAXED)) {
-		memset(&db, 0, sizeof(db));
-		db.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-		db.hdr.in_words = sizeof(db) / 4;
-		db.hdr.out_words = sizeof(resp) / 4;
-		db.cmd.response = (uintptr_t)&resp;
-		db.cmd.qp_handle = ibqp->handle;
-		db.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-		if (write(ibqp->context->cmd_fd, &db, sizeof(db)) ==
-		    sizeof(db))
-			return 0;
-		if (errno != EACCES)
-			return errno;
-		__atomic_store_n(&ctx->db_ioctl, true, __ATOMIC_RELAXED);
-	}
+	memset(&db, 0, sizeof(db));
+	db.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	db.hdr.in_words = sizeof(db) / 4;
+	db.hdr.out_words = sizeof(resp) / 4;
+	db.cmd.response = (uintptr_t)&resp;
+	db.cmd.qp_handle = ibqp->handle;
+	db.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+	if (srdma_cmd_write(ibqp->context, &db, sizeof(db), &ret))
+		return ret;
 	return ibv_cmd_post_send(ibqp, NULL, &dummy);
+}
+
+/*
+ * Arm @ibcq for its next completion (@solicited_only: the next solicited
+ * one), by srdma_cmd_write(): event-driven applications arm once per
+ * event. 0 or an errno.
+ */
+static int srdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_req_notify_cq cmd;
+	} rn;
+	int ret;
+
+	memset(&rn, 0, sizeof(rn));
+	rn.hdr.command = IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
+	rn.hdr.in_words = sizeof(rn) / 4;
+	rn.cmd.cq_handle = ibcq->handle;
+	rn.cmd.solicited_only = !!solicited_only;
+	if (srdma_cmd_write(ibcq->context, &rn, sizeof(rn), &ret))
+		return ret;
+	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
 }
 
 /*
@@ -2745,7 +2785,7 @@ static const struct verbs_context_ops srdma_ctx_ops = {
 	.reg_dmabuf_mr = srdma_reg_dmabuf_mr,
 	.reg_mr = srdma_reg_mr,
 	.rereg_mr = srdma_rereg_mr,
-	.req_notify_cq = ibv_cmd_req_notify_cq,
+	.req_notify_cq = srdma_req_notify_cq,
 	.resize_cq = srdma_resize_cq,
 	.unimport_mr = srdma_unimport_mr,
 	.unimport_pd = srdma_unimport_pd,
@@ -2840,7 +2880,7 @@ static struct verbs_context *srdma_import_context(struct ibv_device *ibdev,
 	err = ibv_cmd_query_context(&ctx->vctx.context, NULL);
 	if (err)
 		goto err_uninit_context;
-	ctx->db_ioctl = true;	/* another process's file, most likely */
+	ctx->cmd_ioctl = true;	/* another process's file, most likely */
 	return &ctx->vctx;
 
 err_uninit_context:
@@ -2912,7 +2952,7 @@ static void srdma_atfork_child(void)
 
 static void __attribute__((constructor)) srdma_register(void)
 {
-	/* Without it a child's first doorbell fails over (and is logged). */
+	/* Without it a child's first command fails over (and is logged). */
 	pthread_atfork(NULL, NULL, srdma_atfork_child);
 	verbs_register_driver_34(&srdma_dev_ops);
 }
