@@ -628,6 +628,26 @@ static int write_refusals_logged(void)
 	return n;
 }
 
+/*
+ * write() calls this thread has made (syscw of /proc/thread-self/io,
+ * refused ones included), or -1. A forked child's commands must go
+ * through ioctl, which it does not count.
+ */
+static long write_syscalls(void)
+{
+	char line[128];
+	long n = -1;
+	FILE *f = fopen("/proc/thread-self/io", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "syscw: %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
 /* Wait up to 2 s for the kernel to want doorbells again; 0 once it does. */
 static int doorbell_wanted(FIXTURE_DATA(ring) *self)
 {
@@ -646,9 +666,9 @@ static int doorbell_wanted(FIXTURE_DATA(ring) *self)
  * (srdma_sq_doorbell()), which the kernel refuses from a forked child (a
  * copy of the credentials) with a line in its log. A child uses the
  * ioctl path from the start: its WRITE completes (every field, the
- * bytes) and the kernel logs no refusal (a write() from the child would
- * log one, with or without the provider's fallback). Runs before
- * doorbell_after_cred_change, whose refusal is logged (once per boot).
+ * bytes) without one write() (the child's syscw), and the kernel logs no
+ * refusal (a write() from the child would log one, once per boot). Runs
+ * before doorbell_after_cred_change, whose refusal is logged.
  */
 TEST_F(ring, doorbell_in_forked_child)
 {
@@ -669,9 +689,16 @@ TEST_F(ring, doorbell_in_forked_child)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
+		long w0 = write_syscalls();
+
 		if (post_write(self, 3000) ||
 		    srdma_test_wait_wc(self->cq, &wc) != 1)
 			_exit(3);
+		/* Not one write(), refused or not: ioctl from the start. */
+		if (w0 < 0)
+			_exit(5);
+		if (write_syscalls() != w0)
+			_exit(6);
 		/* srdma_test_post_rdma() posts wr_id 0; no length for a WRITE. */
 		if (wc.wr_id != 0 || wc.status != IBV_WC_SUCCESS ||
 		    wc.opcode != IBV_WC_RDMA_WRITE || wc.byte_len != 0 ||
@@ -711,9 +738,11 @@ static int new_evented_qp(FIXTURE_DATA(ring) *self)
  * for the channel's event and poll the completion into @wc: 0, or the
  * step that failed (a forked child's exit status). The event is for the
  * fixture's CQ, acknowledged, and the CQ holds exactly one completion.
+ * *@got_event is set once an event was read: a forked child's, which the
+ * parent must acknowledge (its CQ's destruction waits for that).
  */
 static int evented_write(FIXTURE_DATA(ring) *self, uint32_t len,
-			 struct ibv_wc *wc)
+			 struct ibv_wc *wc, volatile int *got_event)
 {
 	struct pollfd pfd = { .fd = self->chan->fd, .events = POLLIN };
 	struct ibv_cq *ev_cq;
@@ -727,9 +756,10 @@ static int evented_write(FIXTURE_DATA(ring) *self, uint32_t len,
 		return 12;
 	if (ibv_get_cq_event(self->chan, &ev_cq, &ev_ctx))
 		return 13;
-	ibv_ack_cq_events(ev_cq, 1);
 	if (ev_cq != self->cq)
 		return 14;
+	*got_event = 1;
+	ibv_ack_cq_events(self->cq, 1);
 	if (ibv_poll_cq(self->cq, 1, wc) != 1)
 		return 15;
 	if (ibv_poll_cq(self->cq, 1, wc + 1) != 0)
@@ -742,11 +772,11 @@ static void write_3000_evented(struct __test_metadata *_metadata,
 			       FIXTURE_DATA(ring) *self, int mul, int add)
 {
 	struct ibv_wc wc[2];
-	int i;
+	int i, got = 0;
 
 	for (i = 0; i < 3000; i++)
 		self->buf[i] = (char)(i * mul + add);
-	ASSERT_EQ(0, evented_write(self, 3000, wc));
+	ASSERT_EQ(0, evented_write(self, 3000, wc, &got));
 	/* srdma_test_post_rdma() posts wr_id 0; no length for a WRITE. */
 	EXPECT_SEND_WC(wc[0], 0, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0,
 		       self->qp);
@@ -757,28 +787,42 @@ static void write_3000_evented(struct __test_metadata *_metadata,
  * The provider arms a CQ with write() too (srdma_req_notify_cq()); a
  * forked child arms its parent's CQ through ioctl: its event arrives, its
  * WRITE's completion is checked field by field (in the child), the bytes
- * in the parent, and the kernel logs no refusal. Runs before
- * doorbell_after_cred_change, whose refusal is logged (once per boot).
+ * in the parent; the child made no write() (syscw), and the kernel logs
+ * no refusal. Runs before doorbell_after_cred_change, whose refusal is
+ * logged (once per boot).
  */
 TEST_F(ring, notify_in_forked_child)
 {
 	struct ibv_wc wc[2];
 	int before, status, i, rc;
+	volatile int *got;
+	long w0;
 	pid_t pid;
 
 	ASSERT_EQ(0, new_evented_qp(self));
 	write_3000_evented(_metadata, self, 9, 1);
 	before = write_refusals_logged();
 	ASSERT_LE(0, before);
+	/* Shared with the child: whether it read an event. */
+	got = mmap(NULL, sizeof(*got), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, got);
+	*got = 0;
 	for (i = 0; i < 3000; i++)
 		self->buf[i] = (char)(i * 13 + 6);
 	memset(self->buf + 32768, 0, 3000);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		rc = evented_write(self, 3000, wc);
+		w0 = write_syscalls();
+		rc = evented_write(self, 3000, wc, got);
 		if (rc)
 			_exit(rc);
+		/* Not one write(), refused or not: ioctl from the start. */
+		if (w0 < 0)
+			_exit(5);
+		if (write_syscalls() != w0)
+			_exit(6);
 		if (wc[0].wr_id != 0 || wc[0].status != IBV_WC_SUCCESS ||
 		    wc[0].opcode != IBV_WC_RDMA_WRITE ||
 		    wc[0].byte_len != 0 || wc[0].wc_flags != 0 ||
@@ -787,14 +831,15 @@ TEST_F(ring, notify_in_forked_child)
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
 	/*
 	 * An event the child read counts against the CQ, whose destruction
 	 * waits for every event read to be acknowledged: this process does
-	 * it (evented_write() fails before the read with 10-13).
+	 * it, before anything can end the test.
 	 */
-	if (WEXITSTATUS(status) < 10 || WEXITSTATUS(status) > 13)
+	if (*got)
 		ibv_ack_cq_events(self->cq, 1);
+	munmap((void *)got, sizeof(*got));
+	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_EQ(0, memcmp(self->buf, self->buf + 32768, 3000));
 	EXPECT_EQ(before, write_refusals_logged());
@@ -858,6 +903,8 @@ TEST_F(ring, notify_after_cred_change)
 		SKIP(return, "setgroups() needs CAP_SETGID");
 	}
 	free(groups);
+	/* Refused now; a hand-made write() leaves the provider's flag be. */
+	ASSERT_EQ(EACCES, raw_doorbell(self->qp));
 	write_3000_evented(_metadata, self, 5, 3);
 	write_3000_evented(_metadata, self, 7, 4);
 	EXPECT_EQ(3, self->sqh->cons);

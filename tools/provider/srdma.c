@@ -1625,17 +1625,20 @@ static bool srdma_cmd_write(struct ibv_context *ibctx, void *cmd, size_t len,
 			    int *ret)
 {
 	struct srdma_context *ctx = to_sctx(ibctx);
+	ssize_t n;
 
 	if (__atomic_load_n(&ctx->cmd_ioctl, __ATOMIC_RELAXED) ||
 	    ctx->fork_gen != __atomic_load_n(&srdma_fork_gen,
 					     __ATOMIC_RELAXED))
 		return false;
-	if (write(ibctx->cmd_fd, cmd, len) == (ssize_t)len) {
+	n = write(ibctx->cmd_fd, cmd, len);
+	if (n == (ssize_t)len) {
 		*ret = 0;
 		return true;
 	}
-	if (errno != EACCES) {
-		*ret = errno;
+	/* uverbs takes a command whole or fails it: a short count is EIO. */
+	if (n >= 0 || errno != EACCES) {
+		*ret = n >= 0 ? EIO : errno;
 		return true;
 	}
 	__atomic_store_n(&ctx->cmd_ioctl, true, __ATOMIC_RELAXED);
