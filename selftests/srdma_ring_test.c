@@ -612,6 +612,38 @@ TEST_F(ring, local_wr_storm)
 	ASSERT_EQ(0, ibv_dealloc_mw(mw));
 }
 
+/*
+ * New credentials with the same values (setgroups() with this process's
+ * groups): a new struct cred all the same, so the kernel refuses the
+ * command file's write() from now on. 0, or an errno (EPERM without
+ * CAP_SETGID).
+ */
+static int same_groups_again(void)
+{
+	gid_t *groups;
+	int n, rc = 0;
+
+	n = getgroups(0, NULL);
+	if (n < 0)
+		return errno;
+	groups = calloc(n + 1, sizeof(*groups));
+	if (!groups)
+		return ENOMEM;
+	if (getgroups(n, groups) != n || setgroups(n, groups))
+		rc = errno;
+	free(groups);
+	return rc;
+}
+
+/* The completion of post_write() (wr_id 0, no length): every field. */
+static bool wc_is_write(const struct ibv_wc *wc, const struct ibv_qp *qp)
+{
+	return wc->wr_id == 0 && wc->status == IBV_WC_SUCCESS &&
+	       wc->opcode == IBV_WC_RDMA_WRITE && wc->byte_len == 0 &&
+	       wc->wc_flags == 0 && wc->imm_data == 0 &&
+	       wc->qp_num == qp->qp_num;
+}
+
 /* Lines of the kernel log that name a refused uverbs write(). */
 static int write_refusals_logged(void)
 {
@@ -699,11 +731,7 @@ TEST_F(ring, doorbell_in_forked_child)
 			_exit(5);
 		if (write_syscalls() != w0)
 			_exit(6);
-		/* srdma_test_post_rdma() posts wr_id 0; no length for a WRITE. */
-		if (wc.wr_id != 0 || wc.status != IBV_WC_SUCCESS ||
-		    wc.opcode != IBV_WC_RDMA_WRITE || wc.byte_len != 0 ||
-		    wc.wc_flags != 0 || wc.imm_data != 0 ||
-		    wc.qp_num != self->qp->qp_num)
+		if (!wc_is_write(&wc, self->qp))
 			_exit(4);
 		_exit(0);
 	}
@@ -823,10 +851,7 @@ TEST_F(ring, notify_in_forked_child)
 			_exit(5);
 		if (write_syscalls() != w0)
 			_exit(6);
-		if (wc[0].wr_id != 0 || wc[0].status != IBV_WC_SUCCESS ||
-		    wc[0].opcode != IBV_WC_RDMA_WRITE ||
-		    wc[0].byte_len != 0 || wc[0].wc_flags != 0 ||
-		    wc[0].imm_data != 0 || wc[0].qp_num != self->qp->qp_num)
+		if (!wc_is_write(&wc[0], self->qp))
 			_exit(4);
 		_exit(0);
 	}
@@ -854,23 +879,15 @@ TEST_F(ring, notify_in_forked_child)
  */
 TEST_F(ring, doorbell_after_cred_change)
 {
-	gid_t *groups;
-	int n;
+	int rc;
 
 	ASSERT_EQ(0, doorbell_wanted(self));
 	write_3000_checked(_metadata, self, 3, 1);
 	EXPECT_EQ(0, raw_doorbell(self->qp));
-	/* New credentials, same values: a new struct cred all the same. */
-	n = getgroups(0, NULL);
-	ASSERT_LE(0, n);
-	groups = calloc(n + 1, sizeof(*groups));
-	ASSERT_NE(NULL, groups);
-	ASSERT_EQ(n, getgroups(n, groups));
-	if (setgroups(n, groups) && errno == EPERM) {
-		free(groups);
+	rc = same_groups_again();
+	if (rc == EPERM)
 		SKIP(return, "setgroups() needs CAP_SETGID");
-	}
-	free(groups);
+	ASSERT_EQ(0, rc);
 	EXPECT_EQ(EACCES, raw_doorbell(self->qp));
 	ASSERT_EQ(0, doorbell_wanted(self));
 	write_3000_checked(_metadata, self, 5, 2);
@@ -888,21 +905,14 @@ TEST_F(ring, doorbell_after_cred_change)
  */
 TEST_F(ring, notify_after_cred_change)
 {
-	gid_t *groups;
-	int n;
+	int rc;
 
 	ASSERT_EQ(0, new_evented_qp(self));
 	write_3000_evented(_metadata, self, 3, 2);
-	n = getgroups(0, NULL);
-	ASSERT_LE(0, n);
-	groups = calloc(n + 1, sizeof(*groups));
-	ASSERT_NE(NULL, groups);
-	ASSERT_EQ(n, getgroups(n, groups));
-	if (setgroups(n, groups) && errno == EPERM) {
-		free(groups);
+	rc = same_groups_again();
+	if (rc == EPERM)
 		SKIP(return, "setgroups() needs CAP_SETGID");
-	}
-	free(groups);
+	ASSERT_EQ(0, rc);
 	/* Refused now; a hand-made write() leaves the provider's flag be. */
 	ASSERT_EQ(EACCES, raw_doorbell(self->qp));
 	write_3000_evented(_metadata, self, 5, 3);
