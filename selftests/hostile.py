@@ -1361,7 +1361,13 @@ def t_credits_req(t, w):
     expect_send_wcs(t, 1)
     if t.cmd("send 64") != "ok" or t.cmd("send 64") != "ok":
         fail("post_send 2, 3")
+    # A resend of the first SEND (a tail-loss probe) may cross its ACK
+    # when the host is slow (ck40, 2026-12-06): skip it.
     q = w.recv(2.0)
+    for _ in range(5):
+        if not q or q["psn"] != p:
+            break
+        q = w.recv(2.0)
     if not q or (q["op"], q["psn"], q["ackreq"]) != (OP["SEND_ONLY"], p + 1, True):
         fail("with no credit and nothing in flight: %s, want one SEND at %#x "
              "with AckReq" % (q, p + 1))
